@@ -1,0 +1,3 @@
+"""gn-thinlto: ThinLTO thin link, backends and final link as edges of the main ninja graph."""
+
+__version__ = "0.1.0"

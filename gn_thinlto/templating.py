@@ -1,0 +1,51 @@
+"""Jinja2 environment for the ninja templates shipped in gn_thinlto.templates, with ninja escaping filters."""
+
+from __future__ import annotations
+
+import shlex
+from importlib import resources
+
+import jinja2
+
+TEMPLATE_PACKAGE = "gn_thinlto.templates"
+
+
+def ninja_path(value: str) -> str:
+    """Escape a path for a ninja build/inputs/outputs list ('$', ' ', ':' and newline are special)."""
+    if "\n" in value:
+        raise ValueError(f"newline in ninja path {value!r}")
+    return value.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def ninja_value(value: str) -> str:
+    """Escape a string for a ninja variable value, e.g. a command line (only '$' is special)."""
+    if "\n" in value:
+        raise ValueError(f"newline in ninja value {value!r}")
+    return value.replace("$", "$$")
+
+
+def shell_join(args: list[str] | tuple[str, ...]) -> str:
+    """Quote an argument vector for /bin/sh, the way ninja runs commands."""
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def make_environment() -> jinja2.Environment:
+    """The environment every ninja file is rendered with: strict undefined, no autoescape, our filters."""
+    loader = jinja2.FileSystemLoader(str(resources.files(TEMPLATE_PACKAGE)))
+    env = jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["ninja_path"] = ninja_path
+    env.filters["ninja_value"] = ninja_value
+    env.filters["shell_join"] = shell_join
+    return env
+
+
+def render(template: str, **context: object) -> str:
+    """Render one template by name (e.g. 'header.ninja.j2') with the given plan data."""
+    return make_environment().get_template(template).render(**context)

@@ -1,0 +1,70 @@
+"""Test-suite policy: markers come from the folder; required tools are checked once, loudly.
+
+tests/unit -> unit, tests/integration -> integration (clang/lld/llvm, gn, ninja), tests/remote -> remote
+(PostgreSQL + BuildGrid). In CI (CI=true) a missing tool stops the run with one clear line; elsewhere the
+tests that need it are skipped with that line as the reason (shown by -ra), never silently.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_ROOT = REPO / "examples" / "chromium_style"
+LLVM_VERSIONS = (19, 22)
+
+REQUIRED_TOOLS: dict[str, tuple[str, ...]] = {
+    "integration": (
+        "clang-19", "clang++-19", "ld.lld-19", "llvm-ar-19", "llvm-bcanalyzer-19", "llvm-objdump-19",
+        "clang-22", "ld.lld-22", "llvm-bcanalyzer-22", "gn", "ninja", "strace",
+    ),
+    "remote": ("clang-19", "gn", "ninja"),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = Path(str(item.fspath)).relative_to(REPO / "tests").parts[0]
+        if kind in ("unit", "integration", "remote"):
+            item.add_marker(getattr(pytest.mark, kind))
+    needed = {m for item in items for m in REQUIRED_TOOLS if item.get_closest_marker(m)}
+    for marker in sorted(needed):
+        missing = [t for t in REQUIRED_TOOLS[marker] if shutil.which(t) is None]
+        if not missing:
+            continue
+        reason = f"{marker} tests need {', '.join(missing)}, not on PATH (./dev test installs them)"
+        if os.environ.get("CI"):
+            pytest.exit(f"CI: {reason}", returncode=3)
+        for item in items:
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@dataclass(frozen=True)
+class Llvm:
+    """Paths of one installed LLVM toolchain (Debian's /usr/lib/llvm-N)."""
+
+    version: int
+
+    @property
+    def bin(self) -> Path:
+        return Path(f"/usr/lib/llvm-{self.version}/bin")
+
+    def tool(self, name: str) -> str:
+        return str(self.bin / name)
+
+
+@pytest.fixture(params=LLVM_VERSIONS, ids=[f"llvm{v}" for v in LLVM_VERSIONS])
+def llvm(request: pytest.FixtureRequest) -> Llvm:
+    """Each LLVM version of the test matrix, for tests that must hold on all of them."""
+    return Llvm(request.param)
+
+
+@pytest.fixture
+def llvm19() -> Llvm:
+    return Llvm(19)
