@@ -3,3 +3,39 @@
 
 class GomaExtError(Exception):
     """A problem the user can act on: an undecodable file, a bad command line, a remote failure."""
+
+
+class DecodeError(GomaExtError):
+    """A file that is not valid LLVM bitstream, bitcode or ThinLTO index data.
+
+    Carries where decoding stopped: the bit offset from the start of the file and the path of
+    nested blocks (outermost first), so one line tells the user which byte of which file is bad.
+    """
+
+    def __init__(self, message: str, *, bit_offset: int, block_path: tuple[str, ...] = (), file: str = "") -> None:
+        self.message = " ".join(message.split())  # always one line
+        self.bit_offset = bit_offset
+        self.block_path = block_path
+        self.file = file
+        super().__init__(str(self))
+
+    @property
+    def byte_offset(self) -> int:
+        return self.bit_offset // 8
+
+    def __str__(self) -> str:
+        where = f"byte {self.bit_offset // 8}"
+        if self.bit_offset % 8:
+            where += f" (bit {self.bit_offset % 8})"
+        block = "/".join(self.block_path) if self.block_path else "top level"
+        prefix = f"{self.file}: " if self.file else ""
+        return f"{prefix}{where}, in {block}: {self.message}"
+
+    def with_context(self, *, block_path: tuple[str, ...] | None = None, file: str | None = None) -> "DecodeError":
+        """A copy with the block path or file name filled in (the innermost reader that knows them sets them)."""
+        return DecodeError(
+            self.message,
+            bit_offset=self.bit_offset,
+            block_path=self.block_path if block_path is None else block_path,
+            file=self.file if file is None else file,
+        )

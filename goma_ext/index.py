@@ -1,0 +1,220 @@
+"""ThinLTO per-module summary index decoder: module table, hashes, summary version/flags and counts.
+
+A distributed ThinLTO index (`foo.o.thinlto.bc`, written by `ld.lld --thinlto-index-only`) is a
+bitstream holding a MODULE_BLOCK with a MODULE_STRTAB_BLOCK (the module table: the module itself and
+every module it imports from, each with its SHA-1) and a GLOBALVAL_SUMMARY_BLOCK (summary version, index
+flags, combined summaries naming their module by id). Module ids are resolved through the table only.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import construct as cs
+
+from goma_ext.bitstream import Bitstream, Block, Record
+from goma_ext.errors import DecodeError, GomaExtError
+from goma_ext.llvm_codes import (
+    COMBINED_SUMMARY_CODES,
+    BlockId,
+    IndexFlag,
+    ModuleCode,
+    ModuleStrtabCode,
+    SummaryCode,
+)
+
+# MST_CODE_HASH holds the 20-byte SHA-1 as five 32-bit words, each read big-endian from the digest
+# (llvm/lib/Bitcode/Writer/BitcodeWriter.cpp, writeModuleHash / ModuleHash).
+MODULE_HASH_WORDS = cs.Array(5, cs.Int32ub)
+INDEX_SUFFIX = ".thinlto.bc"
+IMPORTS_SUFFIX = ".imports"
+
+
+@dataclass(frozen=True)
+class IndexModule:
+    """One module table entry: its id in this index, its path as the linker wrote it, its SHA-1.
+
+    `hash` is the 20-byte SHA-1 digest (the five MST_CODE_HASH words, big-endian), or None when the
+    entry has no HASH record (LLVM omits an all-zero hash).
+    """
+
+    modid: int
+    path: str
+    hash: bytes | None
+
+    @property
+    def hash_hex(self) -> str:
+        return self.hash.hex() if self.hash is not None else ""
+
+
+@dataclass(frozen=True)
+class ThinLtoIndex:
+    """A decoded ThinLTO index. `version` is the summary version (FS_VERSION); `empty` marks a zero-byte file."""
+
+    path: str
+    version: int | None
+    flags: int
+    modules: tuple[IndexModule, ...]
+    summary_counts: Mapping[str, int] = field(hash=False)  # combined summaries per module path
+    bitcode_version: int | None = None  # the MODULE_BLOCK VERSION record
+    empty: bool = False
+
+    @property
+    def skip(self) -> bool:
+        """SkipModuleByDistributedBackend: the backend must emit an empty object."""
+        return bool(self.flags & IndexFlag.SKIP_MODULE_BY_DISTRIBUTED_BACKEND)
+
+    @property
+    def flag_names(self) -> tuple[str, ...]:
+        known = [f.name or "" for f in IndexFlag if self.flags & f]
+        unknown = self.flags & ~sum(IndexFlag)
+        return (*known, f"0x{unknown:x}") if unknown else tuple(known)
+
+    def own_module(self, self_path: str | None = None) -> IndexModule | None:
+        """The entry for the module this index was written for.
+
+        `self_path` defaults to the index path minus `.thinlto.bc`. Module paths are relative to the
+        linker's working directory, so the entry whose path is the longest path-suffix of `self_path`
+        wins (`out/obj/a.o` matches `obj/a.o`). Callers that know the module hash should match on it.
+        """
+        own = os.path.normpath(self_path if self_path is not None else own_module_path(self.path))
+        best: IndexModule | None = None
+        for m in self.modules:
+            p = os.path.normpath(m.path)
+            if (own == p or own.endswith(os.sep + p)) and (best is None or len(p) > len(best.path)):
+                best = m
+        return best
+
+    def imported_paths(self, self_path: str | None = None) -> tuple[str, ...]:
+        """Paths of the modules other than the index's own one (see `own_module`), in table order."""
+        own = self.own_module(self_path)
+        return tuple(m.path for m in self.modules if m is not own)
+
+
+def own_module_path(index_path: str) -> str:
+    """The module an index file was written for: `foo.o.thinlto.bc` -> `foo.o` (lld's naming)."""
+    return index_path[: -len(INDEX_SUFFIX)] if index_path.endswith(INDEX_SUFFIX) else index_path
+
+
+def imports_file_path(index_path: str) -> str:
+    """The `.imports` file lld writes beside an index: `foo.o.thinlto.bc` -> `foo.o.imports`."""
+    return own_module_path(index_path) + IMPORTS_SUFFIX
+
+
+def read_index(path: str | os.PathLike[str], *, summaries: bool = True) -> ThinLtoIndex:
+    """Decode the index file at `path`. With summaries=False the summary records are skipped, not counted."""
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as e:
+        raise GomaExtError(f"cannot read ThinLTO index {name}: {e.strerror or e}") from e
+    return parse_index(data, name=name, summaries=summaries)
+
+
+def parse_index(data: bytes, *, name: str = "<bytes>", summaries: bool = True) -> ThinLtoIndex:
+    if not data:
+        return ThinLtoIndex(name, None, 0, (), types.MappingProxyType({}), empty=True)
+    stream = Bitstream(data, name=name)
+    module_block: Block | None = None
+    for block in stream.blocks():
+        if block.block_id == BlockId.MODULE_BLOCK:
+            if module_block is not None:
+                raise DecodeError("more than one MODULE_BLOCK in an index", bit_offset=block.bit_offset, file=name)
+            module_block = block
+            decoded = _decode_module_block(block, summaries)
+    if module_block is None:
+        raise DecodeError("not a ThinLTO index: no MODULE_BLOCK", bit_offset=0, file=name)
+    bitcode_version, modules, version, flags, by_modid = decoded
+    counts = {m.path: 0 for m in modules.values()}
+    for modid, n in by_modid.items():
+        counts[modules[modid].path] += n
+    return ThinLtoIndex(
+        name, version, flags, tuple(modules.values()), types.MappingProxyType(counts), bitcode_version=bitcode_version
+    )
+
+
+_Decoded = tuple[int | None, dict[int, IndexModule], int | None, int, dict[int, int]]
+
+
+def _decode_module_block(block: Block, summaries: bool) -> _Decoded:
+    bitcode_version: int | None = None
+    modules: dict[int, IndexModule] | None = None
+    version: int | None = None
+    flags = 0
+    by_modid: dict[int, int] = {}
+    first_use: dict[int, int] = {}  # modid -> bit offset of the first record naming it
+    for entry in block.entries():
+        if isinstance(entry, Record):
+            if entry.code == ModuleCode.VERSION and entry.ops:
+                bitcode_version = entry.ops[0]
+        elif entry.block_id == BlockId.MODULE_STRTAB_BLOCK:
+            modules = _decode_module_table(entry)
+        elif entry.block_id == BlockId.GLOBALVAL_SUMMARY_BLOCK:
+            version, flags = _decode_summary_block(entry, summaries, by_modid, first_use)
+    if modules is None:
+        raise DecodeError(
+            "not a ThinLTO index: MODULE_BLOCK has no MODULE_STRTAB_BLOCK (a bitcode object?)",
+            bit_offset=block.bit_offset, block_path=block.path, file=block.stream.name,
+        )
+    for modid, at in first_use.items():
+        if modid not in modules:
+            raise DecodeError(
+                f"a combined summary names module id {modid}, which the module table does not define",
+                bit_offset=at, block_path=(*block.path, BlockId.GLOBALVAL_SUMMARY_BLOCK.name), file=block.stream.name,
+            )
+    return bitcode_version, modules, version, flags, by_modid
+
+
+def _decode_module_table(block: Block) -> dict[int, IndexModule]:
+    modules: dict[int, IndexModule] = {}
+    last: IndexModule | None = None
+    for record in block.records():
+        if record.code == ModuleStrtabCode.ENTRY:
+            if not record.ops:
+                raise _record_error(block, record, "MST_CODE_ENTRY without a module id")
+            modid = record.ops[0]
+            if modid in modules:
+                raise _record_error(block, record, f"module id {modid} defined twice")
+            last = IndexModule(modid, record.text(1), None)
+            modules[modid] = last
+        elif record.code == ModuleStrtabCode.HASH:
+            if last is None or last.hash is not None:
+                raise _record_error(block, record, "MST_CODE_HASH without a preceding MST_CODE_ENTRY")
+            if len(record.ops) != 5 or any(w >> 32 for w in record.ops):
+                raise _record_error(block, record, f"MST_CODE_HASH has {len(record.ops)} operands, expected 5 x u32")
+            last = IndexModule(last.modid, last.path, MODULE_HASH_WORDS.build(list(record.ops)))
+            modules[last.modid] = last
+    return modules
+
+
+def _decode_summary_block(
+    block: Block, summaries: bool, by_modid: dict[int, int], first_use: dict[int, int]
+) -> tuple[int | None, int]:
+    """VERSION and FLAGS; with `summaries`, also count the combined summaries per module id."""
+    version: int | None = None
+    flags = 0
+    for record in block.records():
+        code = record.code
+        if code == SummaryCode.VERSION and record.ops:
+            version = record.ops[0]
+        elif code == SummaryCode.FLAGS and record.ops:
+            flags = record.ops[0]
+            if not summaries:
+                break  # VERSION and FLAGS lead the block; the rest is skipped by its length
+        elif code in COMBINED_SUMMARY_CODES:
+            if len(record.ops) < 2:
+                raise _record_error(block, record, f"{SummaryCode(code).name} without a module id")
+            modid = record.ops[1]
+            if modid not in by_modid:
+                by_modid[modid] = 0
+                first_use[modid] = record.bit_offset
+            by_modid[modid] += 1
+    return version, flags
+
+
+def _record_error(block: Block, record: Record, message: str) -> DecodeError:
+    return DecodeError(message, bit_offset=record.bit_offset, block_path=block.path, file=block.stream.name)

@@ -1,0 +1,1 @@
+int b(int x){ return x*2; }

@@ -1,0 +1,1 @@
+int d_unused(int x){ return x+5; }

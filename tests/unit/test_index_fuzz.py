@@ -1,0 +1,80 @@
+"""Fuzzing the decoders: random and mutated real inputs give a result or one DecodeError, nothing else."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from goma_ext.bitcode import inspect_bytes
+from goma_ext.bitstream import Bitstream, Block
+from goma_ext.errors import DecodeError
+from goma_ext.index import parse_index
+from goma_ext.llvm_codes import BITCODE_MAGIC
+
+DATA = Path(__file__).parent / "index_data"
+SEEDS = sorted(p for p in DATA.iterdir() if p.name.startswith("llvm"))
+SEED_BYTES = [p.read_bytes() for p in SEEDS]
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+PER_INPUT_LIMIT_S = 0.5
+
+
+def _walk(block: Block) -> int:
+    n = 0
+    for e in block.entries():
+        n += _walk(e) if isinstance(e, Block) else 1
+    return n
+
+
+def decode_everything(data: bytes) -> None:
+    """Run every decoder on `data`; only DecodeError may escape, and each must finish quickly."""
+    start = time.monotonic()
+    for decoder in (
+        lambda: parse_index(data, name="fuzz.thinlto.bc"),
+        lambda: parse_index(data, name="fuzz.thinlto.bc", summaries=False),
+        lambda: inspect_bytes(data, name="fuzz.o"),
+        lambda: sum(_walk(b) for b in Bitstream(data, name="fuzz.bc").blocks()),
+    ):
+        try:
+            decoder()
+        except DecodeError as e:
+            text = str(e)
+            assert "\n" not in text and "byte " in text and e.bit_offset >= 0
+    assert time.monotonic() - start < PER_INPUT_LIMIT_S
+
+
+def test_every_truncation_of_every_seed() -> None:
+    for data in SEED_BYTES:
+        for n in range(len(data)):
+            decode_everything(data[:n])
+
+
+@FUZZ
+@given(st.binary(max_size=512))
+def test_random_bytes_after_magic(tail: bytes) -> None:
+    decode_everything(BITCODE_MAGIC + tail)
+
+
+@FUZZ
+@given(
+    st.sampled_from(range(len(SEED_BYTES))),
+    st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), min_size=1, max_size=8),
+    st.booleans(),
+)
+def test_mutated_real_files(seed: int, edits: list[tuple[int, int]], bitflip: bool) -> None:
+    data = bytearray(SEED_BYTES[seed])
+    for pos, value in edits:
+        i = pos % len(data)
+        data[i] = data[i] ^ (1 << (value % 8)) if bitflip else value
+    decode_everything(bytes(data))
+
+
+@FUZZ
+@given(st.sampled_from(range(len(SEED_BYTES))), st.integers(min_value=0), st.binary(min_size=1, max_size=16))
+def test_spliced_real_files(seed: int, pos: int, insert: bytes) -> None:
+    data = SEED_BYTES[seed]
+    i = pos % len(data)
+    decode_everything(data[:i] + insert + data[i:])
+    decode_everything(data[:i] + data[i + len(insert) :])
