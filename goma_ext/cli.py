@@ -6,14 +6,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from goma_ext import __version__
+from goma_ext import __version__, cmd_index, cmd_inputs
 from goma_ext.errors import GomaExtError
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="goma-ext", description=__doc__)
     parser.add_argument("--version", action="version", version=f"goma-ext {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    cmd_index.add_parser(commands)
+    cmd_inputs.add_parser(commands)
     return parser
 
 
