@@ -1,0 +1,97 @@
+"""The backend input processor on real index fixtures and synthetic command lines (no toolchain needed)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from goma_ext.clang_args import Role, classify, expand_response_files
+from goma_ext.errors import GomaExtError
+from goma_ext.index import read_index
+from goma_ext.inputs import archive_of, backend_inputs
+
+DATA = Path(__file__).parent / "index_data"
+
+
+@pytest.fixture(params=[19, 22])
+def workdir(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    v = request.param
+    (tmp_path / "obj").mkdir()
+    shutil.copy(DATA / f"llvm{v}-a.o", tmp_path / "obj/a.o")
+    shutil.copy(DATA / f"llvm{v}-a.o.thinlto.bc", tmp_path / "obj/a.o.thinlto.bc")
+    shutil.copy(DATA / f"llvm{v}-skip.thinlto.bc", tmp_path / "obj/skip.o.thinlto.bc")
+    return tmp_path
+
+
+def test_imports_from_the_index(workdir: Path) -> None:
+    result = backend_inputs(["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/a.o.thinlto.bc", "-o", "a.native.o"], workdir)
+    assert result.imports == ("b.o", "libd.a") and result.output == "a.native.o" and not result.skip
+    assert result.paths == ("obj/a.o", "obj/a.o.thinlto.bc", "b.o", "libd.a")
+
+
+def test_own_module_found_by_hash_not_path(workdir: Path) -> None:
+    # the index calls the module "a.o"; the backend names it obj/a.o: the module hash decides
+    result = backend_inputs(["clang", "-c", "-x", "ir", str(workdir / "obj/a.o"), "-fthinlto-index=obj/a.o.thinlto.bc"], workdir)
+    assert result.bitcode == "obj/a.o" and result.imports == ("b.o", "libd.a") and result.output is None
+
+
+def test_imports_file_must_agree(workdir: Path) -> None:
+    argv = ["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/a.o.thinlto.bc"]
+    member = read_index(workdir / "obj/a.o.thinlto.bc").imported_paths("a.o")[1]
+    (workdir / "obj/a.o.imports").write_text(f"b.o\n{member}x\n")
+    with pytest.raises(GomaExtError, match=r"obj/a.o.imports and obj/a.o.thinlto.bc disagree: only in obj/a.o.imports: \['libd.a.*x'\]; only in obj/a.o.thinlto.bc: \['libd.a"):
+        backend_inputs(argv, workdir)
+    (workdir / "obj/a.o.imports").write_text(f"{member}\nb.o\n")
+    assert backend_inputs(argv, workdir).imports == ("b.o", "libd.a")
+
+
+def test_skip_and_empty_indexes(workdir: Path) -> None:
+    skip = backend_inputs(["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/skip.o.thinlto.bc"], workdir)
+    assert skip.skip and skip.imports == ()
+    (workdir / "obj/empty.thinlto.bc").write_bytes(b"")
+    (workdir / "obj/empty.imports").write_text("")
+    empty = backend_inputs(["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/empty.thinlto.bc"], workdir)
+    assert not empty.skip and empty.paths == ("obj/a.o", "obj/empty.thinlto.bc")
+
+
+def test_other_inputs_and_response_files(workdir: Path) -> None:
+    (workdir / "prof").mkdir()
+    (workdir / "a.rsp").write_text("-O2 '@b.rsp' -fsanitize-ignorelist=ign.txt\n")
+    (workdir / "b.rsp").write_text("-fprofile-use=prof -fprofile-sample-use=s.prof -mllvm -x=y\n")
+    result = backend_inputs(["clang", "@a.rsp", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/skip.o.thinlto.bc",
+                             "-fprofile-instr-use=i.profdata", "-MF", "dep.d", "-o", "out.o"], workdir)
+    assert result.other_inputs == ("a.rsp", "b.rsp", "prof/default.profdata", "s.prof", "ign.txt", "i.profdata")
+    assert "dep.d" not in result.paths and result.output == "out.o"
+
+
+def test_command_line_errors(workdir: Path) -> None:
+    with pytest.raises(GomaExtError, match="exactly one bitcode input, found 2"):
+        backend_inputs(["clang", "-c", "-x", "ir", "obj/a.o", "b.o"], workdir)
+    with pytest.raises(GomaExtError, match="cannot read response file"):
+        backend_inputs(["clang", "@missing.rsp", "obj/a.o"], workdir)
+    with pytest.raises(GomaExtError, match="needs a value"):
+        backend_inputs(["clang", "obj/a.o", "-o"], workdir)
+    (workdir / "loop.rsp").write_text("@loop.rsp\n")
+    with pytest.raises(GomaExtError, match="nested deeper"):
+        backend_inputs(["clang", "@loop.rsp"], workdir)
+    for other in (19, 22):  # one of them is from the other LLVM: a different module hash
+        shutil.copy(DATA / f"llvm{other}-a.o", workdir / f"other{other}.o")
+    with pytest.raises(GomaExtError, match="does not list the backend's bitcode other"):
+        for other in (19, 22):
+            backend_inputs(["clang", "-x", "ir", f"other{other}.o", "-fthinlto-index=obj/a.o.thinlto.bc"], workdir)
+
+
+def test_flag_table() -> None:
+    args = classify(["-x", "ir", "-xir", "in.o", "-ofoo.o", "-Xclang", "-foo", "-mllvm", "bar", "--", "-weird.o"])
+    assert [(a.role, a.value) for a in args] == [
+        (Role.VALUE, "ir"), (Role.VALUE, "ir"), (Role.INPUT, "in.o"), (Role.OUTPUT, "foo.o"),
+        (Role.VALUE, "-foo"), (Role.VALUE, "bar"), (Role.INPUT, "-weird.o"),
+    ]
+    assert expand_response_files(["a", "@r"], lambda p: 'x "y z"')[0] == ("a", "x", "y z")
+
+
+def test_archive_of() -> None:
+    assert archive_of("lib/libx.a(foo.o at 1234)") == "lib/libx.a"
+    assert archive_of("obj/foo.o") == "obj/foo.o"
