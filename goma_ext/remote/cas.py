@@ -1,0 +1,193 @@
+"""CAS transfers: FindMissingBlobs in bounded chunks, batched small blobs, ByteStream for large ones, verified reads."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+
+import grpc
+
+from goma_ext.remote import retry
+from goma_ext.remote.capabilities import ServerLimits
+from goma_ext.remote.digest import Digest
+from goma_ext.remote.errors import DigestMismatchError, RemoteError
+from goma_ext.remote.merkle import BlobSource
+from goma_ext.remote.proto import bs_grpc, bs_pb2, code_pb2, re_grpc, re_pb2
+
+FIND_MISSING_CHUNK = 1000
+BATCH_OVERHEAD = 256  # per-blob framing allowance inside a batch request
+STREAM_CHUNK = 1 << 20
+
+
+def _status_error(what: str, digest: Digest, status: object) -> RemoteError:
+    code = getattr(status, "code", code_pb2.UNKNOWN)
+    name = code_pb2.Code.Name(code) if code in code_pb2.Code.values() else str(code)
+    temporary = code in (code_pb2.UNAVAILABLE, code_pb2.ABORTED, code_pb2.RESOURCE_EXHAUSTED, code_pb2.INTERNAL)
+    return RemoteError(f"{what} {digest}: {name}: {getattr(status, 'message', '')}", temporary=temporary, code=name)
+
+
+def verify(digest: Digest, data: bytes) -> bytes:
+    """Return data if it hashes to digest, else raise DigestMismatchError."""
+    actual = Digest.of_bytes(data)
+    if actual != digest:
+        raise DigestMismatchError(f"blob {digest} arrived with content {actual}")
+    return data
+
+
+class Cas:
+    """A CAS client for one instance; remembers what it already uploaded (per object, never globally)."""
+
+    def __init__(
+        self,
+        channel: grpc.Channel,
+        instance: str,
+        metadata: tuple[tuple[str, str], ...],
+        limits: ServerLimits,
+        policy: retry.RetryPolicy,
+    ) -> None:
+        self._cas = re_grpc.ContentAddressableStorageStub(channel)
+        self._bs = bs_grpc.ByteStreamStub(channel)
+        self._instance = instance
+        self._metadata = metadata
+        self._limits = limits
+        self._policy = policy
+        self._present: set[Digest] = set()
+        self.bytes_uploaded = 0
+        self.bytes_downloaded = 0
+
+    def _resource(self, tail: str) -> str:
+        return f"{self._instance}/{tail}" if self._instance else tail
+
+    def _fits_batch(self, digest: Digest) -> bool:
+        return digest.size + BATCH_OVERHEAD <= self._limits.max_batch_bytes
+
+    def _batches(self, digests: Iterable[Digest]) -> Iterator[list[Digest]]:
+        batch: list[Digest] = []
+        total = 0
+        for d in digests:
+            cost = d.size + BATCH_OVERHEAD
+            if batch and total + cost > self._limits.max_batch_bytes:
+                yield batch
+                batch, total = [], 0
+            batch.append(d)
+            total += cost
+        if batch:
+            yield batch
+
+    def find_missing(self, digests: Iterable[Digest]) -> set[Digest]:
+        """The subset of digests the server lacks, asked in chunks of FIND_MISSING_CHUNK."""
+        wanted = sorted(set(digests))
+        missing: set[Digest] = set()
+        for i in range(0, len(wanted), FIND_MISSING_CHUNK):
+            chunk = wanted[i : i + FIND_MISSING_CHUNK]
+            req = re_pb2.FindMissingBlobsRequest(instance_name=self._instance, blob_digests=[d.to_proto() for d in chunk])
+            resp = retry.call(
+                "FindMissingBlobs",
+                lambda t, r=req: self._cas.FindMissingBlobs(r, timeout=t, metadata=self._metadata),
+                self._policy,
+            )
+            asked = set(chunk)
+            for d in resp.missing_blob_digests:
+                digest = Digest.from_proto(d)
+                if digest in asked:  # ignore digests we never asked about
+                    missing.add(digest)
+        return missing
+
+    def upload(self, blobs: Mapping[Digest, BlobSource]) -> int:
+        """Upload each blob the server lacks, at most once per Cas object; return the bytes sent."""
+        todo = {d: s for d, s in blobs.items() if d not in self._present}
+        if not todo:
+            return 0
+        missing = self.find_missing(todo)
+        self._present.update(d for d in todo if d not in missing)
+        sent = 0
+        small = sorted(d for d in missing if self._fits_batch(d))
+        for batch in self._batches(small):
+            self._batch_update({d: todo[d].read() for d in batch})
+            sent += sum(d.size for d in batch)
+        for d in sorted(d for d in missing if not self._fits_batch(d)):
+            self._write_stream(d, todo[d].read())
+            sent += d.size
+        self._present.update(missing)
+        self.bytes_uploaded += sent
+        return sent
+
+    def upload_bytes(self, items: Iterable[bytes]) -> list[Digest]:
+        """Upload in-memory blobs; return their digests in order."""
+        blobs = {Digest.of_bytes(b): BlobSource(data=b) for b in items}
+        self.upload(blobs)
+        return list(blobs)
+
+    def _batch_update(self, data: Mapping[Digest, bytes]) -> None:
+        for d, b in data.items():
+            verify(d, b)
+        req = re_pb2.BatchUpdateBlobsRequest(
+            instance_name=self._instance,
+            requests=[re_pb2.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=b) for d, b in data.items()],
+        )
+        resp = retry.call(
+            "BatchUpdateBlobs", lambda t: self._cas.BatchUpdateBlobs(req, timeout=t, metadata=self._metadata), self._policy
+        )
+        seen: set[Digest] = set()
+        for r in resp.responses:
+            digest = Digest.from_proto(r.digest)
+            if r.status.code != code_pb2.OK:
+                raise _status_error("BatchUpdateBlobs", digest, r.status)
+            seen.add(digest)
+        if lost := set(data) - seen:
+            raise RemoteError(f"BatchUpdateBlobs: no status for {len(lost)} blob(s), e.g. {min(lost)}", temporary=True)
+
+    def _write_stream(self, digest: Digest, data: bytes) -> None:
+        verify(digest, data)
+
+        def requests(name: str) -> Iterator[bs_pb2.WriteRequest]:
+            for off in range(0, max(1, len(data)), STREAM_CHUNK):
+                chunk = data[off : off + STREAM_CHUNK]
+                last = off + STREAM_CHUNK >= len(data)
+                yield bs_pb2.WriteRequest(
+                    resource_name=name if off == 0 else "", write_offset=off, data=chunk, finish_write=last
+                )
+
+        def attempt(timeout: float) -> bs_pb2.WriteResponse:
+            name = self._resource(f"uploads/{uuid.uuid4()}/blobs/{digest.hash}/{digest.size}")
+            return self._bs.Write(requests(name), timeout=timeout, metadata=self._metadata)
+
+        resp = retry.call("ByteStream.Write", attempt, self._policy)
+        if resp.committed_size not in (digest.size, -1):
+            raise RemoteError(f"ByteStream.Write {digest}: server committed {resp.committed_size} bytes", temporary=True)
+
+    def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
+        """Fetch and verify blobs: batched when small, streamed when large."""
+        wanted = sorted(set(digests))
+        out: dict[Digest, bytes] = {d: b"" for d in wanted if d.size == 0}
+        small = [d for d in wanted if d.size and self._fits_batch(d)]
+        for batch in self._batches(small):
+            req = re_pb2.BatchReadBlobsRequest(instance_name=self._instance, digests=[d.to_proto() for d in batch])
+            resp = retry.call(
+                "BatchReadBlobs", lambda t, r=req: self._cas.BatchReadBlobs(r, timeout=t, metadata=self._metadata), self._policy
+            )
+            for r in resp.responses:
+                digest = Digest.from_proto(r.digest)
+                if digest not in batch:
+                    continue
+                if r.status.code != code_pb2.OK:
+                    raise _status_error("BatchReadBlobs", digest, r.status)
+                out[digest] = verify(digest, r.data)
+            if lost := set(batch) - set(out):
+                raise RemoteError(f"BatchReadBlobs: no answer for {len(lost)} blob(s), e.g. {min(lost)}", temporary=True)
+        for d in wanted:
+            if d not in out:
+                out[d] = self._read_stream(d)
+        self.bytes_downloaded += sum(d.size for d in wanted)
+        return out
+
+    def read(self, digest: Digest) -> bytes:
+        return self.read_many([digest])[digest]
+
+    def _read_stream(self, digest: Digest) -> bytes:
+        req = bs_pb2.ReadRequest(resource_name=self._resource(f"blobs/{digest.hash}/{digest.size}"))
+
+        def attempt(timeout: float) -> bytes:
+            return b"".join(r.data for r in self._bs.Read(req, timeout=timeout, metadata=self._metadata))
+
+        return verify(digest, retry.call("ByteStream.Read", attempt, self._policy))

@@ -1,0 +1,167 @@
+"""Run one command remotely: build the input root, consult the action cache, upload, execute, fetch outputs."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from goma_ext.remote import action as action_mod
+from goma_ext.remote import capabilities, execution, retry
+from goma_ext.remote.cas import Cas
+from goma_ext.remote.channel import open_channel
+from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.digest import Digest
+from goma_ext.remote.errors import InputError, RemoteError
+from goma_ext.remote.identity import CompilerIdentity
+from goma_ext.remote.merkle import BlobSource, build_input_tree
+from goma_ext.remote.proto import re_pb2
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """What came back: exit code, output streams, whether the action cache answered, and transfer figures."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    cache_hit: bool
+    bytes_uploaded: int
+    input_bytes: int
+    action_digest: str
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def exec_relative(exec_root: Path, cwd: Path) -> str:
+    """cwd as a path relative to the exec root ('.' for the root itself); refuses a cwd outside it."""
+    rel = os.path.relpath(cwd.resolve(), exec_root.resolve())
+    if rel == ".." or rel.startswith("../"):
+        raise InputError(f"working directory {cwd} is outside the exec root {exec_root}")
+    return Path(rel).as_posix()
+
+
+def _under(work_rel: str, path: str) -> str:
+    if posixpath.isabs(path):
+        raise InputError(f"path {path!r} is absolute; remote actions take paths relative to the build directory")
+    return posixpath.normpath(posixpath.join(work_rel, path))
+
+
+def check_arguments(argv: Sequence[str]) -> None:
+    """Refuse arguments that carry absolute paths: they would make the action machine-specific."""
+    for arg in argv[1:]:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if value.startswith("/"):
+            raise InputError(f"argument {arg!r} holds an absolute path; remote actions need relative paths")
+
+
+def _write_atomically(path: Path, data: bytes, executable: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o755 if executable else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RemoteExecutor:
+    """A REAPI client bound to one config; one per process (the CAS upload memory lives here)."""
+
+    def __init__(self, cfg: RemoteConfig) -> None:
+        self.cfg = cfg
+        self._metadata = cfg.metadata()
+        self._policy = retry.RetryPolicy(cfg.max_attempts, cfg.backoff_base_s, cfg.backoff_cap_s, cfg.rpc_timeout_s)
+        self._channel = open_channel(cfg)
+        self._limits = capabilities.fetch(self._channel, cfg.instance, self._metadata, self._policy)
+        if not self._limits.exec_enabled:
+            raise RemoteError(f"{cfg.endpoint} does not offer remote execution", temporary=False)
+        self.cas = Cas(self._channel, cfg.instance, self._metadata, self._limits, self._policy)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def run(
+        self, argv: Sequence[str], cwd: Path, inputs: Sequence[str], outputs: Sequence[str], compiler: CompilerIdentity
+    ) -> RemoteRun:
+        """Run argv (inputs/outputs relative to cwd) remotely and write its outputs under cwd."""
+        phases: dict[str, float] = {}
+        t0 = time.monotonic()
+        check_arguments(argv)
+        exec_root = (cwd / self.cfg.exec_root) if not self.cfg.exec_root.is_absolute() else self.cfg.exec_root
+        work = exec_relative(exec_root, cwd)
+        tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work])
+        for out in outputs:
+            _under(work, out)
+        spec = action_mod.ActionSpec(
+            arguments=(Path(argv[0]).name, *argv[1:]),
+            working_directory=work,
+            output_paths=tuple(outputs),
+            platform=compiler.properties(),
+            input_root=tree.root,
+            timeout_s=int(self.cfg.execute_timeout_s),
+            salt=self.cfg.cache_salt.encode(),
+        )
+        built = action_mod.build(spec)
+        phases["prepare"] = time.monotonic() - t0
+        t = time.monotonic()
+        result = execution.lookup(self._channel, self.cfg.instance, self._metadata, built.action_digest, self._policy)
+        phases["cache_lookup"] = time.monotonic() - t
+        cache_hit = result is not None
+        uploaded = 0
+        if result is None:
+            t = time.monotonic()
+            blobs = dict(tree.blobs)
+            blobs[built.command_digest] = BlobSource(data=built.command)
+            blobs[built.action_digest] = BlobSource(data=built.action)
+            uploaded = self.cas.upload(blobs)
+            phases["upload"] = time.monotonic() - t
+            t = time.monotonic()
+            response = execution.execute(
+                self._channel, self.cfg.instance, self._metadata, built.action_digest, self._policy,
+                self.cfg.execute_timeout_s,
+            )
+            phases["execute"] = time.monotonic() - t
+            result = response.result
+        t = time.monotonic()
+        stdout, stderr = self._fetch_outputs(result, cwd, outputs)
+        phases["download"] = time.monotonic() - t
+        return RemoteRun(
+            exit_code=result.exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            cache_hit=cache_hit,
+            bytes_uploaded=uploaded,
+            input_bytes=tree.file_bytes,
+            action_digest=str(built.action_digest),
+            phases=phases,
+        )
+
+    def _fetch_outputs(self, result: re_pb2.ActionResult, cwd: Path, outputs: Sequence[str]) -> tuple[bytes, bytes]:
+        """Download streams and output files (all verified) and only then replace the outputs on disk."""
+        files = {f.path: f for f in result.output_files}
+        wanted: list[Digest] = []
+        if result.exit_code == 0:
+            for out in outputs:
+                if out not in files:
+                    raise RemoteError(f"remote result lacks output {out}", temporary=True, code="MISSING_OUTPUT")
+                wanted.append(Digest.from_proto(files[out].digest))
+        stream_digests = [
+            Digest.from_proto(d)
+            for raw, d in ((result.stdout_raw, result.stdout_digest), (result.stderr_raw, result.stderr_digest))
+            if not raw and d.hash
+        ]
+        blobs = self.cas.read_many(wanted + stream_digests)
+        stdout = result.stdout_raw or (blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b"")
+        stderr = result.stderr_raw or (blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b"")
+        if result.exit_code == 0:
+            for out in outputs:
+                f = files[out]
+                _write_atomically(cwd / out, blobs[Digest.from_proto(f.digest)], f.is_executable)
+        return stdout, stderr

@@ -1,0 +1,143 @@
+"""Remote settings: the `remote:` section of gn_thinlto.yaml, overridden by GOMA_EXT_* environment variables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from goma_ext.remote.errors import RemoteConfigError
+
+SCHEMES = {"grpc": False, "grpcs": True}
+DEFAULT_STATS_LOG = "gn_thinlto_remote.jsonl"
+
+# Environment variable -> config field; values are strings, converted by the field's type.
+ENV_VARS: Mapping[str, str] = {
+    "GOMA_EXT_REMOTE": "endpoint",
+    "GOMA_EXT_REMOTE_INSTANCE": "instance",
+    "GOMA_EXT_REMOTE_CA_FILE": "ca_file",
+    "GOMA_EXT_REMOTE_TOKEN_FILE": "token_file",
+    "GOMA_EXT_EXEC_ROOT": "exec_root",
+    "GOMA_EXT_REMOTE_JOBS": "jobs",
+    "GOMA_EXT_RPC_TIMEOUT": "rpc_timeout_s",
+    "GOMA_EXT_EXECUTE_TIMEOUT": "execute_timeout_s",
+    "GOMA_EXT_CACHE_SALT": "cache_salt",
+}
+TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
+OFF_VALUES = frozenset({"", "off", "none", "local", "0", "false"})
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """Everything the wrapper and worker need to reach a REAPI server."""
+
+    endpoint: str
+    instance: str = ""
+    ca_file: Path | None = None
+    token_file: Path | None = None
+    token: str | None = field(default=None, repr=False)
+    headers: tuple[tuple[str, str], ...] = ()
+    exec_root: Path = Path(".")
+    jobs: int = 16
+    rpc_timeout_s: float = 30.0
+    execute_timeout_s: float = 600.0
+    max_attempts: int = 4
+    backoff_base_s: float = 0.1
+    backoff_cap_s: float = 2.0
+    stats_log: str = DEFAULT_STATS_LOG
+    cache_salt: str = ""  # mixed into every Action: a different salt never shares cache entries
+
+    @property
+    def secure(self) -> bool:
+        return SCHEMES[self.endpoint.split("://", 1)[0]]
+
+    @property
+    def target(self) -> str:
+        return self.endpoint.split("://", 1)[1]
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """gRPC call metadata: configured headers plus the bearer token, if any."""
+        token = self.token
+        if token is None and self.token_file is not None:
+            try:
+                token = self.token_file.read_text().strip()
+            except OSError as e:
+                raise RemoteConfigError(f"remote token_file {self.token_file}: {e.strerror}") from e
+        auth = (("authorization", f"Bearer {token}"),) if token else ()
+        return tuple((k.lower(), v) for k, v in self.headers) + auth
+
+
+def _convert(name: str, value: Any) -> Any:
+    kind = {f.name: f.type for f in fields(RemoteConfig)}[name]
+    try:
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if kind in ("Path", "Path | None"):
+            return Path(str(value))
+        if kind == "tuple[tuple[str, str], ...]":
+            return tuple(sorted((str(k), str(v)) for k, v in dict(value).items()))
+        return str(value)
+    except (TypeError, ValueError) as e:
+        raise RemoteConfigError(f"remote.{name}: cannot use {value!r}: {e}") from e
+
+
+def _validate(cfg: RemoteConfig) -> RemoteConfig:
+    scheme, sep, rest = cfg.endpoint.partition("://")
+    if not sep or scheme not in SCHEMES or not rest:
+        raise RemoteConfigError(f"remote endpoint {cfg.endpoint!r}: expected grpc://HOST:PORT or grpcs://HOST:PORT")
+    if cfg.ca_file is not None and not cfg.secure:
+        raise RemoteConfigError(f"remote ca_file is set but endpoint {cfg.endpoint} is not grpcs://")
+    if cfg.jobs < 1 or cfg.max_attempts < 1:
+        raise RemoteConfigError("remote jobs and max_attempts must be at least 1")
+    return cfg
+
+
+def section_from_yaml(path: Path) -> dict[str, Any]:
+    """The `remote:` mapping of a gn_thinlto.yaml file (empty if the file or section is absent)."""
+    if not path.is_file():
+        return {}
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise RemoteConfigError(f"{path}: cannot read remote settings: {e}") from e
+    section = doc.get("remote") if isinstance(doc, dict) else None
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise RemoteConfigError(f"{path}: `remote:` must be a mapping")
+    return dict(section)
+
+
+def load_config(
+    section: Mapping[str, Any], env: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+) -> RemoteConfig | None:
+    """Merge YAML section < environment < explicit overrides; None when no endpoint is configured or it is 'off'."""
+    known = {f.name for f in fields(RemoteConfig)}
+    values: dict[str, Any] = {}
+    for key, value in section.items():
+        if value is None:
+            continue
+        name = key.replace("-", "_")
+        name = {"rpc_timeout": "rpc_timeout_s", "execute_timeout": "execute_timeout_s"}.get(name, name)
+        if name not in known or name == "token":
+            raise RemoteConfigError(f"remote.{key}: unknown setting (known: {', '.join(sorted(known - {'token'}))})")
+        values[name] = value
+    for var, name in ENV_VARS.items():
+        if var in env:
+            values[name] = env[var]
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = value
+    endpoint = str(values.get("endpoint", "")).strip()
+    if endpoint.lower() in OFF_VALUES:
+        return None
+    converted = {k: _convert(k, v) for k, v in values.items() if k != "endpoint"}
+    cfg = RemoteConfig(endpoint=endpoint, **converted)
+    if env.get(TOKEN_ENV):
+        cfg = replace(cfg, token=env[TOKEN_ENV])
+    return _validate(cfg)

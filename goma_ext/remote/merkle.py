@@ -1,0 +1,105 @@
+"""Canonical REAPI input roots: a Merkle tree of `Directory` messages built from exec-root-relative files."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from goma_ext.remote.digest import Digest, serialize
+from goma_ext.remote.errors import InputError
+from goma_ext.remote.proto import re_pb2
+
+
+@dataclass(frozen=True)
+class BlobSource:
+    """Where a blob's bytes come from: a file on disk or bytes in memory."""
+
+    path: Path | None = None
+    data: bytes | None = None
+
+    def read(self) -> bytes:
+        if self.data is not None:
+            return self.data
+        if self.path is None:
+            raise InputError("blob source has neither data nor path")
+        return self.path.read_bytes()
+
+
+@dataclass(frozen=True)
+class InputTree:
+    """A root directory digest plus every blob (files and Directory messages) reachable from it."""
+
+    root: Digest
+    blobs: Mapping[Digest, BlobSource]
+    file_bytes: int
+
+
+@dataclass
+class _Dir:
+    files: dict[str, tuple[Digest, bool]] = field(default_factory=dict)
+    dirs: dict[str, _Dir] = field(default_factory=dict)
+
+
+def normalize(rel: str) -> str:
+    """A clean exec-root-relative POSIX path; refuses absolute paths and paths that leave the root."""
+    if not rel or posixpath.isabs(rel):
+        raise InputError(f"input path {rel!r} is not relative to the exec root")
+    norm = posixpath.normpath(rel)
+    if norm == ".." or norm.startswith("../") or norm == ".":
+        raise InputError(f"input path {rel!r} leaves the exec root")
+    return norm
+
+
+def _insert(root: _Dir, rel: str, digest: Digest, executable: bool) -> None:
+    *parents, name = rel.split("/")
+    node = root
+    for part in parents:
+        if part in node.files:
+            raise InputError(f"{rel}: {part} is both a file and a directory")
+        node = node.dirs.setdefault(part, _Dir())
+    if name in node.dirs:
+        raise InputError(f"{rel}: is both a file and a directory")
+    node.files[name] = (digest, executable)
+
+
+def _emit(node: _Dir, blobs: dict[Digest, BlobSource]) -> Digest:
+    msg = re_pb2.Directory()
+    for name in sorted(node.files):
+        digest, executable = node.files[name]
+        msg.files.add(name=name, digest=digest.to_proto(), is_executable=executable)
+    for name in sorted(node.dirs):
+        msg.directories.add(name=name, digest=_emit(node.dirs[name], blobs).to_proto())
+    data = serialize(msg)
+    digest = Digest.of_bytes(data)
+    blobs[digest] = BlobSource(data=data)
+    return digest
+
+
+def build_input_tree(exec_root: Path, paths: Iterable[str], extra_dirs: Iterable[str] = ()) -> InputTree:
+    """Hash each file (exec-root-relative path) and build the canonical tree; `extra_dirs` are kept even if empty."""
+    root = _Dir()
+    blobs: dict[Digest, BlobSource] = {}
+    file_bytes = 0
+    for rel in sorted({normalize(p) for p in paths}):
+        full = exec_root / rel
+        try:
+            st = os.stat(full)
+        except OSError as e:
+            raise InputError(f"input {rel}: {e.strerror}") from e
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"input {rel} is not a regular file")
+        digest = Digest.of_file(full)
+        blobs.setdefault(digest, BlobSource(path=full))
+        file_bytes += digest.size
+        _insert(root, rel, digest, bool(st.st_mode & stat.S_IXUSR))
+    for rel in extra_dirs:
+        norm = posixpath.normpath(rel)
+        if norm != ".":
+            node = root
+            for part in normalize(norm).split("/"):
+                node = node.dirs.setdefault(part, _Dir())
+    return InputTree(_emit(root, blobs), blobs, file_bytes)

@@ -1,0 +1,109 @@
+"""Per-run records of the wrapper (one JSON line each, in the build directory) and their sum for reports."""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from goma_ext.remote.errors import RemoteError
+
+
+class Mode(enum.Enum):
+    """How a wrapper run got its result."""
+
+    REMOTE = "remote"          # executed by a worker
+    CACHE_HIT = "cache_hit"    # served from the action cache
+    LOCAL = "local"            # remote not configured
+    FALLBACK = "fallback"      # remote failed, ran locally
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One wrapper run."""
+
+    output: str
+    mode: Mode
+    exit_code: int
+    wall_s: float
+    bytes_uploaded: int = 0
+    input_bytes: int = 0
+    naive_bytes: int | None = None
+    phases: Mapping[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["mode"] = self.mode.value
+        data["phases"] = {k: round(v, 4) for k, v in sorted(self.phases.items())}
+        data["wall_s"] = round(self.wall_s, 4)
+        return json.dumps(data, sort_keys=True)
+
+
+def append(log: Path, record: RunRecord) -> None:
+    """Append one line with a single O_APPEND write, so concurrent wrappers never interleave."""
+    line = (record.to_json() + "\n").encode()
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read(log: Path) -> list[RunRecord]:
+    """Parse a stats log; a torn or foreign line is an error naming its line number."""
+    records = []
+    try:
+        lines = log.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            records.append(
+                RunRecord(
+                    output=str(d["output"]), mode=Mode(d["mode"]), exit_code=int(d["exit_code"]),
+                    wall_s=float(d["wall_s"]), bytes_uploaded=int(d.get("bytes_uploaded", 0)),
+                    input_bytes=int(d.get("input_bytes", 0)), naive_bytes=d.get("naive_bytes"),
+                    phases=dict(d.get("phases", {})), reason=str(d.get("reason", "")),
+                )
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise RemoteError(f"{log}:{n}: not a stats record: {e}", temporary=False) from e
+    return records
+
+
+def summarize(records: Iterable[RunRecord]) -> dict[str, Any]:
+    """Totals for `gn-thinlto report --json`: counts per mode, bytes, naive bytes, seconds per phase."""
+    rs = list(records)
+    counts = {m.value: sum(1 for r in rs if r.mode is m) for m in Mode}
+    phases: dict[str, float] = {}
+    for r in rs:
+        for k, v in r.phases.items():
+            phases[k] = phases.get(k, 0.0) + v
+    naive_known = [r.naive_bytes for r in rs if r.naive_bytes is not None]
+    return {
+        "runs": len(rs),
+        "modes": counts,
+        "remote_executions": counts[Mode.REMOTE.value],
+        "cache_hits": counts[Mode.CACHE_HIT.value],
+        "local_fallbacks": counts[Mode.FALLBACK.value],
+        "failed": sum(1 for r in rs if r.exit_code != 0),
+        "bytes_uploaded": sum(r.bytes_uploaded for r in rs),
+        "input_bytes": sum(r.input_bytes for r in rs),
+        "naive_upload_bytes": sum(naive_known) if naive_known else None,
+        "naive_known_runs": len(naive_known),
+        "wall_s": round(sum(r.wall_s for r in rs), 3),
+        "phase_s": {k: round(v, 3) for k, v in sorted(phases.items())},
+    }
+
+
+def report(build_dir: Path, log_name: str = "gn_thinlto_remote.jsonl") -> dict[str, Any]:
+    """Summary of BUILD_DIR's stats log."""
+    return summarize(read(build_dir / log_name))

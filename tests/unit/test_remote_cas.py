@@ -1,0 +1,122 @@
+"""CAS client against an in-process fake server: chunking, batching, ByteStream, digest matching and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+import pytest
+
+from goma_ext.remote import cas as cas_mod
+from goma_ext.remote.capabilities import ServerLimits
+from goma_ext.remote.cas import Cas
+from goma_ext.remote.digest import Digest
+from goma_ext.remote.errors import DigestMismatchError, RemoteError
+from goma_ext.remote.merkle import BlobSource
+from goma_ext.remote.proto import bs_grpc, bs_pb2, code_pb2, re_grpc, re_pb2
+from goma_ext.remote.retry import RetryPolicy
+
+
+@dataclass
+class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServicer):
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    find_sizes: list[int] = field(default_factory=list)
+    batch_updates: list[int] = field(default_factory=list)
+    stream_writes: list[str] = field(default_factory=list)
+    corrupt: bool = False
+    fail_update: bool = False
+
+    def FindMissingBlobs(self, request, context):  # noqa: N802
+        self.find_sizes.append(len(request.blob_digests))
+        missing = [d for d in request.blob_digests if d.hash not in self.blobs]
+        return re_pb2.FindMissingBlobsResponse(missing_blob_digests=list(reversed(missing)))
+
+    def BatchUpdateBlobs(self, request, context):  # noqa: N802
+        self.batch_updates.append(len(request.requests))
+        resp = re_pb2.BatchUpdateBlobsResponse()
+        for r in reversed(request.requests):
+            self.blobs[r.digest.hash] = r.data
+            code = code_pb2.INVALID_ARGUMENT if self.fail_update else code_pb2.OK
+            resp.responses.add(digest=r.digest, status={"code": code})
+        return resp
+
+    def BatchReadBlobs(self, request, context):  # noqa: N802
+        resp = re_pb2.BatchReadBlobsResponse()
+        for d in reversed(request.digests):
+            data = self.blobs.get(d.hash, b"")
+            resp.responses.add(digest=d, data=(b"X" + data[1:]) if self.corrupt else data, status={"code": 0})
+        return resp
+
+    def Write(self, request_iterator: Iterator[bs_pb2.WriteRequest], context):  # noqa: N802
+        name, data = "", b""
+        for r in request_iterator:
+            name = name or r.resource_name
+            data += r.data
+        self.stream_writes.append(name)
+        self.blobs[name.split("/")[-2]] = data
+        return bs_pb2.WriteResponse(committed_size=len(data))
+
+    def Read(self, request, context):  # noqa: N802
+        data = self.blobs[request.resource_name.split("/")[-2]]
+        yield bs_pb2.ReadResponse(data=(b"X" + data[1:]) if self.corrupt else data)
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[FakeCas, Cas]]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    f = FakeCas()
+    re_grpc.add_ContentAddressableStorageServicer_to_server(f, server)
+    bs_grpc.add_ByteStreamServicer_to_server(f, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    limits = ServerLimits(max_batch_bytes=4096, exec_enabled=True, cache_update_enabled=True)
+    yield f, Cas(channel, "inst", (), limits, RetryPolicy(max_attempts=1, timeout_s=5))
+    channel.close()
+    server.stop(None)
+
+
+def _blobs(*datas: bytes) -> dict[Digest, BlobSource]:
+    return {Digest.of_bytes(d): BlobSource(data=d) for d in datas}
+
+
+def test_small_blobs_batch_large_ones_stream_and_each_uploads_once(fake: tuple[FakeCas, Cas]) -> None:
+    f, cas = fake
+    small = [bytes([i]) * 1000 for i in range(7)]
+    big = b"L" * 10_000
+    sent = cas.upload(_blobs(*small, big))
+    assert sent == 7 * 1000 + 10_000
+    assert sum(f.batch_updates) == 7 and max(f.batch_updates) <= 3  # 4 KiB batches
+    assert len(f.stream_writes) == 1 and f.stream_writes[0].startswith("inst/uploads/")
+    assert cas.upload(_blobs(*small, big)) == 0
+    assert len(f.find_sizes) == 1  # second upload asked nothing: remembered per Cas object
+
+
+def test_find_missing_is_chunked(fake: tuple[FakeCas, Cas], monkeypatch: pytest.MonkeyPatch) -> None:
+    f, cas = fake
+    monkeypatch.setattr(cas_mod, "FIND_MISSING_CHUNK", 10)
+    digests = [Digest.of_bytes(str(i).encode()) for i in range(25)]
+    assert cas.find_missing(digests) == set(digests)
+    assert f.find_sizes == [10, 10, 5]
+
+
+def test_reads_match_responses_by_digest_and_verify_content(fake: tuple[FakeCas, Cas]) -> None:
+    f, cas = fake
+    datas = [b"one", b"two", b"three" * 2000]
+    cas.upload(_blobs(*datas))
+    got = cas.read_many(Digest.of_bytes(d) for d in datas)
+    assert [got[Digest.of_bytes(d)] for d in datas] == datas
+    f.corrupt = True
+    with pytest.raises(DigestMismatchError):
+        cas.read(Digest.of_bytes(b"two"))
+    with pytest.raises(DigestMismatchError):
+        cas.read(Digest.of_bytes(datas[2]))
+
+
+def test_a_per_blob_failure_is_an_error_not_silence(fake: tuple[FakeCas, Cas]) -> None:
+    f, cas = fake
+    f.fail_update = True
+    with pytest.raises(RemoteError, match="INVALID_ARGUMENT"):
+        cas.upload(_blobs(b"x"))

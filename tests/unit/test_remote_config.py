@@ -1,0 +1,49 @@
+"""Remote settings: YAML section < environment < flags; bad values are one clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from goma_ext.remote.config import RemoteConfig, load_config, section_from_yaml
+from goma_ext.remote.errors import RemoteConfigError
+from goma_ext.run import wrap_command
+
+
+def test_yaml_section_env_and_overrides_merge_in_order(tmp_path: Path) -> None:
+    y = tmp_path / "gn_thinlto.yaml"
+    y.write_text("targets: {include: ['//*']}\nremote:\n  endpoint: grpc://a:1\n  instance: main\n  jobs: 8\n")
+    section = section_from_yaml(y)
+    cfg = load_config(section, {"GOMA_EXT_REMOTE_INSTANCE": "env"}, {"jobs": 3})
+    assert cfg is not None
+    assert (cfg.endpoint, cfg.instance, cfg.jobs, cfg.secure, cfg.target) == ("grpc://a:1", "env", 3, False, "a:1")
+
+
+def test_off_or_missing_endpoint_means_local() -> None:
+    assert load_config({}, {}) is None
+    assert load_config({"endpoint": "grpc://a:1"}, {"GOMA_EXT_REMOTE": "off"}) is None
+
+
+@pytest.mark.parametrize(
+    "section",
+    [{"endpoint": "http://a:1"}, {"endpoint": "grpc://a:1", "ca_file": "x.pem"}, {"endpoint": "grpc://a:1", "bogus": 1},
+     {"endpoint": "grpc://a:1", "jobs": "many"}, {"endpoint": "grpc://a:1", "jobs": 0}],
+)
+def test_bad_settings_are_config_errors(section: dict[str, object]) -> None:
+    with pytest.raises(RemoteConfigError):
+        load_config(section, {})
+
+
+def test_token_from_env_becomes_bearer_metadata_and_never_reaches_the_command_line() -> None:
+    cfg = load_config({"endpoint": "grpcs://h:1", "headers": {"X-Team": "t"}}, {"GOMA_EXT_REMOTE_TOKEN": "s3cret"})
+    assert cfg is not None
+    assert cfg.metadata() == (("x-team", "t"), ("authorization", "Bearer s3cret"))
+    assert "s3cret" not in " ".join(wrap_command(["clang-19", "-c"], cfg)) and "s3cret" not in repr(cfg)
+
+
+def test_wrap_command_puts_settings_before_the_backend_argv() -> None:
+    cfg = RemoteConfig(endpoint="grpcs://h:9", instance="i", ca_file=Path("ca.pem"), exec_root=Path("../.."))
+    cmd = wrap_command(["clang++-19", "-c", "x.o"], cfg, naive_rsp="obj/link.rsp", launcher=["goma-ext"])
+    assert cmd == ["goma-ext", "run", "--remote", "grpcs://h:9", "--instance", "i", "--ca-file", "ca.pem",
+                   "--exec-root", "../..", "--naive-inputs", "obj/link.rsp", "--", "clang++-19", "-c", "x.o"]

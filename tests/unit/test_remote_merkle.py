@@ -1,0 +1,65 @@
+"""Input roots are canonical Merkle trees of exec-root-relative files; actions carry no absolute paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from goma_ext.remote import action
+from goma_ext.remote.client import check_arguments, exec_relative
+from goma_ext.remote.digest import Digest
+from goma_ext.remote.errors import InputError
+from goma_ext.remote.merkle import build_input_tree
+from goma_ext.remote.proto import re_pb2
+
+
+def _tree(root: Path) -> None:
+    (root / "out" / "obj").mkdir(parents=True)
+    (root / "out" / "obj" / "a.o").write_bytes(b"A")
+    (root / "out" / "obj" / "b.o").write_bytes(b"B")
+    (root / "src").mkdir()
+    (root / "src" / "x.c").write_bytes(b"int x;")
+
+
+def test_same_files_in_any_order_or_place_give_the_same_root(tmp_path: Path) -> None:
+    _tree(tmp_path / "one")
+    _tree(tmp_path / "two")
+    a = build_input_tree(tmp_path / "one", ["out/obj/b.o", "src/x.c", "out/obj/a.o"])
+    b = build_input_tree(tmp_path / "two", ["src/../src/x.c", "out/obj/a.o", "out/obj/b.o", "out/obj/a.o"])
+    assert a.root == b.root
+    assert a.file_bytes == 1 + 1 + 6
+    root = re_pb2.Directory()
+    root.ParseFromString(a.blobs[a.root].read())
+    assert [d.name for d in root.directories] == ["out", "src"]
+    assert Digest.of_bytes(a.blobs[a.root].read()) == a.root
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../x", "out/../../x", ""])
+def test_paths_outside_the_exec_root_are_refused(tmp_path: Path, bad: str) -> None:
+    _tree(tmp_path)
+    with pytest.raises(InputError):
+        build_input_tree(tmp_path, [bad])
+
+
+def test_missing_input_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="nope"):
+        build_input_tree(tmp_path, ["nope"])
+
+
+def test_absolute_arguments_and_outside_cwd_are_refused(tmp_path: Path) -> None:
+    check_arguments(["/usr/bin/clang-19", "-c", "obj/a.o", "-fthinlto-index=obj/a.o.thinlto.bc"])
+    with pytest.raises(InputError):
+        check_arguments(["clang-19", "-fprofile-use=/abs/x.profdata"])
+    assert exec_relative(tmp_path, tmp_path / "out") == "out"
+    with pytest.raises(InputError):
+        exec_relative(tmp_path / "out", tmp_path)
+
+
+def test_action_digest_depends_on_salt_and_platform_but_not_property_order() -> None:
+    root = Digest.of_bytes(b"")
+    spec = action.ActionSpec(("clang-19", "-c"), "out", ("b.o", "a.o"), (("z", "1"), ("a", "2")), root)
+    again = action.ActionSpec(("clang-19", "-c"), "out", ("a.o", "b.o"), (("a", "2"), ("z", "1")), root)
+    assert action.build(spec).action_digest == action.build(again).action_digest
+    salted = action.ActionSpec(("clang-19", "-c"), "out", ("a.o", "b.o"), (("a", "2"), ("z", "1")), root, salt=b"s")
+    assert action.build(salted).action_digest != action.build(spec).action_digest
