@@ -6,8 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from goma_ext import __version__, cmd_index, cmd_inputs
+from goma_ext import __version__, cmd_index, cmd_inputs, run
+from goma_ext.cluster import cli as cluster_cli
 from goma_ext.errors import GomaExtError
+from goma_ext.worker import cli as worker_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     cmd_index.add_parser(commands)
     cmd_inputs.add_parser(commands)
+    run.add_parser(commands)
+    worker_cli.add_parser(commands)
+    cluster_cli.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,223 @@
+"""Start, stop and inspect a local cluster; everything it needs to know lives in STATE/cluster.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from goma_ext.cluster import procs
+from goma_ext.cluster.postgres import ClusterError, Postgres, choose_data_dir
+from goma_ext.cluster.server import ServerSettings, ensure_venv, migrate, render_config
+from goma_ext.remote import capabilities, retry
+from goma_ext.remote.channel import open_channel
+from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.errors import RemoteError
+from goma_ext.worker.bots import SESSION_FILE
+
+STATE_FILE = "cluster.json"
+READY_TIMEOUT_S = 90.0
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What to start: ports (0 = pick a free one), workers, optional TLS, where BuildGrid's venv lives."""
+
+    state: Path
+    port: int = 0
+    workers: int = 2
+    instance: str = ""
+    server_venv: Path | None = None
+    tls_port: int | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    compilers: tuple[str, ...] = ()
+    keepalive_s: int = 30
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """A started cluster, as recorded in STATE/cluster.json."""
+
+    state: str
+    port: int
+    instance: str
+    pg_port: int
+    pg_data: str
+    pg_user: str | None
+    server_venv: str
+    workers: int
+    server_pid: int | None = None
+    worker_pid: int | None = None
+    tls_port: int | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    compilers: tuple[str, ...] = ()
+    keepalive_s: int = 30
+
+    @property
+    def endpoint(self) -> str:
+        return f"grpc://127.0.0.1:{self.port}"
+
+    @property
+    def postgres(self) -> Postgres:
+        return Postgres(Path(self.pg_data), self.pg_port, self.pg_user)
+
+    def save(self) -> None:
+        path = Path(self.state) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+
+
+def load(state: Path) -> ClusterState | None:
+    path = state / STATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        data["compilers"] = tuple(data.get("compilers", ()))
+        return ClusterState(**data)
+    except (ValueError, TypeError) as e:
+        raise ClusterError(f"{path}: unreadable cluster state ({e}); remove it and start again") from e
+
+
+def _wait_ready(endpoint: str, instance: str, pid: int, log: Path) -> None:
+    cfg = RemoteConfig(endpoint=endpoint, instance=instance, rpc_timeout_s=2.0, max_attempts=1)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not procs.alive(pid):
+            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
+            raise ClusterError(f"BuildGrid exited during start-up; see {log}:\n{tail}")
+        try:
+            with open_channel(cfg) as ch:
+                capabilities.fetch(ch, instance, (), retry.RetryPolicy(1, timeout_s=2.0))
+            return
+        except RemoteError:
+            time.sleep(0.2)
+    raise ClusterError(f"BuildGrid did not answer within {READY_TIMEOUT_S:.0f} s; see {log}")
+
+
+def _initial_state(spec: ClusterSpec) -> ClusterState:
+    pg_data, pg_user = choose_data_dir(spec.state)
+    return ClusterState(
+        state=str(spec.state), port=spec.port or procs.free_port(), instance=spec.instance,
+        pg_port=procs.free_port(), pg_data=str(pg_data), pg_user=pg_user,
+        server_venv=str((spec.server_venv or spec.state / "server-venv").resolve()), workers=spec.workers,
+        tls_port=(spec.tls_port or procs.free_port()) if spec.tls_cert else None,
+        tls_cert=str(spec.tls_cert.resolve()) if spec.tls_cert else None,
+        tls_key=str(spec.tls_key.resolve()) if spec.tls_key else None,
+        compilers=spec.compilers, keepalive_s=spec.keepalive_s,
+    )
+
+
+def start_server(st: ClusterState) -> ClusterState:
+    """(Re)start BuildGrid on the recorded ports; returns the state with its pid."""
+    state = Path(st.state)
+    bgd = ensure_venv(Path(st.server_venv))
+    settings = ServerSettings(
+        port=st.port, db_url=st.postgres.url, cas_dir=state / "cas", instance=st.instance, tls_port=st.tls_port,
+        tls_cert=Path(st.tls_cert) if st.tls_cert else None, tls_key=Path(st.tls_key) if st.tls_key else None,
+        keepalive_s=st.keepalive_s,
+    )
+    config = state / "buildgrid.yml"
+    config.write_text(render_config(settings))
+    log = state / "logs" / "buildgrid.log"
+    pid = procs.spawn([str(bgd), "server", "start", str(config)], log)
+    _wait_ready(st.endpoint, st.instance, pid, log)
+    return replace(st, server_pid=pid)
+
+
+def _wait_workers(st: ClusterState, pid: int) -> None:
+    bots = Path(st.state) / "workers"
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        files = list(bots.glob(f"*/{SESSION_FILE}"))
+        if len(files) >= st.workers:
+            return
+        if not procs.alive(pid):
+            break
+        time.sleep(0.1)
+    raise ClusterError(f"workers did not register with BuildGrid; see {Path(st.state) / 'logs' / 'workers.log'}")
+
+
+def start_workers(st: ClusterState) -> ClusterState:
+    state = Path(st.state)
+    for old in (state / "workers").glob(f"*/{SESSION_FILE}"):
+        old.unlink()
+    cmd = [
+        sys.executable, "-m", "goma_ext.cli", "worker", "--remote", st.endpoint, "--instance", st.instance,
+        "--work-dir", str(state / "workers"), "--bot-id", f"local-{Path(st.state).resolve().name}",
+        "--count", str(st.workers),
+    ]
+    for c in st.compilers:
+        cmd += ["--compiler", c]
+    pid = procs.spawn(cmd, state / "logs" / "workers.log")
+    _wait_workers(st, pid)
+    return replace(st, worker_pid=pid)
+
+
+def start(spec: ClusterSpec) -> ClusterState:
+    """Start PostgreSQL, BuildGrid and the workers (idempotent: running parts are left alone)."""
+    (spec.state / "logs").mkdir(parents=True, exist_ok=True)
+    st = load(spec.state) or _initial_state(spec)
+    st = replace(st, workers=spec.workers) if spec.workers != st.workers else st
+    st.save()
+    pg = st.postgres
+    if not pg.initialised():
+        pg.init()
+    if not pg.running():
+        pg.start()
+    migrate(ensure_venv(Path(st.server_venv)), pg.url, Path(st.state) / "logs" / "migrate.log")
+    if not procs.alive(st.server_pid):
+        st = start_server(st)
+        st.save()
+    if not procs.alive(st.worker_pid):
+        st = start_workers(st)
+        st.save()
+    return st
+
+
+def stop_server(st: ClusterState) -> ClusterState:
+    procs.stop(st.server_pid)
+    return replace(st, server_pid=None)
+
+
+def stop(state: Path) -> ClusterState | None:
+    """Stop workers, then BuildGrid, then PostgreSQL."""
+    st = load(state)
+    if st is None:
+        return None
+    procs.stop(st.worker_pid)
+    st = stop_server(replace(st, worker_pid=None))
+    st.postgres.stop()
+    st.save()
+    return st
+
+
+def status(state: Path) -> dict[str, object]:
+    """Each component's liveness plus a Capabilities probe of the endpoint."""
+    st = load(state)
+    if st is None:
+        return {"state": str(state), "started": False}
+    probe = "down"
+    if procs.alive(st.server_pid):
+        try:
+            cfg = RemoteConfig(endpoint=st.endpoint, instance=st.instance, rpc_timeout_s=2.0, max_attempts=1)
+            with open_channel(cfg) as ch:
+                t = time.monotonic()
+                capabilities.fetch(ch, st.instance, (), retry.RetryPolicy(1, timeout_s=2.0))
+                probe = f"ok ({(time.monotonic() - t) * 1000:.0f} ms)"
+        except RemoteError as e:
+            probe = f"error: {e}"
+    return {
+        "state": st.state, "started": True, "endpoint": st.endpoint, "instance": st.instance,
+        "tls_endpoint": f"grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else None,
+        "postgres": "running" if st.postgres.running() else "stopped",
+        "buildgrid": "running" if procs.alive(st.server_pid) else "stopped",
+        "workers": f"{st.workers} ({'running' if procs.alive(st.worker_pid) else 'stopped'})",
+        "capabilities": probe,
+    }

@@ -1,0 +1,96 @@
+"""A private PostgreSQL cluster for BuildGrid: initdb, start, stop, run as a non-root user."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import pwd
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from goma_ext.errors import GomaExtError
+
+DB_NAME = "bgd"
+DB_USER = "bgd"
+RUN_AS_WHEN_ROOT = "postgres"
+
+
+class ClusterError(GomaExtError):
+    """The local cluster could not be started, stopped or inspected."""
+
+
+def pg_bin() -> Path:
+    """Debian's newest /usr/lib/postgresql/N/bin (needs `apt-get install postgresql`)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
+    if not found:
+        raise ClusterError("PostgreSQL not found (/usr/lib/postgresql/*/bin/initdb); install the Debian package postgresql")
+    return Path(found[-1]).parent
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """One PostgreSQL cluster: its data directory, port, and the OS user that owns it (None = current user)."""
+
+    data_dir: Path
+    port: int
+    user: str | None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}"
+
+    def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [str(pg_bin() / argv[0]), *argv[1:]]
+        if self.user:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/")
+        if check and proc.returncode != 0:
+            raise ClusterError(f"{argv[0]} failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}")
+        return proc
+
+    def initialised(self) -> bool:
+        return (self.data_dir / "PG_VERSION").is_file()
+
+    def init(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.user:
+            pw = pwd.getpwnam(self.user)
+            os.chown(self.data_dir, pw.pw_uid, pw.pw_gid)
+        self.data_dir.chmod(0o700)
+        self._run("initdb", "-D", str(self.data_dir), "-U", DB_USER, "--auth=trust", "-E", "UTF8", "--no-sync")
+
+    def start(self) -> None:
+        opts = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.data_dir / "server.log"), "-o", opts, "-w", "-t", "60", "start")
+        exists = self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, "-d", "postgres", "-tAc",
+                           f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'")
+        if exists.stdout.strip() != "1":
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, DB_NAME)
+
+    def running(self) -> bool:
+        return self.initialised() and self._run("pg_ctl", "-D", str(self.data_dir), "status", check=False).returncode == 0
+
+    def stop(self) -> None:
+        if self.running():
+            self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop")
+
+
+def choose_data_dir(state: Path) -> tuple[Path, str | None]:
+    """STATE/postgres, owned by `postgres` when we are root; a /tmp directory if that user cannot reach STATE."""
+    if os.geteuid() != 0:
+        return state / "postgres", None
+    try:
+        pwd.getpwnam(RUN_AS_WHEN_ROOT)
+    except KeyError as e:
+        raise ClusterError("running as root needs the `postgres` user (Debian package postgresql)") from e
+    probe = subprocess.run(["runuser", "-u", RUN_AS_WHEN_ROOT, "--", "test", "-x", str(state)], check=False)
+    if probe.returncode == 0:
+        return state / "postgres", RUN_AS_WHEN_ROOT
+    tag = hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"goma-ext-pg-{tag}", RUN_AS_WHEN_ROOT

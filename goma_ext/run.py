@@ -1,0 +1,162 @@
+"""`goma-ext run -- CMD…`: the compiler wrapper ninja runs for backend edges (remote, else local with one warning)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from goma_ext.errors import GomaExtError
+from goma_ext.remote import stats
+from goma_ext.remote.config import DEFAULT_STATS_LOG, RemoteConfig, load_config, section_from_yaml
+from goma_ext.remote.errors import RemoteError
+
+WARNING_PREFIX = "goma-ext: warning:"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One wrapper invocation: the command, where it runs, and the remote settings (None = local)."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    remote: RemoteConfig | None
+    naive_rsp: str | None = None
+    stats_log: str = DEFAULT_STATS_LOG
+
+
+def default_launcher() -> tuple[str, ...]:
+    """How ninja should start the wrapper: this interpreter running goma_ext.cli (works without PATH set-up)."""
+    return (sys.executable, "-m", "goma_ext.cli")
+
+
+def wrap_command(
+    argv: Sequence[str],
+    cfg: RemoteConfig,
+    *,
+    naive_rsp: str | None = None,
+    launcher: Sequence[str] | None = None,
+) -> list[str]:
+    """The backend command as ninja should run it: `goma-ext run [settings] -- ARGV`. Secrets stay in the environment."""
+    cmd = [*(launcher or default_launcher()), "run", "--remote", cfg.endpoint]
+    if cfg.instance:
+        cmd += ["--instance", cfg.instance]
+    if cfg.ca_file is not None:
+        cmd += ["--ca-file", str(cfg.ca_file)]
+    if cfg.token_file is not None:
+        cmd += ["--token-file", str(cfg.token_file)]
+    cmd += ["--exec-root", str(cfg.exec_root)]
+    if naive_rsp:
+        cmd += ["--naive-inputs", naive_rsp]
+    return [*cmd, "--", *argv]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("run", help="run a ThinLTO backend command remotely (falls back to local)")
+    p.add_argument("--config", type=Path, help="gn_thinlto.yaml whose `remote:` section to use")
+    p.add_argument("--remote", help="grpc://HOST:PORT or grpcs://HOST:PORT ('off' runs locally)")
+    p.add_argument("--instance", help="REAPI instance name")
+    p.add_argument("--ca-file", type=Path, help="CA certificate (PEM) for grpcs://")
+    p.add_argument("--token-file", type=Path, help="file holding a bearer token (or set GOMA_EXT_REMOTE_TOKEN)")
+    p.add_argument("--exec-root", type=Path, help="root of the input tree, relative to the build directory")
+    p.add_argument("--naive-inputs", metavar="RSP", help="response file of every bitcode object of the link (stats)")
+    p.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND ARGS…")
+    p.set_defaults(run=run)
+
+
+def _config(args: argparse.Namespace, env: Mapping[str, str]) -> RemoteConfig | None:
+    section = section_from_yaml(args.config) if args.config else {}
+    overrides = {
+        "endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
+        "token_file": args.token_file, "exec_root": args.exec_root,
+    }
+    return load_config(section, env, overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = list(args.argv)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        raise GomaExtError("run: no command given (usage: goma-ext run [OPTIONS] -- COMMAND ARGS…)")
+    req = RunRequest(tuple(argv), Path.cwd(), _config(args, os.environ), args.naive_inputs)
+    return execute(req)
+
+
+def _naive_bytes(rsp: str | None, cwd: Path) -> int | None:
+    if not rsp:
+        return None
+    try:
+        names = (cwd / rsp).read_text().split()
+        return sum((cwd / n).stat().st_size for n in names)
+    except OSError:
+        return None
+
+
+def run_local(argv: Sequence[str], cwd: Path) -> int:
+    try:
+        return subprocess.run(list(argv), cwd=cwd, check=False).returncode
+    except OSError as e:
+        raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
+
+
+def execute(req: RunRequest) -> int:
+    """Remote first; any infrastructure failure -> one warning line and a local run. Records stats."""
+    start = time.monotonic()
+    log = req.cwd / (req.remote.stats_log if req.remote else req.stats_log)
+    output = "?"
+    record: stats.RunRecord | None = None
+    naive = _naive_bytes(req.naive_rsp, req.cwd)
+    reason = "remote not configured"
+    if req.remote is not None:
+        from goma_ext.remote.client import RemoteExecutor
+        from goma_ext.remote.identity import identify
+        from goma_ext.remote.inputs import action_files
+
+        try:
+            files = action_files(req.argv, req.cwd)
+            output = files.outputs[0]
+            compiler = identify(req.argv[0], req.cwd)
+            executor = RemoteExecutor(req.remote)
+            try:
+                res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler)
+            finally:
+                executor.close()
+            if res.exit_code < 0 or res.exit_code >= 128:
+                raise RemoteError(f"remote compiler died (exit {res.exit_code})", temporary=True)
+            sys.stdout.buffer.write(res.stdout)
+            sys.stdout.flush()
+            sys.stderr.buffer.write(res.stderr)
+            sys.stderr.flush()
+            mode = stats.Mode.CACHE_HIT if res.cache_hit else stats.Mode.REMOTE
+            record = stats.RunRecord(
+                output, mode, res.exit_code, time.monotonic() - start, res.bytes_uploaded, res.input_bytes, naive,
+                res.phases,
+            )
+        except GomaExtError as e:
+            reason = str(e)
+            print(f"{WARNING_PREFIX} remote execution failed, running locally: {reason}", file=sys.stderr, flush=True)
+    if record is None:
+        t = time.monotonic()
+        code = run_local(req.argv, req.cwd)
+        mode = stats.Mode.FALLBACK if req.remote is not None else stats.Mode.LOCAL
+        record = stats.RunRecord(
+            output, mode, code, time.monotonic() - start, naive_bytes=naive, phases={"local": time.monotonic() - t},
+            reason=reason,
+        )
+    try:
+        stats.append(log, record)
+    except OSError as e:
+        print(f"{WARNING_PREFIX} cannot append to {log}: {e.strerror}", file=sys.stderr)
+    return record.exit_code
+
+
+def remote_pool_depth(cfg: RemoteConfig) -> int:
+    """Ninja pool depth for remote backend edges."""
+    return cfg.jobs
+

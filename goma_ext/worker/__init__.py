@@ -1,0 +1,1 @@
+"""The Bots API worker: leases in, sandboxed allow-listed compiler runs, ActionResults out."""

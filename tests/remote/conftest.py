@@ -1,0 +1,147 @@
+"""Remote fixtures: one real cluster (PostgreSQL + BuildGrid 0.4.4 + goma-ext workers) per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from goma_ext.cluster import manager
+from goma_ext.remote import stats
+from tests.conftest import REPO
+from tests.remote import thin_program
+from tests.remote.thin_program import ThinProgram
+
+SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
+SLOW_DELAY_S = 2.0
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A running test cluster and the files the tests need."""
+
+    state: Path
+    ca_cert: Path
+    slow_clang: Path
+
+    @property
+    def st(self) -> manager.ClusterState:
+        st = manager.load(self.state)
+        if st is None:
+            raise RuntimeError("cluster state vanished")
+        return st
+
+    @property
+    def endpoint(self) -> str:
+        return self.st.endpoint
+
+    @property
+    def tls_endpoint(self) -> str:
+        return f"grpcs://localhost:{self.st.tls_port}"
+
+    def ensure_server(self) -> None:
+        """Restart BuildGrid if a fault test stopped it."""
+        manager.start(manager.ClusterSpec(state=self.state))
+
+
+def _make_cert(d: Path) -> tuple[Path, Path]:
+    cert, key = d / "server.crt", d / "server.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    return cert, key
+
+
+def _make_slow_clang(d: Path) -> Path:
+    script = d / SLOW_CLANG
+    script.write_text(f"#!/bin/sh\n/bin/sleep {SLOW_DELAY_S}\nexec /usr/bin/clang-19 \"$@\"\n")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    base = tmp_path_factory.mktemp("cluster")
+    cert, key = _make_cert(base)
+    slow = _make_slow_clang(base)
+    venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
+    spec = manager.ClusterSpec(
+        state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key,
+        compilers=("clang-19", "clang++-19", str(slow)), keepalive_s=20,
+    )
+    manager.start(spec)
+    try:
+        yield Cluster(base / "state", cert, slow)
+    finally:
+        manager.stop(base / "state")
+
+
+@pytest.fixture(scope="session")
+def program_template(tmp_path_factory: pytest.TempPathFactory) -> ThinProgram:
+    return thin_program.build(tmp_path_factory.mktemp("template") / "ws")
+
+
+@pytest.fixture
+def program(program_template: ThinProgram, tmp_path: Path) -> ThinProgram:
+    """A fresh copy of the workspace (bitcode + indexes, no native objects)."""
+    return program_template.copy(tmp_path / "ws")
+
+
+@dataclass(frozen=True)
+class WrapperRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def salt(request: pytest.FixtureRequest) -> str:
+    """A cache salt unique to the test, so tests never share action-cache entries."""
+    return f"{request.node.nodeid}-{os.getpid()}"
+
+
+def _wrapper_cmd(argv: Sequence[str], remote: str, extra: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "goma_ext.cli", "run", "--remote", remote, "--exec-root", "..",
+            "--naive-inputs", "link.rsp", *extra, "--", *argv]
+
+
+def _env(salt: str) -> dict[str, str]:
+    return {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
+
+
+def wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str, *extra: str) -> WrapperRun:
+    """Run `goma-ext run` exactly as ninja would, from the build directory."""
+    proc = subprocess.run(
+        _wrapper_cmd(argv, remote, extra), cwd=program.out, capture_output=True, text=True, timeout=180, env=_env(salt)
+    )
+    return WrapperRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def start_wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _wrapper_cmd(argv, remote, ()), cwd=program.out, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(salt),
+    )
+
+
+def local_reference(program: ThinProgram, tmp_path: Path) -> dict[str, bytes]:
+    """Every module's backend run locally, in a separate copy: the bytes remote results must equal."""
+    ref = program.copy(tmp_path / "ref")
+    for m in thin_program.MODULES:
+        subprocess.run(ref.backend(m), cwd=ref.out, check=True)
+    return {m: ref.native(m).read_bytes() for m in thin_program.MODULES}
+
+
+def records(program: ThinProgram) -> list[stats.RunRecord]:
+    return stats.read(program.out / "gn_thinlto_remote.jsonl")
+
+
+def no_temp_files(program: ThinProgram) -> list[str]:
+    return sorted(p.name for p in (program.out / "obj").iterdir() if p.name.endswith(".tmp"))

@@ -1,0 +1,34 @@
+"""A real cluster answers Capabilities and runs a trivial action quickly."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from goma_ext.cluster import manager
+from goma_ext.remote.client import RemoteExecutor
+from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.identity import identify
+from tests.remote.conftest import Cluster
+
+
+def test_status_reports_every_component_running(cluster: Cluster) -> None:
+    info = manager.status(cluster.state)
+    assert info["postgres"] == "running" and info["buildgrid"] == "running"
+    assert str(info["capabilities"]).startswith("ok")
+
+
+def test_trivial_action_round_trip_is_fast(cluster: Cluster, tmp_path: Path) -> None:
+    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint))
+    ident = identify("clang-19", tmp_path)
+    times = []
+    for i in range(6):
+        t = time.monotonic()
+        argv = ["clang-19", "-E", "-P", "-x", "c", f"-DX={time.time_ns()}{i}", "-"]
+        res = ex.run(argv, tmp_path, [], [], ident)
+        times.append(time.monotonic() - t)
+        assert res.exit_code == 0 and not res.cache_hit
+    ex.close()
+    best = min(times[1:])
+    print(f"round trips (ms): {[round(x * 1000) for x in times]}")
+    assert best < 0.25, f"best round trip {best * 1000:.0f} ms"
