@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gn_thinlto import __version__, example
+from gn_thinlto import __version__, example, explain, gen
 from gn_thinlto.errors import GnThinltoError
 
 
@@ -15,6 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gn-thinlto {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     example.add_parser(commands)
+    gen.add_parser(commands)
+    explain.add_parser(commands)
     return parser
 
 

@@ -40,12 +40,12 @@ def run_checked(cmd: Sequence[str], *, cwd: Path | None = None, log: Path | None
     return proc.stdout
 
 
-def gn_gen(out_dir: Path, root: Path, args: str = "", extra: Sequence[str] = (), log: Path | None = None) -> None:
-    """`gn gen OUT --root=ROOT --args=ARGS [extra…]`."""
+def gn_gen(out_dir: Path, root: Path, args: str = "", extra: Sequence[str] = (), log: Path | None = None) -> str:
+    """`gn gen OUT --root=ROOT --args=ARGS [extra…]`; returns gn's stdout (which includes hook output)."""
     cmd = [find_tool("gn", "GN"), "gen", str(out_dir), f"--root={root}"]
     if args:
         cmd.append(f"--args={args}")
-    run_checked([*cmd, *extra], log=log)
+    return run_checked([*cmd, *extra], log=log)
 
 
 def gn_ls(out_dir: Path, root: Path, *flags: str) -> list[str]:

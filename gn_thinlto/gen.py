@@ -1,0 +1,63 @@
+"""`gn-thinlto gen OUT [--root DIR] [--args ARGS] [--config FILE]`: `gn gen` with the gn-thinlto hook.
+
+Writes OUT/gn-thinlto/gn_hook.py, a two-line launcher that runs the hook with this interpreter (GN runs
+--json-ide-script with its own python, which may not have gn-thinlto's dependencies), then runs
+`gn gen OUT --ide=json --json-ide-script=gn-thinlto/gn_hook.py`. GN's regeneration rule keeps those flags,
+so ninja's own re-runs of gn (after a BUILD.gn change) re-apply the graph too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gn_thinlto import tools
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.fsutil import write_if_changed
+
+HOOK_LAUNCHER = "gn-thinlto/gn_hook.py"
+_LAUNCHER_TEXT = '''\
+# Written by `gn-thinlto gen`: GN runs this (--json-ide-script); it runs the gn-thinlto hook with the
+# interpreter gn-thinlto is installed in.
+import os
+import sys
+
+PYTHON = {python!r}
+os.execv(PYTHON, [PYTHON, "-m", "gn_thinlto.hook", *sys.argv[1:]])
+'''
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("gen", help="run `gn gen` with the gn-thinlto hook (ThinLTO edges in the ninja graph)")
+    p.add_argument("out", type=Path, help="build directory")
+    p.add_argument("--root", type=Path, default=Path("."), help="GN source root (default: .)")
+    p.add_argument("--args", default="", help="GN build arguments, as for `gn gen --args`")
+    p.add_argument("--config", type=Path, help="gn_thinlto.yaml (default: ROOT/gn_thinlto.yaml if present)")
+    p.set_defaults(run=run)
+
+
+def hook_flags(out_dir: Path, config: Path | None) -> list[str]:
+    """Write the launcher and return the gn gen flags that install the hook."""
+    write_if_changed(out_dir / HOOK_LAUNCHER, _LAUNCHER_TEXT.format(python=sys.executable))
+    flags = ["--ide=json", f"--json-ide-script={HOOK_LAUNCHER}"]
+    if config is not None:
+        flags.append(f"--json-ide-script-args={config.resolve()}")
+    return flags
+
+
+def gen(out_dir: Path, root: Path, args: str, config: Path | None, log: Path | None = None) -> list[str]:
+    """Run gn gen with the hook; return the hook's `gn-thinlto: …` lines (refusals and the summary)."""
+    if not (root / ".gn").is_file():
+        raise GnThinltoError(f"--root {root}: no .gn file there; point it at a GN source root")
+    if config is not None and not config.is_file():
+        raise GnThinltoError(f"--config {config}: no such file")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stdout = tools.gn_gen(out_dir, root.resolve(), args, extra=hook_flags(out_dir, config), log=log)
+    return [line for line in stdout.splitlines() if line.startswith("gn-thinlto:")]
+
+
+def run(args: argparse.Namespace) -> int:
+    for line in gen(args.out, args.root, args.args, args.config):
+        print(line)
+    return 0

@@ -1,0 +1,121 @@
+"""The GN hook: `gn gen OUT --ide=json --json-ide-script=…` runs it with OUT/project.json after GN wrote its ninja.
+
+It plans every ThinLTO link, writes gn-thinlto's ninja files, removes the planned links' edges from GN's
+per-target ninja files and includes ours from build.ninja. GN only runs the script when project.json's
+content changed, while every `gn gen` rewrites GN's ninja files; so the hook finally rewrites project.json
+with an extra `gn_thinlto` key: the next `gn gen` (by hand, or ninja's regeneration rule, which keeps the
+--ide flags) always finds it changed and runs the hook again.
+
+Pointing GN at it:
+  gn-thinlto gen OUT [--root DIR] [--args ARGS]        (writes OUT/gn-thinlto/gn_hook.py, runs gn gen)
+  gn gen OUT --ide=json --json-ide-script=/abs/path/to/gn_thinlto/hook.py [--json-ide-script-args=CONFIG]
+    when GN's python can import gn_thinlto (e.g. `script_executable = "/path/to/venv/bin/python3"` in .gn).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from gn_thinlto import ninja_text
+from gn_thinlto.config import load_config
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.fsutil import write_if_changed
+from gn_thinlto.gn_project import parse_project
+from gn_thinlto.plan import GnGraph, plan_graph
+from gn_thinlto.plan_model import GraphPlan
+from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_files
+
+STATE_DIR = "gn-thinlto"
+PROJECT_COPY = f"{STATE_DIR}/project.json"
+REFUSED_FILE = f"{STATE_DIR}/refused.txt"
+PROJECT_MARKER_KEY = "gn_thinlto"
+EDIT_MARKER = "# gn-thinlto:"
+
+
+def read_gn_ninja(out_dir: Path, toolchain_files: Sequence[str]) -> tuple[dict[str, ninja_text.NinjaFile], dict[str, str]]:
+    """Parse each toolchain.ninja and every file it subninjas (relative to OUT); also return their texts."""
+    parsed: dict[str, ninja_text.NinjaFile] = {}
+    texts: dict[str, str] = {}
+    for tc in toolchain_files:
+        if not (out_dir / tc).is_file():
+            continue
+        texts[tc] = (out_dir / tc).read_text()
+        parsed[tc] = ninja_text.parse(texts[tc])
+        for sub in parsed[tc].subninjas:
+            if sub.startswith(f"{STATE_DIR}/"):
+                continue
+            texts[sub] = (out_dir / sub).read_text()
+            parsed[sub] = ninja_text.parse(texts[sub], parsed[tc].variables)
+    return parsed, texts
+
+
+def load_graph(out_dir: Path, project_data: Mapping[str, Any]) -> tuple[GnGraph, dict[str, str]]:
+    """GN's data for OUT: project.json (decoded) plus GN's parsed ninja files and their texts."""
+    project = parse_project(project_data)
+    toolchains = sorted({project.toolchain_ninja(t.toolchain) for t in project.targets.values()})
+    parsed, texts = read_gn_ninja(out_dir, toolchains)
+    if any(EDIT_MARKER in text for text in texts.values()):
+        raise GnThinltoError(f"{out_dir}: GN's ninja files already carry gn-thinlto edits; run `gn gen` again")
+    return GnGraph(project, parsed), texts
+
+
+@dataclass(frozen=True)
+class HookResult:
+    plan: GraphPlan
+    files_written: int
+
+
+def run_hook(project_json: Path, config_path: Path | None, python: str) -> HookResult:
+    out_dir = project_json.resolve().parent
+    raw = project_json.read_text()
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise GnThinltoError(f"{project_json}: not JSON ({e})") from e
+    data.pop(PROJECT_MARKER_KEY, None)
+    graph, texts = load_graph(out_dir, data)
+    config = load_config(config_path, Path(graph.project.root_path))
+    build_text = (out_dir / "build.ninja").read_text()
+    plan = plan_graph(graph, config, python)
+    written = 0
+    for rel, text in sorted(render_files(plan).items()):
+        written += write_if_changed(out_dir / rel, text)
+    for t in plan.targets:
+        if t.thin_link is not None:
+            manifest = json.dumps(asdict(t.thin_link.manifest), indent=1, sort_keys=True) + "\n"
+            written += write_if_changed(out_dir / t.thin_link.manifest_path, manifest)
+    for rel, text in edit_gn_target_files(texts, plan).items():
+        written += write_if_changed(out_dir / rel, text)
+    written += write_if_changed(out_dir / "build.ninja", edit_build_ninja(build_text, plan))
+    refused = "".join(f"{r.label} ({r.output}): {r.reason}\n" for r in plan.refusals)
+    write_if_changed(out_dir / REFUSED_FILE, refused)
+    for r in plan.refusals:
+        print(f"gn-thinlto: {r.label}: left to GN's in-process ThinLTO link: {r.reason}")
+    write_if_changed(out_dir / PROJECT_COPY, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    data[PROJECT_MARKER_KEY] = {"note": "gn-thinlto marks this file so that every gn gen re-runs its hook"}
+    write_if_changed(project_json, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return HookResult(plan, written)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not 1 <= len(args) <= 2:
+        print("usage: hook.py OUT/project.json [CONFIG.yaml]", file=sys.stderr)
+        return 2
+    try:
+        result = run_hook(Path(args[0]), Path(args[1]) if len(args) == 2 and args[1] else None, sys.executable)
+    except GnThinltoError as e:
+        print(f"gn-thinlto: error: {e}", file=sys.stderr)
+        return 2
+    print(f"gn-thinlto: {len(result.plan.targets)} ThinLTO links in the ninja graph, "
+          f"{len(result.plan.refusals)} left to GN")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

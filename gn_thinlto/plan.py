@@ -1,0 +1,381 @@
+"""The planner: GN's data (project.json + GN's ninja files, parsed) and a Config in, a GraphPlan out. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gn_thinlto import linkline
+from gn_thinlto.config import Config, TestonlyMode
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.gn_project import GnProject, GnTarget
+from gn_thinlto.linkline import LtoMode, Refused
+from gn_thinlto.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
+from gn_thinlto.plan_model import (
+    Backend,
+    FinalLink,
+    GraphPlan,
+    IndexFiles,
+    InputKind,
+    Refusal,
+    TargetPlan,
+    ThinLink,
+    ThinLinkManifest,
+)
+
+_IN_SENTINEL = "\x00gn-thinlto-inputs\x00"
+_ARCHIVE_RULE_SUFFIX = "alink"
+
+
+@dataclass(frozen=True)
+class GnGraph:
+    """GN's output for one build dir: project.json and the parsed ninja files (keyed by path in OUT)."""
+
+    project: GnProject
+    ninja: Mapping[str, NinjaFile]
+
+
+@dataclass(frozen=True)
+class _Producer:
+    file: str
+    edge: Edge
+
+
+@dataclass(frozen=True)
+class _GnLink:
+    """GN's link edge for one target, evaluated: argv (rsp not expanded) and the rsp template."""
+
+    file: str
+    edge: Edge
+    argv: tuple[str, ...]
+    rsp_path: str
+    rsp_prefix: tuple[str, ...]
+    rsp_suffix: tuple[str, ...]
+    whole_archive: bool
+
+
+@dataclass(frozen=True)
+class _Input:
+    path: str
+    kind: InputKind
+    members: tuple[tuple[str, InputKind], ...] = ()  # set for archives GN builds: their objects, in order
+
+    @property
+    def is_archive(self) -> bool:
+        return bool(self.members)
+
+
+def _producers(graph: GnGraph) -> dict[str, _Producer]:
+    out: dict[str, _Producer] = {}
+    for name in sorted(graph.ninja):
+        for edge in graph.ninja[name].edges:
+            for o in edge.outputs:
+                out[o] = _Producer(name, edge)
+    return out
+
+
+def _rules(graph: GnGraph) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for name in sorted(graph.ninja):
+        rules.update(graph.ninja[name].rules)
+    return rules
+
+
+def _command_argv(producer: _Producer, graph: GnGraph, rules: Mapping[str, Rule], key: str = "command") -> list[str]:
+    rule = rules.get(producer.edge.rule)
+    if rule is None:
+        raise Refused(f"GN rule {producer.edge.rule!r} not found")
+    text = evaluate_rule_binding(rule, key, producer.edge, graph.ninja[producer.file].variables)
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise Refused(f"cannot split the {producer.edge.rule} command of {producer.edge.outputs[0]}: {e}") from e
+
+
+def _object_kind(path: str, producers: Mapping[str, _Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> InputKind:
+    producer = producers.get(path)
+    if producer is None:
+        if path.endswith((".o", ".obj")):
+            raise Refused(f"prebuilt object {path} has no GN edge; cannot tell whether it is bitcode")
+        return InputKind.OTHER
+    if producer.edge.rule.endswith(_ARCHIVE_RULE_SUFFIX) or producer.edge.rule.endswith(("solink", "solink_module", "link")):
+        return InputKind.OTHER
+    mode = linkline.lto_mode(_command_argv(producer, graph, rules))
+    if mode is LtoMode.FULL:
+        raise Refused(f"{path} is compiled with full LTO; only ThinLTO objects can be split")
+    return InputKind.BITCODE if mode is LtoMode.THIN else InputKind.NATIVE
+
+
+def _classify(path: str, producers: Mapping[str, _Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> _Input:
+    producer = producers.get(path)
+    if producer is not None and producer.edge.rule.endswith(_ARCHIVE_RULE_SUFFIX):
+        members = tuple((m, _object_kind(m, producers, graph, rules)) for m in producer.edge.inputs)
+        return _Input(path, InputKind.OTHER, members)
+    return _Input(path, _object_kind(path, producers, graph, rules))
+
+
+def _gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, _Producer], rules: Mapping[str, Rule]) -> _GnLink:
+    output = target.outputs[0]
+    producer = producers.get(output)
+    if producer is None:
+        raise Refused(f"no GN edge produces {output}")
+    rule = rules[producer.edge.rule]
+    file_vars = graph.ninja[producer.file].variables
+    argv = _command_argv(producer, graph, rules)
+    rsp_path = evaluate_rule_binding(rule, "rspfile", producer.edge, file_vars)
+    if not rsp_path or f"@{rsp_path}" not in argv:
+        raise Refused("GN link command does not read its inputs from an @rspfile")
+    sentinel_edge = Edge(producer.edge.outputs, (), producer.edge.rule, (_IN_SENTINEL,), (), (), producer.edge.bindings, 0, 0)
+    content = evaluate_rule_binding(rule, "rspfile_content", sentinel_edge, file_vars)
+    try:
+        tokens = shlex.split(content.replace(_IN_SENTINEL, " " + _IN_SENTINEL + " "))
+    except ValueError as e:
+        raise Refused(f"cannot parse the rsp content {content!r}: {e}") from e
+    if tokens.count(_IN_SENTINEL) != 1:
+        raise Refused(f"rsp content {rule.bindings.get('rspfile_content', '')!r} must name the inputs exactly once")
+    at = tokens.index(_IN_SENTINEL)
+    prefix, suffix = tuple(tokens[:at]), tuple(tokens[at + 1:])
+    whole = False
+    for t in (*argv[: argv.index(f"@{rsp_path}")], *prefix):
+        if t in ("-Wl,--whole-archive", "-Wl,-whole-archive"):
+            whole = True
+        elif t in ("-Wl,--no-whole-archive", "-Wl,-no-whole-archive"):
+            whole = False
+    if any(t.startswith("-") and "lib" in t and "start-lib" in t for t in (*prefix, *suffix)):
+        raise Refused("rsp content already uses --start-lib")
+    return _GnLink(producer.file, producer.edge, tuple(argv), rsp_path, prefix, suffix, whole)
+
+
+def target_directory(config: Config, target: GnTarget) -> str:
+    output = target.outputs[0].removeprefix("./")
+    label = target.label_no_toolchain
+    return posixpath.normpath(
+        config.target_dir.format(output=output, name=label.split(":")[-1], dir=label[2:].split(":")[0] or ".")
+    )
+
+
+def _expanded_argv(link: _GnLink, inputs: Sequence[str]) -> list[str]:
+    i = link.argv.index(f"@{link.rsp_path}")
+    return [*link.argv[:i], *link.rsp_prefix, *inputs, *link.rsp_suffix, *link.argv[i + 1:]]
+
+
+def _replace_output(argv: Sequence[str], new: str) -> list[str]:
+    out = list(argv)
+    if "-o" not in out or out.index("-o") + 1 >= len(out):
+        raise Refused("link command has no '-o OUTPUT'")
+    out[out.index("-o") + 1] = new
+    return out
+
+
+_GROUP_FLAGS = frozenset({"-Wl,--start-group", "-Wl,--end-group", "-Wl,-(", "-Wl,-)"})
+
+
+def _without_groups(argv: Sequence[str]) -> list[str]:
+    """lld refuses --start-lib inside --start-group; lld resolves archives without groups anyway."""
+    return [a for a in argv if a not in _GROUP_FLAGS]
+
+
+def _thin_link_items(inputs: Sequence[_Input], whole_archive: bool) -> tuple[list[str], bool]:
+    items: list[str] = []
+    lazy = False
+    for inp in inputs:
+        if not inp.is_archive:
+            items.append(inp.path)
+        elif whole_archive:
+            items.extend(m for m, _ in inp.members)
+        else:
+            items.extend(("-Wl,--start-lib", *(m for m, _ in inp.members), "-Wl,--end-lib"))
+            lazy = True
+    return items, lazy
+
+
+def _final_items(
+    inputs: Sequence[_Input], native_of: Mapping[str, str], whole_archive: bool, null_index: bool
+) -> tuple[list[str], bool]:
+    """The final link's static inputs: every non-bitcode input in order, native archive members still lazy.
+
+    With a thin link, the natives of the used bitcode are appended at build time in the thin link's order,
+    after all other inputs, which is where lld's in-process ThinLTO puts its outputs (same layout). Without
+    a thin link (null index) every bitcode object's native takes its place, and archives stay wholly lazy.
+    """
+    items: list[str] = []
+    lazy = False
+    for inp in inputs:
+        if inp.kind is InputKind.BITCODE:
+            if null_index:
+                items.append(native_of[inp.path])
+        elif not inp.is_archive:
+            items.append(inp.path)
+        elif null_index and not whole_archive:
+            items.extend(("-Wl,--start-lib", *(native_of.get(m, m) for m, _ in inp.members), "-Wl,--end-lib"))
+            lazy = True
+        else:
+            members = [native_of[m] if null_index and k is InputKind.BITCODE else m
+                       for m, k in inp.members if null_index or k is not InputKind.BITCODE]
+            if members and whole_archive:
+                items.extend(members)
+            elif members:
+                items.extend(("-Wl,--start-lib", *members, "-Wl,--end-lib"))
+                lazy = True
+    return items, lazy
+
+
+def _eager(inp: _Input, whole_archive: bool) -> tuple[str, ...]:
+    """Inputs the link loads unconditionally: plain inputs, and archive members under --whole-archive."""
+    if not inp.is_archive:
+        return (inp.path,)
+    return tuple(m for m, _ in inp.members) if whole_archive else ()
+
+
+def _bitcode_objects(inputs: Sequence[_Input]) -> list[str]:
+    seen: dict[str, None] = {}
+    for inp in inputs:
+        if inp.kind is InputKind.BITCODE:
+            seen.setdefault(inp.path)
+        for m, k in inp.members:
+            if k is InputKind.BITCODE:
+                seen.setdefault(m)
+    return list(seen)
+
+
+def _backend_argv(compiler: str, bitcode: str, index: str, native: str, flags: Sequence[str]) -> tuple[str, ...]:
+    index_flag = (f"-fthinlto-index={index}",) if index else ()
+    return (compiler, "-c", "-x", "ir", bitcode, *index_flag, "-o", native, "-Wno-unused-command-line-argument", *flags)
+
+
+def _shared_dir(flags: Sequence[str], compiler: str) -> str:
+    digest = hashlib.sha256("\0".join((compiler, *flags)).encode()).hexdigest()[:12]
+    return f"gn-thinlto/shared/{digest}"
+
+
+def plan_target(
+    target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, _Producer], rules: Mapping[str, Rule]
+) -> tuple[TargetPlan, tuple[Backend, ...]]:
+    """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too."""
+    link = _gn_link(target, graph, producers, rules)
+    inputs = [_classify(p, producers, graph, rules) for p in link.edge.inputs]
+    full_argv = _expanded_argv(link, [i.path for i in inputs])
+    analysis = linkline.analyze(full_argv)
+    if analysis.lto is not LtoMode.THIN:
+        raise Refused("link does not use -flto=thin")
+    bitcode = _bitcode_objects(inputs)
+    if not bitcode:
+        raise Refused("no ThinLTO bitcode among the link inputs")
+    flags = linkline.apply_overrides(analysis.backend_flags, config.backend_flags_add, config.backend_flags_remove)
+    compiler = linkline.backend_compiler(link.argv[0])
+    tdir = target_directory(config, target)
+    output = target.outputs[0]
+    null_index = target.testonly and config.testonly is TestonlyMode.SHARED_NULL_INDEX
+    if null_index and analysis.split_lto_unit:
+        raise Refused("testonly shared null-index backends cannot serve CFI/split LTO units (they need the thin link)")
+    native_root = _shared_dir(flags, compiler) if null_index else f"{tdir}/native"
+    native_of = {b: f"{native_root}/{b}" for b in bitcode}
+    final_items, final_lazy = _final_items(inputs, native_of, link.whole_archive, null_index)
+    final_rsp = f"{tdir}/final.rsp"
+    final_argv = _replace_output(link.argv, output)
+    final_argv[final_argv.index(f"@{link.rsp_path}")] = f"@{final_rsp}"
+    if final_lazy:
+        final_argv = _without_groups(final_argv)
+    non_bitcode = [i.path for i in inputs if i.kind is not InputKind.BITCODE and not i.is_archive]
+    non_bitcode += [m for i in inputs for m, k in i.members if k is not InputKind.BITCODE]
+    description = f"LINK {output} (ThinLTO final link)"
+    backends = tuple(
+        Backend(b, "" if null_index else f"{tdir}/index/{b}.thinlto.bc", native_of[b],
+                _backend_argv(compiler, b, "" if null_index else f"{tdir}/index/{b}.thinlto.bc", native_of[b], flags),
+                f"BACKEND {native_of[b]}")
+        for b in bitcode
+    )
+    common = dict(label=target.label, output=output, directory=tdir, ninja_file=f"{tdir}/build.ninja",
+                  gn_ninja_file=link.file, gn_edge_lines=(link.edge.first_line, link.edge.last_line))
+    if null_index:
+        final = FinalLink(link.edge.outputs, tuple(non_bitcode) + tuple(native_of[b] for b in bitcode),
+                          link.edge.implicit, link.edge.order_only, tuple(final_argv), "", final_rsp,
+                          (*link.rsp_prefix, *final_items, *link.rsp_suffix), description)
+        return TargetPlan(**common, thin_link=None, backends=(), final_link=final), backends
+    thin = _thin_link(target, link, inputs, analysis, tdir, bitcode, native_of, final_rsp)
+    # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node is
+    # finished, but would schedule the final link as soon as any other output of the same edge is finished.
+    final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, thin.manifest.dyndep),
+                      link.edge.order_only, tuple(final_argv), thin.manifest.dyndep, final_rsp, (), description)
+    return TargetPlan(**common, thin_link=thin, backends=backends, final_link=final), ()
+
+
+def _thin_link(target: GnTarget, link: _GnLink, inputs: Sequence[_Input], analysis: linkline.LinkAnalysis,
+               tdir: str, bitcode: Sequence[str], native_of: Mapping[str, str],
+               final_rsp: str) -> ThinLink:
+    stage = f"{tdir}/stage"
+    items, lazy = _thin_link_items(inputs, link.whole_archive)
+    rsp = f"{tdir}/thinlink.rsp"
+    argv = _replace_output(link.argv, f"{tdir}/thinlink.out")
+    argv[argv.index(f"@{link.rsp_path}")] = f"@{rsp}"
+    if lazy:
+        argv = _without_groups(argv)
+    argv = [a for a in argv if a not in analysis.thin_link_drop]
+    staged_used = f"{stage}/used.txt"
+    argv += [f"-Wl,--thinlto-index-only={staged_used}", "-Wl,--thinlto-emit-imports-files",
+             f"-Wl,--thinlto-prefix-replace=;{stage}/", f"-Wl,--why-extract={stage}/why-extract.txt"]
+    split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o") if analysis.split_lto_unit else None
+    if split:
+        argv.append(f"-Wl,--lto-obj-path={split[0]}")
+    index_files = tuple(
+        IndexFiles(b, f"{stage}/{b}.thinlto.bc", f"{stage}/{b}.imports", f"{tdir}/index/{b}.thinlto.bc",
+                   f"{tdir}/index/{b}.imports")
+        for b in bitcode
+    )
+    manifest = ThinLinkManifest(
+        target=target.label, argv=tuple(argv), rsp_path=rsp,
+        rsp_lines=(*link.rsp_prefix, *items, *link.rsp_suffix), stage_dir=stage, staged_used_list=staged_used,
+        used_list=f"{tdir}/used.txt", index_files=index_files, split_object=split, final_output=link.edge.outputs[0],
+        final_rsp=final_rsp, final_rsp_prefix=link.rsp_prefix, why_extract=f"{stage}/why-extract.txt",
+        eager_inputs=tuple(p for i in inputs for p in _eager(i, link.whole_archive)),
+        lazy_natives=tuple(m for i in inputs if i.is_archive and not link.whole_archive
+                           for m, k in i.members if k is not InputKind.BITCODE),
+        final_rsp_suffix=link.rsp_suffix, natives=tuple((b, native_of[b]) for b in bitcode),
+        dyndep=f"{tdir}/final.dd",
+    )
+    objects = [p for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
+    implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + ([split[1]] if split else [])
+    manifest_path = f"{tdir}/thinlink.json"
+    return ThinLink(
+        outputs=(manifest.used_list, final_rsp, manifest.dyndep), implicit_outputs=tuple(implicit_outputs),
+        inputs=tuple(dict.fromkeys(objects)), implicit=(manifest_path, *link.edge.implicit),
+        order_only=link.edge.order_only, manifest_path=manifest_path, manifest=manifest,
+        description=f"THINLINK {link.edge.outputs[0]}",
+    )
+
+
+def selected_links(project: GnProject, config: Config) -> list[GnTarget]:
+    return [t for _, t in sorted(project.targets.items()) if t.type.is_link and t.outputs
+            and config.selects(t.label_no_toolchain)]
+
+
+def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
+    """Plan every selected link target; refusals keep GN's edge and carry their reason."""
+    producers = _producers(graph)
+    rules = _rules(graph)
+    targets: list[TargetPlan] = []
+    refusals: list[Refusal] = []
+    shared: dict[str, Backend] = {}
+    for target in selected_links(graph.project, config):
+        if "-flto=thin" not in target.ldflags:
+            continue
+        try:
+            plan, backends = plan_target(target, graph, config, producers, rules)
+        except Refused as e:
+            refusals.append(Refusal(target.label, target.outputs[0], e.reason))
+            continue
+        targets.append(plan)
+        for b in backends:
+            shared.setdefault(b.native, b)
+    dirs = [t.directory for t in targets]
+    if len(set(dirs)) != len(dirs):
+        dup = sorted(d for d in set(dirs) if dirs.count(d) > 1)[0]
+        raise GnThinltoError(f"target_dir {config.target_dir!r} gives two targets the directory {dup}")
+    return GraphPlan(
+        targets=tuple(targets), refusals=tuple(refusals),
+        shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
+        cache_dir=config.cache_dir, thin_link_pool_depth=config.thin_link_pool_depth,
+    )

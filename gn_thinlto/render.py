@@ -1,0 +1,72 @@
+"""Rendering a GraphPlan into ninja text (our files, and the small edits to GN's files). Pure: text in, text out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gn_thinlto import __version__
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.plan_model import GraphPlan, TargetPlan
+from gn_thinlto.templating import render
+
+SHARED_FILE = "gn-thinlto/shared.ninja"
+BUILD_EDIT_MARKER = "# gn-thinlto: ThinLTO graph"
+THIN_LINK_MODULE = "gn_thinlto.thinlink"
+BACKEND_MODULE = "gn_thinlto.backend"
+
+
+def _common(source: str) -> dict[str, object]:
+    return {"version": __version__, "source": source}
+
+
+def render_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str]:
+    """Every ninja file gn-thinlto owns, keyed by path relative to the build directory."""
+    ctx = _common(source)
+    files = {
+        plan.rules_file: render(
+            "rules.ninja.j2",
+            plan=plan,
+            thin_link_command=[plan.python, "-m", THIN_LINK_MODULE],
+            backend_command=[plan.python, "-m", BACKEND_MODULE, "--cache", plan.cache_dir, "--log", plan.backend_log],
+            **ctx,
+        ),
+        plan.targets_file: render("targets.ninja.j2", plan=plan, shared_file=SHARED_FILE, **ctx),
+    }
+    if plan.shared_backends:
+        files[SHARED_FILE] = render("shared_backends.ninja.j2", plan=plan, **ctx)
+    for t in plan.targets:
+        files[t.ninja_file] = render("target.ninja.j2", t=t, **ctx)
+    return files
+
+
+def render_dyndep(output: str, natives: Sequence[str], rsp_digest: str) -> str:
+    return render("dyndep.ninja.j2", output=output, natives=list(natives), rsp_digest=rsp_digest)
+
+
+def edit_build_ninja(text: str, plan: GraphPlan) -> str:
+    """Insert our include/subninja lines after GN's `subninja toolchain.ninja` (idempotent)."""
+    if BUILD_EDIT_MARKER in text:
+        return text
+    lines = text.split("\n")
+    try:
+        at = lines.index("subninja toolchain.ninja")
+    except ValueError:
+        raise GnThinltoError("build.ninja has no 'subninja toolchain.ninja' line; is it GN's?") from None
+    edit = render("gn_build_edit.ninja.j2", rules_file=plan.rules_file, targets_file=plan.targets_file)
+    return "\n".join([*lines[: at + 1], edit.rstrip("\n"), *lines[at + 1:]])
+
+
+def edit_gn_target_files(texts: Mapping[str, str], plan: GraphPlan) -> dict[str, str]:
+    """Remove GN's link edge of every planned target from its GN ninja file, leaving a pointer comment."""
+    by_file: dict[str, list[TargetPlan]] = {}
+    for t in plan.targets:
+        by_file.setdefault(t.gn_ninja_file, []).append(t)
+    out: dict[str, str] = {}
+    for name, targets in sorted(by_file.items()):
+        lines = texts[name].split("\n")
+        for t in sorted(targets, key=lambda t: t.gn_edge_lines[0], reverse=True):
+            first, last = t.gn_edge_lines
+            note = render("gn_link_moved.ninja.j2", output=t.output, ninja_file=t.ninja_file).rstrip("\n")
+            lines[first: last + 1] = [note]
+        out[name] = "\n".join(lines)
+    return out

@@ -1,0 +1,89 @@
+"""Helpers shared by the [graph] integration tests (no tests here): set up a workspace, build, read logs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import REPO
+
+WORKSPACES = REPO / "tests" / "workspaces"
+OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
+NM = "/usr/lib/llvm-19/bin/llvm-nm"
+
+
+@dataclass(frozen=True)
+class Build:
+    root: Path
+    out: Path
+
+    def ninja(self, *args: str) -> str:
+        proc = subprocess.run(["ninja", "-C", str(self.out), *args], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        return proc.stdout
+
+    def log_entries(self) -> list[tuple[int, int, str]]:
+        """(start_ms, end_ms, output) of every .ninja_log line (format v5: start end mtime output hash)."""
+        lines = (self.out / ".ninja_log").read_text().splitlines()[1:]
+        return [(int(p[0]), int(p[1]), p[3]) for p in (line.split("\t") for line in lines)]
+
+    def ran_since(self, count_before: int) -> list[str]:
+        return [o for _, _, o in self.log_entries()[count_before:]]
+
+    def run_binary(self, name: str) -> str:
+        proc = subprocess.run([str(self.out / name)], cwd=self.out, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, f"{name}: exit {proc.returncode} {proc.stdout}{proc.stderr}"
+        return proc.stdout.strip()
+
+
+def copy_workspace(name: str, dest: Path) -> Path:
+    root = dest / name
+    shutil.copytree(WORKSPACES / name, root)
+    return root
+
+
+def gn_thinlto(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gn_thinlto.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def gen_and_build(root: Path, out: Path, *extra: str) -> Build:
+    proc = gn_thinlto("gen", str(out), "--root", str(root), *extra)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    b = Build(root, out)
+    b.ninja()
+    return b
+
+
+def plain_build(root: Path, out: Path, args: str = "") -> Build:
+    """GN's own graph (in-process ThinLTO in lld), for comparisons."""
+    cmd = ["gn", "gen", str(out), f"--root={root}"] + ([f"--args={args}"] if args else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    b = Build(root, out)
+    b.ninja()
+    return b
+
+
+def disassembly(binary: Path) -> str:
+    return subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True, check=True).stdout
+
+
+def defined_functions(binary: Path) -> set[str]:
+    syms = subprocess.run([NM, "--defined-only", str(binary)], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in syms.splitlines() if len(line.split()) == 3 and line.split()[1] in "tTwW"}
+
+
+def text_size(binary: Path) -> int:
+    out = subprocess.run([OBJDUMP, "-h", str(binary)], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[1] == ".text":
+            return int(parts[2], 16)
+    raise AssertionError(f"no .text in {binary}")
+
+
+def section_bytes(binary: Path, section: str) -> bytes:
+    out = subprocess.run([OBJDUMP, "-s", f"--section={section}", str(binary)], capture_output=True, text=True, check=True)
+    return "\n".join(out.stdout.splitlines()[3:]).encode()

@@ -1,0 +1,68 @@
+"""Link-line analysis: linker checks, LTO option routing, refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from gn_thinlto.linkline import Refused, analyze, apply_overrides, backend_compiler, lto_mode, LtoMode
+from gn_thinlto.errors import GnThinltoError
+
+BASE = ["/usr/bin/clang++", "-fuse-ld=lld", "-flto=thin", "-o", "out", "a.o"]
+
+
+def test_routes_opt_level_and_mllvm_in_every_spelling() -> None:
+    a = analyze([*BASE, "-Wl,--lto-O3", "-Wl,-mllvm,-x=1", "-Wl,-mllvm=-y=2", "-Wl,-plugin-opt=-z=3",
+                 "-Wl,--plugin-opt=-w", "-Xlinker", "-mllvm", "-Xlinker", "-v=4", "-mllvm", "-d=5"])
+    f = a.backend_flags
+    assert "-O3" in f
+    values = [f[i + 1] for i, x in enumerate(f) if x == "-mllvm"]
+    assert values == ["-x=1", "-y=2", "-z=3", "-w", "-v=4", "-d=5"]
+
+
+def test_sections_pic_and_target() -> None:
+    a = analyze([*BASE, "--target=x86_64-linux-gnu", "-fno-data-sections", "-no-pie", "-march=haswell"])
+    assert a.backend_flags[:2] == ("--target=x86_64-linux-gnu", "-march=haswell")
+    assert "-ffunction-sections" in a.backend_flags and "-fdata-sections" not in a.backend_flags
+    assert "-fno-pic" in a.backend_flags
+    assert "-fPIC" in analyze([*BASE, "-shared"]).backend_flags
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (["-fuse-ld=bfd"], "linker is 'bfd', not lld"),
+        (["-Wl,--lto-debug-pass-manager"], "unknown LTO linker option '--lto-debug-pass-manager'"),
+        (["-Wl,-plugin-opt=emit-llvm"], "unknown LTO linker option '-plugin-opt=emit-llvm'"),
+        (["-Wl,--thinlto-index-only"], "link already sets '--thinlto-index-only' (a hand-made distributed link)"),
+        (["&&", "true"], "link command uses shell syntax ('&&'); cannot rewrite it safely"),
+    ],
+)
+def test_refusals(extra: list[str], reason: str) -> None:
+    with pytest.raises(Refused) as e:
+        analyze([*BASE, *extra])
+    assert e.value.reason == reason
+
+
+def test_default_linker_is_refused() -> None:
+    with pytest.raises(Refused, match="not lld"):
+        analyze(["/usr/bin/clang++", "-flto=thin", "-o", "x", "a.o"])
+
+
+def test_cache_options_are_dropped_and_split_detected() -> None:
+    a = analyze([*BASE, "-Wl,--thinlto-cache-dir=/tmp/c", "-fsanitize=cfi"])
+    assert a.thin_link_drop == frozenset({"-Wl,--thinlto-cache-dir=/tmp/c"})
+    assert a.split_lto_unit
+
+
+def test_lto_mode_last_wins() -> None:
+    assert lto_mode(["-flto=thin", "-fno-lto"]) is LtoMode.NONE
+    assert lto_mode(["-flto", "-flto=thin"]) is LtoMode.THIN
+    assert lto_mode(["-flto=full"]) is LtoMode.FULL
+
+
+def test_overrides_and_compiler() -> None:
+    assert apply_overrides(("-O2", "-fPIC"), ("-g",), ("-fPIC",)) == ("-O2", "-g")
+    with pytest.raises(GnThinltoError):
+        apply_overrides((), ("-flto=thin",), ())
+    assert backend_compiler("/usr/lib/llvm-19/bin/clang++") == "/usr/lib/llvm-19/bin/clang"
+    assert backend_compiler("clang++-19") == "clang-19"

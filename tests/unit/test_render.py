@@ -1,0 +1,77 @@
+"""Golden tests for every ninja file gn-thinlto renders, and for the edits to GN's files.
+
+Set GN_THINLTO_UPDATE_GOLDEN=1 to rewrite tests/golden/basic/expected after an intended change.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.config import Config
+from gn_thinlto.config import TestonlyMode as Mode
+from gn_thinlto.ninja_text import parse
+from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_dyndep, render_files
+from gn_thinlto.templating import ninja_path, ninja_value
+
+from .test_plan import BASIC_GN, GOLDEN, basic_graph, basic_plan
+
+EXPECTED = GOLDEN / "basic" / "expected"
+UPDATE = os.environ.get("GN_THINLTO_UPDATE_GOLDEN") == "1"
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"missing golden file {path}; run with GN_THINLTO_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+def _all_files(config: Config) -> dict[str, str]:
+    plan = basic_plan(config)
+    graph, texts = basic_graph()
+    files = dict(render_files(plan))
+    files.update({f"gn-edited/{k}": v for k, v in edit_gn_target_files(texts, plan).items()})
+    files["gn-edited/build.ninja"] = edit_build_ninja((BASIC_GN / "build.ninja").read_text(), plan)
+    return files
+
+
+@pytest.mark.parametrize("mode", [Mode.THIN_LINK, Mode.SHARED_NULL_INDEX], ids=lambda m: m.value)
+def test_rendered_files_match_golden(mode: Mode) -> None:
+    for name, text in sorted(_all_files(Config(testonly=mode)).items()):
+        _check_golden(f"{mode.value}/{name}", text)
+
+
+def test_rendered_files_parse_as_ninja_and_are_deterministic() -> None:
+    a, b = _all_files(Config()), _all_files(Config())
+    assert a == b
+    for name, text in a.items():
+        parse(text)  # every file is valid for our reader (ninja itself checks them in integration tests)
+
+
+def test_gn_edits_remove_exactly_the_planned_link_edges() -> None:
+    plan = basic_plan()
+    graph, texts = basic_graph()
+    edited = edit_gn_target_files(texts, plan)
+    assert sorted(edited) == ["obj/app/app.ninja", "obj/app/app_unittests.ninja", "obj/comp/comp.ninja", "obj/tool/tool.ninja"]
+    app = parse(edited["obj/app/app.ninja"])
+    assert [e.rule for e in app.edges] == ["cxx"]
+    assert "# gn-thinlto: the link edge of ./app is in gn-thinlto/app/build.ninja." in edited["obj/app/app.ninja"]
+    build = edit_build_ninja((BASIC_GN / "build.ninja").read_text(), plan)
+    assert edit_build_ninja(build, plan) == build  # idempotent
+    lines = build.splitlines()
+    at = lines.index("subninja toolchain.ninja")
+    assert lines[at + 2: at + 4] == ["include gn-thinlto/rules.ninja", "subninja gn-thinlto/targets.ninja"]
+
+
+def test_dyndep_and_escaping() -> None:
+    text = render_dyndep("./a b", ["n/x:y.o", "n/$z.o"], "0" * 64)
+    assert "build ./a$ b: dyndep | n/x$:y.o n/$$z.o\n" in text
+    assert text.startswith("ninja_dyndep_version = 1\n")
+    assert ninja_path("a b:$") == "a$ b$:$$" and ninja_value("x $y") == "x $$y"
+    with pytest.raises(ValueError):
+        ninja_path("a\nb")

@@ -1,0 +1,1 @@
+int RegTwice(int x) { return 2 * x; }

@@ -1,0 +1,1 @@
+int SsPlusOne(int x) { return x + 1; }
