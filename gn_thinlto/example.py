@@ -67,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
     for c in failed:
         print(f"  FAIL {c.binary}: {c.detail}")
     wall = time.monotonic() - start
+    libraries = "library" if len(shared) == 1 else "libraries"
     print(
-        f"example: {len(executables)} executables + {len(shared)} shared libraries built "
+        f"example: {len(executables)} executables + {len(shared)} shared {libraries} built "
         f"({build.edges_run} ninja edges run), self-checks {len(checks) - len(failed)}/{len(checks)} passed, "
         f"{wall:.1f} s wall; outputs in {out_dir}/"
     )
