@@ -8,7 +8,7 @@ from pathlib import Path
 
 from goma_ext.bitstream import Bitstream, Block, Record
 from goma_ext.errors import GomaExtError
-from goma_ext.index import MODULE_HASH_WORDS
+from goma_ext.index import module_hash_bytes
 from goma_ext.llvm_codes import BITCODE_MAGIC, WRAPPER_MAGIC, BlockId, ModuleCode
 
 IDENTIFICATION_STRING = 1  # llvm/include/llvm/Bitcode/LLVMBitCodes.h (IDENTIFICATION_CODE_STRING)
@@ -100,7 +100,7 @@ def _read_module(block: Block, facts: _ModuleFacts) -> None:
             elif entry.code == ModuleCode.SOURCE_FILENAME:
                 facts.source_filename = entry.text()
             elif entry.code == ModuleCode.HASH and len(entry.ops) == 5 and not any(w >> 32 for w in entry.ops):
-                facts.module_hash = MODULE_HASH_WORDS.build(list(entry.ops))
+                facts.module_hash = module_hash_bytes(entry.ops)
         elif entry.block_id == BlockId.GLOBALVAL_SUMMARY_BLOCK:
             facts.has_thinlto_summary = True
         elif entry.block_id == BlockId.FULL_LTO_GLOBALVAL_SUMMARY_BLOCK:

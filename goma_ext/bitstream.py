@@ -9,8 +9,8 @@ skipped by its length word without being decoded.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import construct as cs
 
@@ -18,6 +18,7 @@ from goma_ext.bitcursor import MAX_CHUNK_WIDTH, BitCursor
 from goma_ext.errors import DecodeError
 from goma_ext.llvm_codes import (
     BITCODE_MAGIC,
+    CHAR6_ALPHABET,
     BLOCKINFO_BLOCK_ID,
     WRAPPER_MAGIC,
     AbbrevId,
@@ -40,6 +41,11 @@ WRAPPER_HEADER = cs.Struct(
 
 _END, _ENTER, _DEFINE, _UNABBREV = (int(a) for a in list(AbbrevId)[:4])
 _LITERAL, _FIXED, _VBR, _ARRAY, _CHAR6, _BLOB = (int(k) for k in OperandKind)
+_INLINE_ARRAY = 64  # arrays up to this many elements are decoded from one window
+_CHAR6_TABLE = CHAR6_ALPHABET + bytes(256 - len(CHAR6_ALPHABET))  # bytes.translate table: char6 -> ASCII
+_from_bytes = int.from_bytes
+_FIRST_APPLICATION_ABBREV = int(AbbrevId.FIRST_APPLICATION_ABBREV)
+_FIXED_RUN = max(_LITERAL, _FIXED, _VBR, _ARRAY, _CHAR6, _BLOB) + 1  # plan step: consecutive FIXED operands
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,48 @@ class AbbrevOp(NamedTuple):
 
 @dataclass(frozen=True)
 class Abbrev:
-    """An abbreviation: how the fields of a record are encoded. ARRAY is second to last, BLOB last."""
+    """An abbreviation: how the fields of a record are encoded. ARRAY is second to last, BLOB last.
+
+    `plan` is `ops` prepared for decoding: runs of FIXED operands become one read of their total width.
+    """
 
     ops: tuple[AbbrevOp, ...]
+    plan: tuple[tuple[int, Any], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", _plan(self.ops))
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One decoded record: its code, its operands (char6 decoded to ASCII) and its blob, if any."""
+def _plan(ops: tuple[AbbrevOp, ...]) -> tuple[tuple[int, Any], ...]:
+    steps: list[tuple[int, Any]] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            steps.append((_FIXED, run[0]))
+        elif run:
+            steps.append((_FIXED_RUN, (sum(run), tuple((w, (1 << w) - 1) for w in run))))
+        run.clear()
+
+    for i, (kind, value) in enumerate(ops):
+        if kind == _FIXED:
+            run.append(value)
+            continue
+        flush()
+        if kind == _ARRAY:
+            steps.append((_ARRAY, ops[i + 1]))
+            break
+        steps.append((int(kind), value))
+    flush()
+    return tuple(steps)
+
+
+class Record(NamedTuple):
+    """One decoded record: its code, its operands (char6 decoded to ASCII) and its blob, if any.
+
+    A NamedTuple rather than a frozen dataclass: one is built per record, and tuple construction is
+    several times cheaper, which matters for 2,000-module indexes.
+    """
 
     code: int
     ops: tuple[int, ...]
@@ -118,62 +158,62 @@ class Block:
 
     def entries(self) -> Iterator[Record | Block]:
         """Records and sub-blocks in stream order; BLOCKINFO blocks are absorbed, not yielded."""
-        try:
-            yield from self._entries()
-        except DecodeError as e:
-            if e.block_path and e.file:
-                raise
-            raise e.with_context(block_path=e.block_path or self.path, file=e.file or self.stream.name) from e
-
-    def _entries(self) -> Iterator[Record | Block]:
         cur = self.stream.cursor
         width = self.abbrev_width
+        end = self.end_bit
         local: list[Abbrev] = []
         inherited = self._inherited  # BLOCKINFO abbrevs for this id; only those defined before entry apply
         n_inherited = len(inherited)
         top = not self.path
         pos = self.start_bit
-        while True:
-            cur.pos = pos
-            cur.limit = self.end_bit
-            if top and pos == self.end_bit:
-                return
-            at = pos
-            aid = cur.read(width)
-            if aid == _END:
-                if top:
-                    raise cur.error("END_BLOCK at top level", at)
-                cur.align32()
-                if cur.pos != self.end_bit:
-                    raise cur.error(f"END_BLOCK at bit {cur.pos}, but the block length says it ends at bit {self.end_bit}", at)
-                return
-            if aid == _ENTER:
-                child = self._enter(cur, at)
-                if child.block_id == BLOCKINFO_BLOCK_ID:
-                    self.stream._read_blockinfo(child)
+        try:
+            while True:
+                cur.pos = pos
+                cur.limit = end
+                if top and pos == end:
+                    return
+                at = pos
+                aid = cur.read(width)
+                if aid >= _FIRST_APPLICATION_ABBREV:
+                    index = aid - _FIRST_APPLICATION_ABBREV
+                    if index < n_inherited:
+                        abbrev = inherited[index]
+                    elif index - n_inherited < len(local):
+                        abbrev = local[index - n_inherited]
+                    else:
+                        raise cur.error(f"abbreviation id {aid} not defined ({n_inherited + len(local)} abbreviations)", at)
+                    if top:
+                        raise cur.error(f"abbreviation id {aid} at top level; only blocks may appear there", at)
+                    record = read_abbreviated(cur, abbrev, aid, at)
+                    pos = cur.pos
+                    yield record
+                elif aid == _END:
+                    if top:
+                        raise cur.error("END_BLOCK at top level", at)
+                    cur.align32()
+                    if cur.pos != end:
+                        raise cur.error(f"END_BLOCK at bit {cur.pos}, but the block length says it ends at bit {end}", at)
+                    return
+                elif aid == _ENTER:
+                    child = self._enter(cur, at)
+                    if child.block_id == BLOCKINFO_BLOCK_ID:
+                        self.stream._read_blockinfo(child)
+                    else:
+                        yield child
+                    pos = child.end_bit
+                elif top:
+                    raise cur.error(f"abbreviation id {aid} at top level; only blocks may appear there", at)
+                elif aid == _DEFINE:
+                    local.append(read_abbrev_definition(cur))
+                    pos = cur.pos
                 else:
-                    yield child
-                pos = child.end_bit
-                continue
-            if top:
-                raise cur.error(f"abbreviation id {aid} at top level; only blocks may appear there", at)
-            if aid == _DEFINE:
-                local.append(read_abbrev_definition(cur))
-                pos = cur.pos
-                continue
-            if aid == _UNABBREV:
-                record = read_unabbreviated(cur, at)
-            else:
-                index = aid - int(AbbrevId.FIRST_APPLICATION_ABBREV)
-                if index < n_inherited:
-                    abbrev = inherited[index]
-                elif index - n_inherited < len(local):
-                    abbrev = local[index - n_inherited]
-                else:
-                    raise cur.error(f"abbreviation id {aid} not defined ({n_inherited + len(local)} abbreviations)", at)
-                record = read_abbreviated(cur, abbrev, aid, at)
-            pos = cur.pos
-            yield record
+                    record = read_unabbreviated(cur, at)
+                    pos = cur.pos
+                    yield record
+        except DecodeError as e:
+            if e.block_path and e.file:
+                raise
+            raise e.with_context(block_path=e.block_path or self.path, file=e.file or self.stream.name) from e
 
     def _enter(self, cur: BitCursor, at: int) -> Block:
         block_id = cur.read_vbr(8)
@@ -241,28 +281,63 @@ def read_unabbreviated(cur: BitCursor, at: int) -> Record:
 
 
 def read_abbreviated(cur: BitCursor, abbrev: Abbrev, abbrev_id: int, at: int) -> Record:
+    """One record in `abbrev`. The common shapes (FIXED runs, short VBRs, short FIXED/CHAR6 arrays) are
+    decoded inline from one window of bits: this is the decoder's hot loop."""
     values: list[int] = []
     blob: bytes | None = None
-    ops = abbrev.ops
-    for kind, value in ops:
-        if kind == _LITERAL:
+    data = cur.data
+    limit = cur.limit
+    for kind, value in abbrev.plan:
+        if kind == _FIXED_RUN:
+            total, fields = value
+            pos = cur.pos
+            new = pos + total
+            if new > limit:
+                raise cur.error(f"truncated: need {total} bits, {limit - pos} left")
+            window = _from_bytes(data[pos >> 3 : (new + 7) >> 3], "little") >> (pos & 7)
+            cur.pos = new
+            for width, mask in fields:
+                values.append(window & mask)
+                window >>= width
+        elif kind == _LITERAL:
             values.append(value)
         elif kind == _FIXED:
             values.append(cur.read(value))
         elif kind == _VBR:
-            values.append(cur.read_vbr(value))
-        elif kind == _CHAR6:
-            values.append(cur.read_char6_array(1)[0])
+            pos = cur.pos
+            new = pos + value
+            piece = (_from_bytes(data[pos >> 3 : (new + 7) >> 3], "little") >> (pos & 7)) & ((1 << value) - 1)
+            if new <= limit and not piece >> (value - 1):
+                cur.pos = new
+                values.append(piece)
+            else:  # multi-chunk value, or truncated: the cursor's general path (and its errors)
+                values.append(cur.read_vbr(value))
         elif kind == _ARRAY:
-            count = cur.read_vbr(6)
-            elt_kind, width = ops[-1]
-            if elt_kind == _FIXED:
-                values.extend(cur.read_fixed_array(width, count))
-            elif elt_kind == _CHAR6:
-                values.extend(cur.read_char6_array(count))
+            pos = cur.pos
+            count = (_from_bytes(data[pos >> 3 : (pos + 13) >> 3], "little") >> (pos & 7)) & 0x3F
+            if pos + 6 <= limit and count < 0x20:
+                cur.pos = pos + 6
             else:
+                count = cur.read_vbr(6)
+            elt_kind, width = value
+            if elt_kind == _VBR:
                 values.extend(cur.read_vbr_array(width, count))
+            else:
+                if elt_kind == _CHAR6:
+                    width = 6
+                pos = cur.pos
+                new = pos + count * width
+                if count > _INLINE_ARRAY or new > limit:
+                    elements = cur.read_fixed_array(width, count)  # chunked, and raises when too long
+                else:
+                    window = _from_bytes(data[pos >> 3 : (new + 7) >> 3], "little") >> (pos & 7)
+                    cur.pos = new
+                    mask = (1 << width) - 1
+                    elements = [(window >> (k * width)) & mask for k in range(count)]
+                values.extend(bytes(elements).translate(_CHAR6_TABLE) if elt_kind == _CHAR6 else elements)
             break  # the element operand was consumed with the array
+        elif kind == _CHAR6:
+            values.append(CHAR6_ALPHABET[cur.read(6)])
         else:  # BLOB, always last
             length = cur.read_vbr(6)
             cur.align32()

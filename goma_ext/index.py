@@ -9,12 +9,12 @@ flags, combined summaries naming their module by id). Module ids are resolved th
 from __future__ import annotations
 
 import os
+import struct
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import construct as cs
 
 from goma_ext.bitstream import Bitstream, Block, Record
 from goma_ext.errors import DecodeError, GomaExtError
@@ -27,9 +27,14 @@ from goma_ext.llvm_codes import (
     SummaryCode,
 )
 
-# MST_CODE_HASH holds the 20-byte SHA-1 as five 32-bit words, each read big-endian from the digest
-# (llvm/lib/Bitcode/Writer/BitcodeWriter.cpp, writeModuleHash / ModuleHash).
-MODULE_HASH_WORDS = cs.Array(5, cs.Int32ub)
+# MST_CODE_HASH / MODULE_CODE_HASH hold the 20-byte SHA-1 as five 32-bit words, each read big-endian from
+# the digest (llvm/lib/Bitcode/Writer/BitcodeWriter.cpp, writeModuleHash / ModuleHash).
+_MODULE_HASH = struct.Struct(">5I")  # struct, not construct: this runs once per module and construct costs ~20 us
+
+
+def module_hash_bytes(words: tuple[int, ...]) -> bytes:
+    """The SHA-1 digest from the five HASH record words (callers check there are five u32 values)."""
+    return _MODULE_HASH.pack(*words)
 INDEX_SUFFIX = ".thinlto.bc"
 IMPORTS_SUFFIX = ".imports"
 
@@ -81,7 +86,11 @@ class ThinLtoIndex:
         linker's working directory, so the entry whose path is the longest path-suffix of `self_path`
         wins (`out/obj/a.o` matches `obj/a.o`). Callers that know the module hash should match on it.
         """
-        own = os.path.normpath(self_path if self_path is not None else own_module_path(self.path))
+        raw = self_path if self_path is not None else own_module_path(self.path)
+        for m in self.modules:  # the common case, without normalizing every path
+            if m.path == raw:
+                return m
+        own = os.path.normpath(raw)
         best: IndexModule | None = None
         for m in self.modules:
             p = os.path.normpath(m.path)
@@ -169,26 +178,31 @@ def _decode_module_block(block: Block, summaries: bool) -> _Decoded:
     return bitcode_version, modules, version, flags, by_modid
 
 
+_MST_ENTRY = int(ModuleStrtabCode.ENTRY)
+_MST_HASH = int(ModuleStrtabCode.HASH)
+
+
 def _decode_module_table(block: Block) -> dict[int, IndexModule]:
-    modules: dict[int, IndexModule] = {}
-    last: IndexModule | None = None
-    for record in block.records():
-        if record.code == ModuleStrtabCode.ENTRY:
-            if not record.ops:
+    """The module table, in stream order. HASH records attach to the ENTRY just before them."""
+    entries: dict[int, list] = {}  # modid -> [path, hash]; IndexModule objects are built once, at the end
+    last: list | None = None
+    for record in block.entries():
+        if type(record) is not Record:
+            continue
+        code, ops = record.code, record.ops
+        if code == _MST_ENTRY:
+            if not ops:
                 raise _record_error(block, record, "MST_CODE_ENTRY without a module id")
-            modid = record.ops[0]
-            if modid in modules:
-                raise _record_error(block, record, f"module id {modid} defined twice")
-            last = IndexModule(modid, record.text(1), None)
-            modules[modid] = last
-        elif record.code == ModuleStrtabCode.HASH:
-            if last is None or last.hash is not None:
+            if ops[0] in entries:
+                raise _record_error(block, record, f"module id {ops[0]} defined twice")
+            last = entries[ops[0]] = [record.text(1), None]
+        elif code == _MST_HASH:
+            if last is None or last[1] is not None:
                 raise _record_error(block, record, "MST_CODE_HASH without a preceding MST_CODE_ENTRY")
-            if len(record.ops) != 5 or any(w >> 32 for w in record.ops):
-                raise _record_error(block, record, f"MST_CODE_HASH has {len(record.ops)} operands, expected 5 x u32")
-            last = IndexModule(last.modid, last.path, MODULE_HASH_WORDS.build(list(record.ops)))
-            modules[last.modid] = last
-    return modules
+            if len(ops) != 5 or max(ops) >> 32:
+                raise _record_error(block, record, f"MST_CODE_HASH has {len(ops)} operands, expected 5 x u32")
+            last[1] = _MODULE_HASH.pack(*ops)
+    return {modid: IndexModule(modid, path, digest) for modid, (path, digest) in entries.items()}
 
 
 def _decode_summary_block(

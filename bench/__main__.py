@@ -1,0 +1,22 @@
+"""`python -m bench NAME [ARGS…]`: run one benchmark; each prints its own table and the machine it ran on."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# benchmark name -> module with a `main(argv) -> int`
+BENCHMARKS = {
+    "index": "bench.index_bench",
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHMARKS:
+        print(f"usage: python -m bench {{{','.join(sorted(BENCHMARKS))}}} [ARGS…]", file=sys.stderr)
+        return 2
+    return int(importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
