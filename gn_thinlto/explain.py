@@ -48,6 +48,9 @@ def explain(out_dir: Path, target: str) -> Explanation:
     from goma_ext.errors import GomaExtError
     from goma_ext.index import read_index
 
+    from gn_thinlto.hook import check_graph_in_place
+
+    check_graph_in_place(out_dir)
     m = find_manifest(out_dir, target)
     used_file = out_dir / m["used_list"]
     if not used_file.is_file():

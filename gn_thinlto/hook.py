@@ -15,6 +15,7 @@ Pointing GN at it:
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -22,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from gn_thinlto import ninja_text
-from gn_thinlto.config import load_config
+from gn_thinlto.config import CONFIG_FILE_NAME, load_config
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.fsutil import write_if_changed
 from gn_thinlto.gn_project import parse_project
 from gn_thinlto.plan import GnGraph, plan_graph
 from gn_thinlto.plan_model import GraphPlan
-from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_files
+from gn_thinlto.render import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files, render_files
 
 STATE_DIR = "gn-thinlto"
 PROJECT_COPY = f"{STATE_DIR}/project.json"
@@ -78,8 +79,16 @@ def run_hook(project_json: Path, config_path: Path | None, python: str) -> HookR
     except json.JSONDecodeError as e:
         raise GnThinltoError(f"{project_json}: not JSON ({e})") from e
     data.pop(PROJECT_MARKER_KEY, None)
+    # Mark project.json before anything can fail: GN re-runs this hook only when the file's content differs
+    # from what it generates, so a marked file makes every later `gn gen` (with the hook flags) run it.
+    marked = {**data, PROJECT_MARKER_KEY: {"note": "gn-thinlto marks this file so that every gn gen re-runs its hook"}}
+    write_if_changed(project_json, json.dumps(marked, indent=2, sort_keys=True) + "\n")
     graph, texts = load_graph(out_dir, data)
-    config = load_config(config_path, Path(graph.project.root_path))
+    root = Path(graph.project.root_path)
+    config_file = config_path if config_path is not None else root / CONFIG_FILE_NAME
+    if config_file.is_file():  # listed first, so that fixing a bad config re-runs gn and this hook
+        _add_regeneration_input(out_dir, config_file)
+    config = load_config(config_path, root)
     build_text = (out_dir / "build.ninja").read_text()
     plan = plan_graph(graph, config, python)
     written = 0
@@ -97,9 +106,42 @@ def run_hook(project_json: Path, config_path: Path | None, python: str) -> HookR
     for r in plan.refusals:
         print(f"gn-thinlto: {r.label}: left to GN's in-process ThinLTO link: {r.reason}")
     write_if_changed(out_dir / PROJECT_COPY, json.dumps(data, indent=1, sort_keys=True) + "\n")
-    data[PROJECT_MARKER_KEY] = {"note": "gn-thinlto marks this file so that every gn gen re-runs its hook"}
-    write_if_changed(project_json, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return HookResult(plan, written)
+
+
+def _add_regeneration_input(out_dir: Path, path: Path) -> None:
+    """Make ninja re-run gn (and so this hook) when the config changes: list it in GN's build.ninja.d."""
+    depfile = out_dir / "build.ninja.d"
+    text = depfile.read_text().rstrip("\n")
+    entry = str(path.resolve()).replace(" ", "\\ ")
+    if f" {entry}" not in text:
+        write_if_changed(depfile, f"{text} {entry}\n")
+
+
+def check_graph_in_place(out_dir: Path) -> None:
+    """Stop with a clear message when OUT's ninja files are GN's alone (generated without the hook)."""
+    build = out_dir / "build.ninja"
+    if not build.is_file():
+        raise GnThinltoError(f"{out_dir}: no build.ninja; run `gn-thinlto gen {out_dir}` first")
+    if BUILD_EDIT_MARKER not in build.read_text():
+        raise GnThinltoError(
+            f"{out_dir} was generated without the gn-thinlto hook (a plain `gn gen`?), so ninja would build "
+            f"GN's in-process ThinLTO links; run `gn-thinlto gen {out_dir}` to restore the graph"
+        )
+
+
+def report_error(line: str) -> None:
+    """Print LINE on stderr, and on GN's own stderr when GN runs quietly (ninja's regeneration uses `gn -q`,
+    which swallows script output and says only "Python has quit with exit code 2")."""
+    print(line, file=sys.stderr)
+    parent = Path(f"/proc/{os.getppid()}")
+    try:
+        parent_argv = (parent / "cmdline").read_bytes().split(b"\0")
+        if b"-q" in parent_argv and b"gen" in parent_argv:
+            with open(parent / "fd" / "2", "w") as gn_stderr:
+                gn_stderr.write(line + "\n")
+    except OSError:
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run_hook(Path(args[0]), Path(args[1]) if len(args) == 2 and args[1] else None, sys.executable)
     except GnThinltoError as e:
-        print(f"gn-thinlto: error: {e}", file=sys.stderr)
+        report_error(f"gn-thinlto: error: {e}")
         return 2
     print(f"gn-thinlto: {len(result.plan.targets)} ThinLTO links in the ninja graph, "
           f"{len(result.plan.refusals)} left to GN")

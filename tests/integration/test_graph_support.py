@@ -87,3 +87,41 @@ def text_size(binary: Path) -> int:
 def section_bytes(binary: Path, section: str) -> bytes:
     out = subprocess.run([OBJDUMP, "-s", f"--section={section}", str(binary)], capture_output=True, text=True, check=True)
     return "\n".join(out.stdout.splitlines()[3:]).encode()
+
+
+def index_snapshot(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in (out / "gn-thinlto").glob("*/index/**/*.thinlto.bc")}
+
+
+def native_of(index_path: str) -> str:
+    """gn-thinlto/T/index/OBJ.thinlto.bc -> gn-thinlto/T/native/OBJ."""
+    head, _, rest = index_path.partition("/index/")
+    return f"{head}/native/{rest.removesuffix('.thinlto.bc')}"
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    ran: list[str]  # outputs of every edge ninja ran (from .ninja_log)
+    backends: set[str]  # natives whose backend ran
+    changed_index: set[str]  # index files whose content changed
+    cache_lines: list[str]  # backend.log lines written by this build
+
+
+def edit_and_rebuild(b: Build, source: str, old: str, new: str) -> Rebuild:
+    path = b.root / source
+    text = path.read_text()
+    assert old in text, (source, old)
+    before_log = len(b.log_entries())
+    before_index = index_snapshot(b.out)
+    cache_log = b.out / "gn-thinlto" / "backend.log"
+    before_cache = cache_log.read_text().splitlines() if cache_log.exists() else []
+    path.write_text(text.replace(old, new, 1))
+    b.ninja()
+    after_index = index_snapshot(b.out)
+    ran = b.ran_since(before_log)
+    return Rebuild(
+        ran=ran,
+        backends={o for o in ran if "/native/" in o},
+        changed_index={p for p, data in after_index.items() if before_index.get(p) != data},
+        cache_lines=cache_log.read_text().splitlines()[len(before_cache):],
+    )
