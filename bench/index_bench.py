@@ -36,10 +36,7 @@ class Row:
     ours_full_ms: float
     bcanalyzer_ms: float
     imports_file_ms: float
-
-    @property
-    def ratio(self) -> float:
-        return self.ours_ms / self.bcanalyzer_ms
+    ratio: float  # ours / bcanalyzer, median of paired rounds
 
 
 def _run(cmd: Sequence[str], cwd: Path) -> None:
@@ -74,31 +71,37 @@ def build_workspace(root: Path, n: int, llvm_bin: Path) -> Path:
     return index
 
 
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm the page cache and imports
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+def _timed_ms(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
 
 
 def measure(index: Path, bcanalyzer: str, repeat: int) -> Row:
+    """Paired, interleaved runs: each round times every method once, so they see the same machine load;
+    the ratio is the median of the per-round ratios, the times are per-method medians."""
     own = "main.o"
     imports_file = index.with_name("main.o.imports")
-    ours = sorted(read_index(index, summaries=False).imported_paths(own))
-    dumped = sorted(p for p in _ENTRY.findall(_dump(bcanalyzer, index)) if p != own)
-    listed = sorted(imports_file.read_text().splitlines())
-    if not ours == dumped == listed:
-        sys.exit(f"bench: import lists disagree on {index}: ours {len(ours)}, bcanalyzer {len(dumped)}, .imports {len(listed)}")
+    methods: dict[str, Callable[[], object]] = {
+        "ours": lambda: read_index(index, summaries=False).imported_paths(own),
+        "ours_full": lambda: read_index(index).imported_paths(own),
+        "bcanalyzer": lambda: [p for p in _ENTRY.findall(_dump(bcanalyzer, index)) if p != own],
+        "imports": lambda: imports_file.read_text().splitlines(),
+    }
+    results = {name: sorted(fn()) for name, fn in methods.items()}  # also warms caches
+    if not results["ours"] == results["ours_full"] == results["bcanalyzer"] == results["imports"]:
+        sys.exit(f"bench: import lists disagree on {index}: " + ", ".join(f"{k} {len(v)}" for k, v in results.items()))
+    samples: dict[str, list[float]] = {name: [] for name in methods}
+    ratios = []
+    for _ in range(repeat):
+        for name, fn in methods.items():
+            samples[name].append(_timed_ms(fn))
+        ratios.append(samples["ours"][-1] / samples["bcanalyzer"][-1])
+    med = {name: statistics.median(v) for name, v in samples.items()}
     return Row(
-        modules=len(ours) + 1,
-        index_bytes=index.stat().st_size,
-        ours_ms=median_ms(lambda: read_index(index, summaries=False).imported_paths(own), repeat),
-        ours_full_ms=median_ms(lambda: read_index(index).imported_paths(own), repeat),
-        bcanalyzer_ms=median_ms(lambda: _ENTRY.findall(_dump(bcanalyzer, index)), max(3, repeat // 4)),
-        imports_file_ms=median_ms(lambda: imports_file.read_text().splitlines(), repeat),
+        modules=len(results["ours"]) + 1, index_bytes=index.stat().st_size, ours_ms=med["ours"],
+        ours_full_ms=med["ours_full"], bcanalyzer_ms=med["bcanalyzer"], imports_file_ms=med["imports"],
+        ratio=statistics.median(ratios),
     )
 
 
@@ -121,7 +124,7 @@ def machine() -> str:
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench index", description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="module counts (default: %(default)s)")
-    p.add_argument("--repeat", type=int, default=40, help="timed runs per measurement; median reported")
+    p.add_argument("--repeat", type=int, default=30, help="timed rounds (each runs every method once); medians reported")
     p.add_argument("--workdir", type=Path, default=Path("out/bench-index"), help="cache of generated workspaces")
     p.add_argument("--llvm", type=int, default=19, help="LLVM major version of clang/lld/llvm-bcanalyzer")
     args = p.parse_args(argv)

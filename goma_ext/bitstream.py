@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import construct as cs
 
+from goma_ext.abbrev_compiler import Decoder, compile_abbrev
 from goma_ext.bitcursor import MAX_CHUNK_WIDTH, BitCursor
 from goma_ext.errors import DecodeError
 from goma_ext.llvm_codes import (
     BITCODE_MAGIC,
-    CHAR6_ALPHABET,
     BLOCKINFO_BLOCK_ID,
     WRAPPER_MAGIC,
     AbbrevId,
@@ -41,11 +41,8 @@ WRAPPER_HEADER = cs.Struct(
 
 _END, _ENTER, _DEFINE, _UNABBREV = (int(a) for a in list(AbbrevId)[:4])
 _LITERAL, _FIXED, _VBR, _ARRAY, _CHAR6, _BLOB = (int(k) for k in OperandKind)
-_INLINE_ARRAY = 64  # arrays up to this many elements are decoded from one window
-_CHAR6_TABLE = CHAR6_ALPHABET + bytes(256 - len(CHAR6_ALPHABET))  # bytes.translate table: char6 -> ASCII
 _from_bytes = int.from_bytes
 _FIRST_APPLICATION_ABBREV = int(AbbrevId.FIRST_APPLICATION_ABBREV)
-_FIXED_RUN = max(_LITERAL, _FIXED, _VBR, _ARRAY, _CHAR6, _BLOB) + 1  # plan step: consecutive FIXED operands
 
 
 @dataclass(frozen=True)
@@ -69,38 +66,14 @@ class AbbrevOp(NamedTuple):
 class Abbrev:
     """An abbreviation: how the fields of a record are encoded. ARRAY is second to last, BLOB last.
 
-    `plan` is `ops` prepared for decoding: runs of FIXED operands become one read of their total width.
+    `decoder` is the abbreviation compiled to a straight-line function (see abbrev_compiler).
     """
 
     ops: tuple[AbbrevOp, ...]
-    plan: tuple[tuple[int, Any], ...] = field(init=False, repr=False, compare=False)
+    decoder: Decoder = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "plan", _plan(self.ops))
-
-
-def _plan(ops: tuple[AbbrevOp, ...]) -> tuple[tuple[int, Any], ...]:
-    steps: list[tuple[int, Any]] = []
-    run: list[int] = []
-
-    def flush() -> None:
-        if len(run) == 1:
-            steps.append((_FIXED, run[0]))
-        elif run:
-            steps.append((_FIXED_RUN, (sum(run), tuple((w, (1 << w) - 1) for w in run))))
-        run.clear()
-
-    for i, (kind, value) in enumerate(ops):
-        if kind == _FIXED:
-            run.append(value)
-            continue
-        flush()
-        if kind == _ARRAY:
-            steps.append((_ARRAY, ops[i + 1]))
-            break
-        steps.append((int(kind), value))
-    flush()
-    return tuple(steps)
+        object.__setattr__(self, "decoder", compile_abbrev(tuple((int(k), v) for k, v in self.ops)))
 
 
 class Record(NamedTuple):
@@ -161,6 +134,8 @@ class Block:
         cur = self.stream.cursor
         width = self.abbrev_width
         end = self.end_bit
+        data = cur.data
+        aid_mask = (1 << width) - 1
         local: list[Abbrev] = []
         inherited = self._inherited  # BLOCKINFO abbrevs for this id; only those defined before entry apply
         n_inherited = len(inherited)
@@ -173,7 +148,11 @@ class Block:
                 if top and pos == end:
                     return
                 at = pos
-                aid = cur.read(width)
+                if pos + width <= end:  # inline cur.read(width): one abbreviation id per record
+                    aid = (_from_bytes(data[pos >> 3 : (pos + width + 7) >> 3], "little") >> (pos & 7)) & aid_mask
+                    cur.pos = pos + width
+                else:
+                    aid = cur.read(width)
                 if aid >= _FIRST_APPLICATION_ABBREV:
                     index = aid - _FIRST_APPLICATION_ABBREV
                     if index < n_inherited:
@@ -281,68 +260,8 @@ def read_unabbreviated(cur: BitCursor, at: int) -> Record:
 
 
 def read_abbreviated(cur: BitCursor, abbrev: Abbrev, abbrev_id: int, at: int) -> Record:
-    """One record in `abbrev`. The common shapes (FIXED runs, short VBRs, short FIXED/CHAR6 arrays) are
-    decoded inline from one window of bits: this is the decoder's hot loop."""
     values: list[int] = []
-    blob: bytes | None = None
-    data = cur.data
-    limit = cur.limit
-    for kind, value in abbrev.plan:
-        if kind == _FIXED_RUN:
-            total, fields = value
-            pos = cur.pos
-            new = pos + total
-            if new > limit:
-                raise cur.error(f"truncated: need {total} bits, {limit - pos} left")
-            window = _from_bytes(data[pos >> 3 : (new + 7) >> 3], "little") >> (pos & 7)
-            cur.pos = new
-            for width, mask in fields:
-                values.append(window & mask)
-                window >>= width
-        elif kind == _LITERAL:
-            values.append(value)
-        elif kind == _FIXED:
-            values.append(cur.read(value))
-        elif kind == _VBR:
-            pos = cur.pos
-            new = pos + value
-            piece = (_from_bytes(data[pos >> 3 : (new + 7) >> 3], "little") >> (pos & 7)) & ((1 << value) - 1)
-            if new <= limit and not piece >> (value - 1):
-                cur.pos = new
-                values.append(piece)
-            else:  # multi-chunk value, or truncated: the cursor's general path (and its errors)
-                values.append(cur.read_vbr(value))
-        elif kind == _ARRAY:
-            pos = cur.pos
-            count = (_from_bytes(data[pos >> 3 : (pos + 13) >> 3], "little") >> (pos & 7)) & 0x3F
-            if pos + 6 <= limit and count < 0x20:
-                cur.pos = pos + 6
-            else:
-                count = cur.read_vbr(6)
-            elt_kind, width = value
-            if elt_kind == _VBR:
-                values.extend(cur.read_vbr_array(width, count))
-            else:
-                if elt_kind == _CHAR6:
-                    width = 6
-                pos = cur.pos
-                new = pos + count * width
-                if count > _INLINE_ARRAY or new > limit:
-                    elements = cur.read_fixed_array(width, count)  # chunked, and raises when too long
-                else:
-                    window = _from_bytes(data[pos >> 3 : (new + 7) >> 3], "little") >> (pos & 7)
-                    cur.pos = new
-                    mask = (1 << width) - 1
-                    elements = [(window >> (k * width)) & mask for k in range(count)]
-                values.extend(bytes(elements).translate(_CHAR6_TABLE) if elt_kind == _CHAR6 else elements)
-            break  # the element operand was consumed with the array
-        elif kind == _CHAR6:
-            values.append(CHAR6_ALPHABET[cur.read(6)])
-        else:  # BLOB, always last
-            length = cur.read_vbr(6)
-            cur.align32()
-            blob = cur.read_bytes(length)
-            cur.align32()
+    blob = abbrev.decoder(cur, values)
     return Record(values[0], tuple(values[1:]), abbrev_id, at, blob)
 
 

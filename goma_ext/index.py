@@ -189,7 +189,7 @@ def _decode_module_table(block: Block) -> dict[int, IndexModule]:
     for record in block.entries():
         if type(record) is not Record:
             continue
-        code, ops = record.code, record.ops
+        code, ops = record[0], record[1]  # tuple indexing: this loop runs twice per module
         if code == _MST_ENTRY:
             if not ops:
                 raise _record_error(block, record, "MST_CODE_ENTRY without a module id")

@@ -172,3 +172,20 @@ def test_top_level_record_is_an_error() -> None:
 def test_record_text_rejects_non_characters() -> None:
     with pytest.raises(DecodeError):
         Record(1, (300,), 3, 0).text()
+
+
+@pytest.mark.parametrize("value", [0, 127, 128, 2**14 - 1, 2**14, 2**40, 2**64 - 1])
+def test_compiled_abbrev_paths(value: int) -> None:
+    """Inline and fall-back paths of the compiled decoders: 1-, 2- and n-chunk VBRs, short and long arrays."""
+    vbr_array = [("literal", 1), ("vbr", 8), ("array",), ("vbr", 6)]
+    long_array = [("literal", 2), ("fixed", 5), ("array",), ("fixed", 7)]
+    chars = [ord(c) for c in "x" * 100]
+
+    def body(w: BitWriter) -> None:
+        w.define_abbrev(vbr_array).define_abbrev(long_array)
+        w.abbreviated(4, vbr_array, [value, value, 1, value])
+        w.abbreviated(5, long_array, [17, *chars])
+
+    assert decode(stream(lambda w: w.block(8, 3, body))) == [
+        (8, [(1, (value, value, 1, value), None), (2, (17, *chars), None)])
+    ]
