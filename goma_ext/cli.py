@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from goma_ext import __version__, cmd_index, cmd_inputs, run
 from goma_ext.cluster import cli as cluster_cli
 from goma_ext.errors import GomaExtError
+from goma_ext.remote import report_cli
 from goma_ext.worker import cli as worker_cli
 
 
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     worker_cli.add_parser(commands)
     cluster_cli.add_parser(commands)
+    report_cli.add_parser(commands)
     return parser
 
 

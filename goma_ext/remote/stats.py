@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goma_ext.remote.config import DEFAULT_STATS_LOG
 from goma_ext.remote.errors import RemoteError
 
 
@@ -104,6 +105,6 @@ def summarize(records: Iterable[RunRecord]) -> dict[str, Any]:
     }
 
 
-def report(build_dir: Path, log_name: str = "gn_thinlto_remote.jsonl") -> dict[str, Any]:
+def report(build_dir: Path, log_name: str = DEFAULT_STATS_LOG) -> dict[str, Any]:
     """Summary of BUILD_DIR's stats log."""
     return summarize(read(build_dir / log_name))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from goma_ext.remote import stats
@@ -46,3 +49,16 @@ def test_fresh_build_directory_is_served_from_the_action_cache(
     for m in thin_program.MODULES:
         assert again.native(m).read_bytes() == program.native(m).read_bytes()
     assert again.link_and_check() == "self-check ok"
+
+
+def test_report_sums_the_stats_log(cluster: Cluster, program: ThinProgram, salt: str) -> None:
+    _build_all(program, cluster.endpoint, salt)
+    proc = subprocess.run(
+        [sys.executable, "-m", "goma_ext.cli", "report", str(program.out), "--json"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["runs"] == len(thin_program.MODULES)
+    assert summary["naive_upload_bytes"] == len(thin_program.MODULES) * sum(
+        (program.out / "obj" / f"{m}.o").stat().st_size for m in thin_program.MODULES
+    )

@@ -1,0 +1,45 @@
+"""`report OUT [--json]`: sum the wrapper's stats log of a build directory (usable from goma-ext and gn-thinlto)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from goma_ext.remote import stats
+from goma_ext.remote.config import DEFAULT_STATS_LOG
+from goma_ext.remote.errors import RemoteError
+
+MIB = 1024 * 1024
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("report", help="sum the remote/cache/fallback stats of a build directory")
+    p.add_argument("out", type=Path, metavar="OUT", help="build directory")
+    p.add_argument("--json", action="store_true", help="print the totals as JSON")
+    p.set_defaults(run=run)
+
+
+def _mib(n: int | None) -> str:
+    return "unknown" if n is None else f"{n / MIB:.1f} MiB"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Errors become one line and exit 2 here, so any CLI can register this command."""
+    try:
+        summary = stats.report(args.out, DEFAULT_STATS_LOG)
+    except RemoteError as e:
+        print(f"report: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return 0
+    m = summary["modes"]
+    print(
+        f"{summary['runs']} backend runs: {m['remote']} remote, {m['cache_hit']} cache hits, "
+        f"{m['fallback']} local fallbacks, {m['local']} local; {summary['failed']} failed\n"
+        f"uploaded {_mib(summary['bytes_uploaded'])} (exact input sets {_mib(summary['input_bytes'])}, "
+        f"naive upload of every link object per backend {_mib(summary['naive_upload_bytes'])})"
+    )
+    return 0
