@@ -171,8 +171,8 @@ def start(spec: ClusterSpec) -> ClusterState:
         pg.init()
     if not pg.running():
         pg.start()
-    migrate(ensure_venv(Path(st.server_venv)), pg.url, Path(st.state) / "logs" / "migrate.log")
     if not procs.alive(st.server_pid):
+        migrate(ensure_venv(Path(st.server_venv)), pg.url, Path(st.state) / "logs" / "migrate.log")
         st = start_server(st)
         st.save()
     if not procs.alive(st.worker_pid):

@@ -103,7 +103,7 @@ def render_config(s: ServerSettings) -> str:
             "name": s.instance,
             "services": [
                 _tag("!action-cache", {"cache": cache}),
-                _tag("!execution", {"scheduler": scheduler, "operation-stream-keepalive-timeout": 10}),
+                _tag("!execution", {"scheduler": scheduler, "operation-stream-keepalive-timeout": 2}),
                 _tag("!cas", {"storage": storage}),
                 _tag("!bytestream", {"storage": storage}),
             ],

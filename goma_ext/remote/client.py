@@ -125,7 +125,7 @@ class RemoteExecutor:
             t = time.monotonic()
             response = execution.execute(
                 self._channel, self.cfg.instance, self._metadata, built.action_digest, self._policy,
-                self.cfg.execute_timeout_s,
+                self.cfg.execute_timeout_s, self.cfg.queue_timeout_s,
             )
             phases["execute"] = time.monotonic() - t
             result = response.result

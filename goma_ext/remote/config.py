@@ -25,6 +25,7 @@ ENV_VARS: Mapping[str, str] = {
     "GOMA_EXT_RPC_TIMEOUT": "rpc_timeout_s",
     "GOMA_EXT_EXECUTE_TIMEOUT": "execute_timeout_s",
     "GOMA_EXT_CACHE_SALT": "cache_salt",
+    "GOMA_EXT_QUEUE_TIMEOUT": "queue_timeout_s",
 }
 TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
 OFF_VALUES = frozenset({"", "off", "none", "local", "0", "false"})
@@ -44,6 +45,7 @@ class RemoteConfig:
     jobs: int = 16
     rpc_timeout_s: float = 30.0
     execute_timeout_s: float = 600.0
+    queue_timeout_s: float = 120.0  # give up (and fall back) if no worker starts the action by then
     max_attempts: int = 4
     backoff_base_s: float = 0.1
     backoff_cap_s: float = 2.0
@@ -123,7 +125,8 @@ def load_config(
         if value is None:
             continue
         name = key.replace("-", "_")
-        name = {"rpc_timeout": "rpc_timeout_s", "execute_timeout": "execute_timeout_s"}.get(name, name)
+        name = {"rpc_timeout": "rpc_timeout_s", "execute_timeout": "execute_timeout_s",
+                "queue_timeout": "queue_timeout_s"}.get(name, name)
         if name not in known or name == "token":
             raise RemoteConfigError(f"remote.{key}: unknown setting (known: {', '.join(sorted(known - {'token'}))})")
         values[name] = value

@@ -42,12 +42,21 @@ def _done(op: operations_pb2.Operation) -> re_pb2.ExecuteResponse:
     return resp
 
 
-def _follow(stream: Iterable[operations_pb2.Operation], names: list[str]) -> re_pb2.ExecuteResponse | None:
+def _follow(
+    stream: Iterable[operations_pb2.Operation], names: list[str], queue_deadline: float
+) -> re_pb2.ExecuteResponse | None:
+    """Read operations until done; give up if no worker has started the action by `queue_deadline`."""
+    started = False
     for op in stream:
         if op.name and not names:
             names.append(op.name)
         if op.done:
             return _done(op)
+        meta = re_pb2.ExecuteOperationMetadata()
+        if op.metadata.Unpack(meta) and meta.stage >= re_pb2.ExecutionStage.EXECUTING:
+            started = True
+        if not started and time.monotonic() > queue_deadline:
+            raise RemoteError(f"no worker started {op.name} in time (queued too long)", temporary=True, code="QUEUED")
     return None
 
 
@@ -58,10 +67,12 @@ def execute(
     action: Digest,
     policy: retry.RetryPolicy,
     total_timeout_s: float,
+    queue_timeout_s: float | None = None,
 ) -> re_pb2.ExecuteResponse:
     """Execute (cache already checked) and wait for the result; reconnect with WaitExecution when the stream breaks."""
     stub = re_grpc.ExecutionStub(channel)
     deadline = time.monotonic() + total_timeout_s
+    queue_deadline = time.monotonic() + (queue_timeout_s if queue_timeout_s is not None else total_timeout_s)
     names: list[str] = []
     failures = 0
     rng = random.Random()
@@ -77,7 +88,7 @@ def execute(
             else:
                 req = re_pb2.ExecuteRequest(instance_name=instance, action_digest=action.to_proto(), skip_cache_lookup=True)
                 stream = stub.Execute(req, timeout=remaining, metadata=metadata)
-            result = _follow(stream, names)
+            result = _follow(stream, names, queue_deadline)
             if result is not None:
                 return result
             err: RemoteError = RemoteError("execution stream ended before the operation finished", temporary=True)

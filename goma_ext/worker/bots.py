@@ -16,6 +16,7 @@ from goma_ext.remote.cas import Cas
 from goma_ext.remote.channel import open_channel
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
+from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import LeaseOutcome, execute_lease
@@ -95,10 +96,11 @@ class BotWorker:
             try:
                 self._serve()
                 failures = 0
-            except grpc.RpcError as e:
+            except (grpc.RpcError, RemoteError) as e:
                 failures += 1
                 delay = min(5.0, 0.1 * 2 ** min(failures, 6)) * self._rng.uniform(0.5, 1.0)
-                LOG.warning("bot %s: %s: %s; reconnecting in %.1f s", self.s.bot_id, e.code().name, e.details(), delay)
+                why = f"{e.code().name}: {e.details()}" if isinstance(e, grpc.RpcError) else str(e)
+                LOG.warning("bot %s: %s; reconnecting in %.1f s", self.s.bot_id, why, delay)
                 self._stop.wait(delay)
 
     def _serve(self) -> None:

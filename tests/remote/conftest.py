@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.cluster import manager
+from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
 from tests.conftest import REPO
 from tests.remote import thin_program
@@ -46,7 +46,8 @@ class Cluster:
 
     def ensure_server(self) -> None:
         """Restart BuildGrid if a fault test stopped it."""
-        manager.start(manager.ClusterSpec(state=self.state))
+        if not procs.alive(self.st.server_pid):
+            manager.start(manager.ClusterSpec(state=self.state, workers=self.st.workers))
 
 
 def _make_cert(d: Path) -> tuple[Path, Path]:
