@@ -19,7 +19,9 @@ _SNIFF_BYTES = 4
 class BitcodeInfo:
     """What a build tool needs to know about one file. For non-bitcode files only `is_bitcode=False` is set.
 
-    Fields describe the first module of the file (LLVM can put several in one file; see `module_count`).
+    LLVM can put several modules in one file (`module_count`; -fsplit-lto-unit writes a ThinLTO module
+    and a regular LTO one): the module fields describe the first module with a ThinLTO summary, else
+    the first module; `has_full_lto_summary` is true if any module has a regular LTO summary.
     `module_hash` is the 20-byte SHA-1 of the MODULE_CODE_HASH record, the same value a ThinLTO index
     lists for this module.
     """
@@ -75,20 +77,21 @@ def inspect_bytes(data: bytes, *, name: str = "<bytes>") -> BitcodeInfo:
     if not is_bitcode_prefix(data):
         return BitcodeInfo(name, is_bitcode=False)
     stream = Bitstream(data, name=name)
-    facts = _ModuleFacts()
+    modules: list[_ModuleFacts] = []
     producer: str | None = None
-    modules = 0
     for block in stream.blocks():
         if block.block_id == BlockId.IDENTIFICATION_BLOCK and producer is None:
             producer = next((r.text() for r in block.records() if r.code == IDENTIFICATION_STRING), None)
         elif block.block_id == BlockId.MODULE_BLOCK:
-            modules += 1
-            if modules == 1:
-                _read_module(block, facts)
+            modules.append(_ModuleFacts())
+            _read_module(block, modules[-1])
+    # A split LTO unit holds a ThinLTO module and a regular LTO module: report the ThinLTO one.
+    facts = next((m for m in modules if m.has_thinlto_summary), modules[0] if modules else _ModuleFacts())
     return BitcodeInfo(
         name, True, wrapped=stream.wrapper is not None, has_thinlto_summary=facts.has_thinlto_summary,
-        has_full_lto_summary=facts.has_full_lto_summary, is_index=facts.is_index, module_hash=facts.module_hash,
-        source_filename=facts.source_filename, triple=facts.triple, producer=producer, module_count=modules,
+        has_full_lto_summary=any(m.has_full_lto_summary for m in modules), is_index=facts.is_index,
+        module_hash=facts.module_hash, source_filename=facts.source_filename, triple=facts.triple,
+        producer=producer, module_count=len(modules),
     )
 
 

@@ -291,10 +291,15 @@ class Bitstream:
             raise e.with_context(file=self.name) from e
 
     def _read_blockinfo(self, block: Block) -> None:
-        """Absorb a BLOCKINFO block: its abbreviations go to the block ids named by SETBID."""
+        """Absorb a BLOCKINFO block: its abbreviations go to the block ids named by SETBID.
+
+        Like LLVM's reader (BitstreamCursor::ReadBlockInfoBlock, whose result replaces the old info), a
+        new BLOCKINFO block replaces the previous one: each module of a multi-module file has its own.
+        """
         cur = self.cursor
         cur.pos, cur.limit = block.start_bit, block.end_bit
         target: int | None = None
+        info: dict[int, list[Abbrev]] = {}
         try:
             while True:
                 at = cur.pos
@@ -303,6 +308,7 @@ class Bitstream:
                     cur.align32()
                     if cur.pos != block.end_bit:
                         raise cur.error("BLOCKINFO END_BLOCK does not match its length", at)
+                    self.blockinfo = info
                     return
                 if aid == _ENTER:
                     child = block._enter(cur, at)
@@ -311,7 +317,7 @@ class Bitstream:
                     abbrev = read_abbrev_definition(cur)
                     if target is None:
                         raise cur.error("DEFINE_ABBREV in BLOCKINFO before SETBID", at)
-                    self.blockinfo.setdefault(target, []).append(abbrev)
+                    info.setdefault(target, []).append(abbrev)
                 elif aid == _UNABBREV:
                     record = read_unabbreviated(cur, at)
                     if record.code == BlockInfoCode.SETBID:

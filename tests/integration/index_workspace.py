@@ -155,3 +155,24 @@ def bcanalyzer_dump(bcanalyzer: str, path: Path) -> DumpedIndex:
         elif m := _FLAGS.search(line):
             flags = int(m.group(1))
     return DumpedIndex(modules, combined, flags)
+
+
+_BLOCK_ID = re.compile(r"^\s*Block ID #(\d+)")
+_INSTANCES = re.compile(r"Num Instances:\s+(\d+)")
+_RECORDS = re.compile(r"(?:Num Records|Tot/Avg Records):\s+(\d+)")
+
+
+def bcanalyzer_block_stats(bcanalyzer: str, path: Path) -> dict[int, tuple[int, int]]:
+    """Block id -> (instances, records) from llvm-bcanalyzer's per-block summary."""
+    text = subprocess.run([bcanalyzer, str(path)], capture_output=True, text=True, check=True).stdout
+    stats: dict[int, list[int]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := _BLOCK_ID.match(line):
+            current = int(m.group(1))
+            stats[current] = [0, 0]
+        elif current is not None and (m := _INSTANCES.search(line)):
+            stats[current][0] = int(m.group(1))
+        elif current is not None and (m := _RECORDS.search(line)):
+            stats[current][1] = int(m.group(1))
+    return {k: (v[0], v[1]) for k, v in stats.items()}

@@ -122,3 +122,10 @@ def test_inspect_wrapped_and_non_bitcode() -> None:
     assert not inspect_bytes(b"").is_bitcode
     index = inspect(DATA / "llvm19-a.o.thinlto.bc")
     assert index.is_bitcode and index.is_index and index.module_hash is None
+
+
+def test_inspect_split_lto_unit() -> None:
+    info = inspect(DATA / "llvm19-split-lto-unit.o")
+    assert info.module_count == 2 and info.has_thinlto_summary and info.has_full_lto_summary
+    # llvm-bcanalyzer-19 -dump: the first (ThinLTO) module's <HASH op0=4181067548 ...>
+    assert info.module_hash_hex.startswith(f"{4181067548:08x}") and info.source_filename == "v.cc"
