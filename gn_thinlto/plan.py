@@ -295,7 +295,8 @@ def plan_target(
                           link.edge.implicit, link.edge.order_only, tuple(final_argv), "", final_rsp,
                           (*link.rsp_prefix, *final_items, *link.rsp_suffix), description)
         return TargetPlan(**common, thin_link=None, backends=(), final_link=final), backends
-    thin = _thin_link(target, link, inputs, analysis, tdir, bitcode, native_of, final_rsp)
+    minimized = _minimized(bitcode, producers) if config.minimized_bitcode else {}
+    thin = _thin_link(target, link, inputs, analysis, tdir, bitcode, native_of, final_rsp, minimized)
     # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node is
     # finished, but would schedule the final link as soon as any other output of the same edge is finished.
     final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, thin.manifest.dyndep),
@@ -303,11 +304,32 @@ def plan_target(
     return TargetPlan(**common, thin_link=thin, backends=backends, final_link=final), ()
 
 
+MINIMIZED_SUFFIX = ".thinlink.o"
+
+
+def minimized_path(bitcode: str) -> str:
+    """Where a toolchain writes X.o's minimized thin-link bitcode (-Xclang -fthin-link-bitcode=X.thinlink.o).
+
+    Not `.bc`: the clang driver would compile a `.bc` link input instead of passing it to the linker."""
+    return bitcode.removesuffix(".o") + MINIMIZED_SUFFIX
+
+
+def _minimized(bitcode: Sequence[str], producers: Mapping[str, _Producer]) -> dict[str, str]:
+    out = {}
+    for b in bitcode:
+        m = minimized_path(b)
+        if not b.endswith(".o") or m not in producers or producers[m].edge.outputs[0] != b:
+            raise Refused(f"minimized_bitcode is on, but the compile of {b} does not also write {m}")
+        out[b] = m
+    return out
+
+
 def _thin_link(target: GnTarget, link: _GnLink, inputs: Sequence[_Input], analysis: linkline.LinkAnalysis,
                tdir: str, bitcode: Sequence[str], native_of: Mapping[str, str],
-               final_rsp: str) -> ThinLink:
+               final_rsp: str, minimized: Mapping[str, str]) -> ThinLink:
     stage = f"{tdir}/stage"
     items, lazy = _thin_link_items(inputs, link.whole_archive)
+    items = [minimized.get(i, i) for i in items]
     rsp = f"{tdir}/thinlink.rsp"
     argv = _replace_output(link.argv, f"{tdir}/thinlink.out")
     argv[argv.index(f"@{link.rsp_path}")] = f"@{rsp}"
@@ -317,9 +339,12 @@ def _thin_link(target: GnTarget, link: _GnLink, inputs: Sequence[_Input], analys
     staged_used = f"{stage}/used.txt"
     argv += [f"-Wl,--thinlto-index-only={staged_used}", "-Wl,--thinlto-emit-imports-files",
              f"-Wl,--thinlto-prefix-replace=;{stage}/", f"-Wl,--why-extract={stage}/why-extract.txt"]
-    split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o") if analysis.split_lto_unit else None
-    if split:
-        argv.append(f"-Wl,--lto-obj-path={split[0]}")
+    if minimized:  # lld names index files and modules after the full objects (X.thinlink.o -> X.o)
+        argv.append(f"-Wl,--thinlto-object-suffix-replace={MINIMIZED_SUFFIX};.o")
+    # Always ask for the regular-LTO part (CFI / split LTO units put code there); lld writes an empty object
+    # when there is none, and the step then leaves it out of the final link.
+    split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o")
+    argv.append(f"-Wl,--lto-obj-path={split[0]}")
     index_files = tuple(
         IndexFiles(b, f"{stage}/{b}.thinlto.bc", f"{stage}/{b}.imports", f"{tdir}/index/{b}.thinlto.bc",
                    f"{tdir}/index/{b}.imports")
@@ -334,10 +359,10 @@ def _thin_link(target: GnTarget, link: _GnLink, inputs: Sequence[_Input], analys
         lazy_natives=tuple(m for i in inputs if i.is_archive and not link.whole_archive
                            for m, k in i.members if k is not InputKind.BITCODE),
         final_rsp_suffix=link.rsp_suffix, natives=tuple((b, native_of[b]) for b in bitcode),
-        dyndep=f"{tdir}/final.dd",
+        dyndep=f"{tdir}/final.dd", minimized=tuple(sorted((v, k) for k, v in minimized.items())),
     )
-    objects = [p for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
-    implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + ([split[1]] if split else [])
+    objects = [minimized.get(p, p) for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
+    implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + [split[1]]
     manifest_path = f"{tdir}/thinlink.json"
     return ThinLink(
         outputs=(manifest.used_list, final_rsp, manifest.dyndep), implicit_outputs=tuple(implicit_outputs),

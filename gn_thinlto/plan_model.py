@@ -37,7 +37,7 @@ class ThinLinkManifest:
     staged_used_list: str
     used_list: str
     index_files: tuple[IndexFiles, ...]
-    split_object: tuple[str, str] | None
+    split_object: tuple[str, str]  # (staged, kept) regular-LTO object (--lto-obj-path)
     final_output: str
     final_rsp: str
     final_rsp_prefix: tuple[str, ...]
@@ -47,6 +47,7 @@ class ThinLinkManifest:
     final_rsp_suffix: tuple[str, ...]
     natives: tuple[tuple[str, str], ...]  # (bitcode, native) for every bitcode object
     dyndep: str
+    minimized: tuple[tuple[str, str], ...] = ()  # (minimized thin-link input, full bitcode)
 
 
 @dataclass(frozen=True)

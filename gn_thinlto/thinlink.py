@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gn_thinlto.elf_probe import has_real_symbols
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.fsutil import replace_if_changed, write_if_changed
 
@@ -43,7 +44,9 @@ def read_why_extract(path: Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def compose_final_inputs(m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]]) -> list[str]:
+def compose_final_inputs(
+    m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], with_split: bool = False
+) -> list[str]:
     """The final link's inputs in the order lld's in-process ThinLTO link would have placed their sections.
 
     Native objects first, in command-line order, each followed by the lazy native members its parse
@@ -82,12 +85,12 @@ def compose_final_inputs(m: dict[str, Any], used: Sequence[str], why: Sequence[t
     remaining = [x for x in m["lazy_natives"] if x not in placed]
     if remaining:
         out.extend(("-Wl,--start-lib", *remaining, "-Wl,--end-lib"))
-    split = [m["split_object"][1]] if m["split_object"] else []
+    split = [m["split_object"][1]] if with_split else []
     return [*out, *split, *(native_of[u] for u in used)]
 
 
-def final_rsp_lines(m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]]) -> list[str]:
-    return [*m["final_rsp_prefix"], *compose_final_inputs(m, used, why), *m["final_rsp_suffix"]]
+def final_rsp_lines(m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], with_split: bool) -> list[str]:
+    return [*m["final_rsp_prefix"], *compose_final_inputs(m, used, why, with_split), *m["final_rsp_suffix"]]
 
 
 def run(manifest_path: Path) -> int:
@@ -108,23 +111,23 @@ def run(manifest_path: Path) -> int:
             if not Path(staged).is_file():
                 raise GnThinltoError(f"thin link of {m['target']}: lld wrote no {staged}")
             replace_if_changed(Path(staged), Path(kept))
-    if m["split_object"]:
-        staged, kept = m["split_object"]
-        if not Path(staged).is_file():
-            raise GnThinltoError(f"thin link of {m['target']}: lld wrote no split LTO object {staged}")
-        replace_if_changed(Path(staged), Path(kept))
+    staged, kept = m["split_object"]
+    if not Path(staged).is_file():
+        raise GnThinltoError(f"thin link of {m['target']}: lld wrote no regular-LTO object {staged}")
+    replace_if_changed(Path(staged), Path(kept))
+    with_split = has_real_symbols(Path(kept))
     used = used_bitcode(m["staged_used_list"], m["stage_dir"])
     write_if_changed(Path(m["used_list"]), "".join(f"{u}\n" for u in used))
     unknown = sorted(set(used) - {b for b, _ in m["natives"]})
     if unknown:
         raise GnThinltoError(f"thin link of {m['target']}: lld used {unknown[0]}, which gn-thinlto did not plan")
-    why = read_why_extract(Path(m["why_extract"]))
-    rsp = "\n".join(shlex.quote(x) for x in final_rsp_lines(m, used, why)) + "\n"
+    full = dict(m["minimized"])
+    why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(Path(m["why_extract"]))]
+    rsp = "\n".join(shlex.quote(x) for x in final_rsp_lines(m, used, why, with_split)) + "\n"
     write_if_changed(Path(m["final_rsp"]), rsp)
     from gn_thinlto.render import render_dyndep  # jinja2 only when needed
 
-    split = [m["split_object"][1]] if m["split_object"] else []
-    natives = [*split, *(dict(m["natives"])[u] for u in used)]
+    natives = [m["split_object"][1], *(dict(m["natives"])[u] for u in used)]
     # The rsp digest makes the dyndep file (the final link's only input from this edge) change with the rsp.
     digest = hashlib.sha256(rsp.encode()).hexdigest()
     write_if_changed(Path(m["dyndep"]), render_dyndep(m["final_output"], natives, digest))
@@ -138,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return run(Path(args[0]))
-    except (GnThinltoError, OSError, KeyError, ValueError) as e:
+    except (GnThinltoError, OSError, KeyError, TypeError, ValueError) as e:
         print(f"gn-thinlto: error: {e}", file=sys.stderr)
         return 2
 

@@ -16,8 +16,8 @@ from gn_thinlto.graph_query import backend_outputs
 
 from .test_graph_support import Build, copy_workspace, defined_functions, disassembly, gen_and_build, gn_thinlto, plain_build, section_bytes, text_size
 
-BINARIES = ("app", "tool", "app_unittests", "refused")
-PLANNED = {"app": "app", "tool": "tool", "app_unittests": "app_unittests", "libcomp.so": "libcomp.so"}
+BINARIES = ("app", "tool", "app_unittests", "lib_unittests", "refused")
+PLANNED = ("app", "tool", "app_unittests", "lib_unittests", "libcomp.so")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def test_cross_module_call_is_inlined(built: Build) -> None:
 
 
 def test_backend_count_equals_used_objects(built: Build) -> None:
-    for target, tdir in PLANNED.items():
+    for target in PLANNED:
+        tdir = target
         own = [o for o in backend_outputs(built.out, target) if o.startswith(f"gn-thinlto/{tdir}/")]
         assert len(own) == len(_used(built, tdir)), target
     # ninja -t commands does not follow dyndep-discovered inputs (ninja 1.11): it lists no backend at all.
@@ -81,7 +82,7 @@ def test_archives_source_set_asm_and_shared_library(built: Build) -> None:
     assert "input: gn_thinlto_final_link" in query
     assert "./libcomp.so" in rsp  # the executable links the shared library built through the graph
     # The shared library whole-archives lib.a: every member is used, none lazily dropped.
-    assert sorted(_used(built, "libcomp.so")) == ["obj/comp/libcomp.comp.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o"]
+    assert sorted(_used(built, "libcomp.so")) == ["obj/comp/libcomp.comp.o", "obj/lib/lib.shape.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o"]
 
 
 def test_refused_target_keeps_gns_edge(built: Build) -> None:
@@ -96,7 +97,7 @@ def test_refused_target_keeps_gns_edge(built: Build) -> None:
 
 
 def test_same_functions_and_text_size_as_in_process(built: Build, reference: Build) -> None:
-    for name in ("app", "tool", "app_unittests", "libcomp.so"):
+    for name in PLANNED:
         ours, theirs = built.out / name, reference.out / name
         assert defined_functions(ours) == defined_functions(theirs), name
         a, b = text_size(ours), text_size(theirs)
@@ -114,7 +115,7 @@ def test_explain(built: Build) -> None:
     proc = gn_thinlto("explain", str(built.out), "//app:app")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0] == "//app:app (./app): 5 bitcode objects, 4 used by the thin link"
+    assert lines[0] == "//app:app (./app): 6 bitcode objects, 5 used by the thin link"
     assert "  used    obj/app/app.main.o" in lines
     assert "            imports from obj/lib/lib.square.o" in lines
     assert any(re.match(r"  unused  obj/lib/lib.unused.o", line) for line in lines)

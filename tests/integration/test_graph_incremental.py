@@ -30,11 +30,11 @@ def _own_natives(b: Build, obj: str) -> set[str]:
 def test_comment_only_edit_reruns_only_that_objects_backends_as_cache_hits(built: Build) -> None:
     r = edit_and_rebuild(built, "lib/square.cc", "namespace lib {", "// a comment\nnamespace lib {")
     own = _own_natives(built, SQUARE_OBJ)
-    assert len(own) == 4  # app, tool, app_unittests, libcomp.so
+    assert len(own) == 5  # app, tool, app_unittests, lib_unittests, libcomp.so
     assert r.changed_index == set()
     assert r.backends == own
-    assert len(r.cache_lines) == 4 and all(line.startswith("hit ") for line in r.cache_lines)
-    assert not any(o in r.ran for o in ("app", "tool", "app_unittests", "libcomp.so")), r.ran  # natives unchanged
+    assert len(r.cache_lines) == 5 and all(line.startswith("hit ") for line in r.cache_lines)
+    assert not any(o in r.ran for o in ("app", "tool", "app_unittests", "lib_unittests", "libcomp.so")), r.ran  # natives unchanged
 
 
 def test_body_change_reruns_that_object_and_changed_indexes_only(built: Build) -> None:

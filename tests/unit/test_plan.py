@@ -30,7 +30,7 @@ def _target(plan, output: str) -> TargetPlan:
 
 def test_selects_every_thinlto_link_and_refuses_unknown_lto_option() -> None:
     plan = basic_plan()
-    assert [t.output for t in plan.targets] == ["./app", "./app_unittests", "./libcomp.so", "./tool"]
+    assert [t.output for t in plan.targets] == ["./app", "./app_unittests", "./lib_unittests", "./libcomp.so", "./tool"]
     assert [(r.label, r.reason) for r in plan.refusals] == [
         ("//refused:refused", "unknown LTO linker option '--lto-debug-pass-manager'")
     ]
@@ -41,20 +41,23 @@ def test_thin_link_uses_start_lib_for_archives_and_index_only_flags() -> None:
     m = app.thin_link.manifest
     assert m.rsp_lines == (
         "obj/app/app.main.o", "obj/ss/ss.ss.o", "./libcomp.so",
-        "-Wl,--start-lib", "obj/lib/lib.asm.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o", "-Wl,--end-lib",
+        "-Wl,--start-lib", "obj/lib/lib.asm.o", "obj/lib/lib.shape.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o",
+        "-Wl,--end-lib",
         "-Wl,--start-lib", "obj/reg/libreg.reg.o", "-Wl,--end-lib",
     )
     assert "-Wl,--start-group" not in m.argv and "-Wl,--end-group" not in m.argv
-    assert m.argv[-4:] == (
+    assert m.argv[-5:] == (
         "-Wl,--thinlto-index-only=gn-thinlto/app/stage/used.txt",
         "-Wl,--thinlto-emit-imports-files",
         "-Wl,--thinlto-prefix-replace=;gn-thinlto/app/stage/",
         "-Wl,--why-extract=gn-thinlto/app/stage/why-extract.txt",
+        "-Wl,--lto-obj-path=gn-thinlto/app/stage/lto.split.o",
     )
     assert m.argv[m.argv.index("-o") + 1] == "gn-thinlto/app/thinlink.out"
     # Every bitcode object has a declared index and imports file; the assembly object has none.
     assert [f.bitcode for f in m.index_files] == [
-        "obj/app/app.main.o", "obj/ss/ss.ss.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o", "obj/reg/libreg.reg.o"
+        "obj/app/app.main.o", "obj/ss/ss.ss.o", "obj/lib/lib.shape.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o",
+        "obj/reg/libreg.reg.o",
     ]
     assert "gn-thinlto/app/index/obj/lib/lib.unused.o.thinlto.bc" in app.thin_link.implicit_outputs
     assert app.thin_link.outputs[-1] == "gn-thinlto/app/final.dd"
@@ -71,7 +74,7 @@ def test_backend_flags_are_routed_from_the_link_line() -> None:
     assert flags == ("-Wno-unused-command-line-argument", "--target=x86_64-linux-gnu", "-O2", "-ffunction-sections",
                      "-fdata-sections", "-fPIC", "-mllvm", "-import-instr-limit=30")
     assert not any(f.startswith(("-flto", "-fthinlto")) for f in flags)
-    assert len(app.backends) == 5
+    assert len(app.backends) == 6
 
 
 def test_final_link_keeps_gn_shape_and_non_bitcode_inputs() -> None:
@@ -102,7 +105,10 @@ def test_testonly_shared_null_index_mode() -> None:
     t = _target(plan, "./app_unittests")
     assert t.thin_link is None and t.backends == ()
     shared = [b for b in plan.shared_backends]
-    assert {b.bitcode for b in shared} == {"obj/app/app_unittests.unittest.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o"}
+    assert {b.bitcode for b in shared} == {
+        "obj/app/app_unittests.unittest.o", "obj/app/lib_unittests.lib_unittest.o",
+        "obj/lib/lib.shape.o", "obj/lib/lib.square.o", "obj/lib/lib.unused.o",
+    }
     assert all(not any(a.startswith("-fthinlto-index") for a in b.argv) for b in shared)
     assert "-Wl,--start-lib" in t.final_link.rsp_lines
     # Non-test links keep their thin link.
@@ -110,7 +116,7 @@ def test_testonly_shared_null_index_mode() -> None:
 
 
 def test_include_exclude_patterns() -> None:
-    plan = basic_plan(Config(exclude=("//tool:*", "//app:app_unittests")))
+    plan = basic_plan(Config(exclude=("//tool:*", "//app:*_unittests")))
     assert [t.output for t in plan.targets] == ["./app", "./libcomp.so"]
     plan = basic_plan(Config(include=("//comp/*",)))
     assert [t.output for t in plan.targets] == ["./libcomp.so"]
@@ -134,9 +140,17 @@ def test_final_inputs_follow_in_process_section_order() -> None:
         "natives": [["a.bc", "n/a.o"], ["lazy.bc", "n/lazy.o"]],
         "lazy_natives": ["asm1.o", "asm2.o", "asm3.o"],
         "eager_inputs": ["x.o", "a.bc", "y.o"],
-        "split_object": None,
+        "split_object": ["s/x.o", "x.o"],
     }
     why = [("a.bc", "lazy.bc"), ("lazy.bc", "asm2.o"), ("y.o", "asm1.o")]
     assert compose_final_inputs(m, ["a.bc", "lazy.bc"], why) == [
         "x.o", "asm2.o", "y.o", "asm1.o", "-Wl,--start-lib", "asm3.o", "-Wl,--end-lib", "n/a.o", "n/lazy.o"
     ]
+
+
+def test_minimized_bitcode_needs_the_toolchain_to_write_it() -> None:
+    plan = basic_plan(Config(minimized_bitcode=True))
+    assert plan.targets == ()
+    reasons = [r.reason for r in plan.refusals if r.label != "//refused:refused"]
+    assert len(reasons) == 5
+    assert all("does not also write obj/" in r and r.endswith(".thinlink.o") for r in reasons)

@@ -57,7 +57,10 @@ def test_gn_edits_remove_exactly_the_planned_link_edges() -> None:
     plan = basic_plan()
     graph, texts = basic_graph()
     edited = edit_gn_target_files(texts, plan)
-    assert sorted(edited) == ["obj/app/app.ninja", "obj/app/app_unittests.ninja", "obj/comp/comp.ninja", "obj/tool/tool.ninja"]
+    assert sorted(edited) == [
+        "obj/app/app.ninja", "obj/app/app_unittests.ninja", "obj/app/lib_unittests.ninja", "obj/comp/comp.ninja",
+        "obj/tool/tool.ninja",
+    ]
     app = parse(edited["obj/app/app.ninja"])
     assert [e.rule for e in app.edges] == ["cxx"]
     assert "# gn-thinlto: the link edge of ./app is in gn-thinlto/app/build.ninja." in edited["obj/app/app.ninja"]
