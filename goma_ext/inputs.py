@@ -9,19 +9,17 @@ must agree with the decoded index. A zero-byte index or one with the skip flag i
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext import bitcode
+from goma_ext.archive import THIN_MAGIC, parse_member_ref, thin_member_path
 from goma_ext.clang_args import Arg, Role, classify, expand_response_files
 from goma_ext.errors import GomaExtError
 from goma_ext.index import IndexModule, ThinLtoIndex, imports_file_path, read_index
 
 PROFILE_USE_DEFAULT = "default.profdata"  # clang: -fprofile-use=DIR reads DIR/default.profdata
-# lld names an archive member "archive(member at offset)" (lld/ELF/InputFiles.cpp).
-_ARCHIVE_MEMBER = re.compile(r"^(?P<archive>.+)\((?P<member>.+) at (?P<offset>\d+)\)$")
 
 
 @dataclass(frozen=True)
@@ -30,7 +28,8 @@ class BackendInputs:
 
     bitcode: str
     index: str | None
-    imports: tuple[str, ...]  # files holding the imported modules (an archive member maps to its archive)
+    imports: tuple[str, ...]  # files holding the imported modules: an archive member maps to its archive,
+    # and for a thin archive also to the member's own file
     other_inputs: tuple[str, ...]  # response files, profiles, ignore lists, ...
     output: str | None
     skip: bool = False  # the index says: emit an empty object
@@ -44,8 +43,27 @@ class BackendInputs:
 
 def archive_of(module_path: str) -> str:
     """The file that holds a module: `lib.a(x.o at 12)` -> `lib.a`; plain paths are unchanged."""
-    m = _ARCHIVE_MEMBER.match(module_path)
-    return m.group("archive") if m else module_path
+    ref = parse_member_ref(module_path)
+    return ref.archive if ref else module_path
+
+
+def module_files(module_path: str, cwd: Path, archives: dict[str, bytes]) -> list[str]:
+    """Files to stage for one module: itself, or its archive (plus the member file of a thin archive).
+    `archives` caches archive contents across calls."""
+    ref = parse_member_ref(module_path)
+    if ref is None:
+        return [module_path]
+    if ref.archive not in archives:
+        try:
+            with open(cwd / ref.archive, "rb") as f:
+                head = f.read(len(THIN_MAGIC))
+                archives[ref.archive] = head + f.read() if head == THIN_MAGIC else head
+        except FileNotFoundError:
+            archives[ref.archive] = b""  # listed anyway: staging reports the missing file
+        except OSError as e:
+            raise GomaExtError(f"cannot read archive {ref.archive} (imported {module_path}): {e.strerror or e}") from e
+    member = thin_member_path(ref.archive, archives[ref.archive], ref.offset)
+    return [ref.archive] if member is None else [ref.archive, member]
 
 
 def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
@@ -68,7 +86,8 @@ def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
         skip = index.skip
         imported = _imported_modules(index, cwd, bitcode_path, index_path)
         _check_imports_file(cwd, index_path, imported)
-        imports = tuple(dict.fromkeys(_rel(cwd, archive_of(m)) for m in imported))
+        archives: dict[str, bytes] = {}
+        imports = tuple(dict.fromkeys(_rel(cwd, f) for m in imported for f in module_files(m, cwd, archives)))
     others = [_rel(cwd, p) for p in rsp_files] + [_rel(cwd, p) for a in classified for p in _flag_inputs(a, cwd)]
     return BackendInputs(
         bitcode=bitcode_path, index=index_path, imports=imports, other_inputs=tuple(dict.fromkeys(others)),

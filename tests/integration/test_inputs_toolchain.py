@@ -96,6 +96,12 @@ def test_archive_members_map_to_their_archive(workspace: Workspace) -> None:
     result = json.loads(out.stdout)
     assert "lib/libstatic.a" in result["imports"] and "lib/libthin.a" in result["imports"]
     assert not any("(" in p for p in result["imports"]) and result["output"] == "obj/main.o.native.o"
+    # thin archive members also map to their own files, which must exist; regular members do not
+    modules = read_index(workspace.root / "obj/main.o.thinlto.bc").imported_paths("obj/main.o")
+    thin = sorted(p.split("(")[1].split(" at ")[0] for p in modules if p.startswith("lib/libthin.a("))
+    assert thin and sorted(Path(p).name for p in result["imports"] if p.startswith("obj/thin/")) == thin
+    assert all((workspace.root / p).is_file() for p in result["imports"])
+    assert not any(p.startswith("obj/static/") for p in result["imports"])
 
 
 def test_imports_file_disagreement_is_an_error(workspace: Workspace, tmp_path: Path) -> None:
