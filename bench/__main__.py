@@ -8,6 +8,8 @@ import sys
 # benchmark name -> module with a `main(argv) -> int`
 BENCHMARKS = {
     "index": "bench.index_bench",
+    "scale": "bench.scale_bench",
+    "builds": "bench.builds_bench",
 }
 
 

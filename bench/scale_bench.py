@@ -1,0 +1,178 @@
+"""`python -m bench scale`: ninja graph scale — GN alone, GN + our graph, our shared null-index mode, naive baseline.
+
+For each workspace (grid M×N, Chromium-like mix): generation time (gn gen; the hook alone), size of the ninja
+files, and ninja's no-op on a directory marked built by bench/mark_built.cc (wall, peak RSS, ninja's own
+`.ninja parse` and `node stat` times from -d stats). All no-ops use one ninja, built from the pinned sdist.
+The naive baseline lists every object on every backend edge; it is capped at --naive-max-links links (its
+per-edge cost does not depend on how many links there are) and compared per backend edge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bench import graph_tool, naive, ninja_tools, results, synth
+from bench.fsio import ninja_files, remove, write_if_changed, write_workspace
+from bench.measure import BenchError, Sample, ratio, run
+from bench.ninja_sdist import DEFAULT_CACHE
+from bench.table import render
+
+FULL_SIZES = ((100, 1000), (1000, 1000))
+QUICK_SIZES = ((10, 100),)
+BACKEND_RULES = {"gn_thinlto_backend", "backend"}
+
+
+@dataclass(frozen=True)
+class Row:
+    workspace: str
+    mode: str  # gn | graph | null_index | naive
+    links: int
+    gen_s: float | None  # gn gen (GN alone / the GN part)
+    hook_s: float | None  # our hook alone
+    ninja_files: int
+    ninja_bytes: int
+    edges: int
+    backend_edges: int
+    noop_s: float
+    noop_rss_mib: float
+    parse_ms: float
+    stat_ms: float
+
+    def per_edge(self, value: float) -> float | None:
+        return value / self.backend_edges if self.backend_edges else None
+
+
+def _stats(output: str) -> dict[str, float]:
+    """ninja -d stats: metric name -> total ms."""
+    found = {}
+    for line in output.splitlines():
+        parts = [p.strip() for p in line.split("\t") if p.strip()]
+        if len(parts) == 4 and parts[0] in (".ninja parse", "node stat"):
+            found[parts[0]] = float(parts[3])
+    return found
+
+
+def noop(ninja: Path, out_dir: Path, repeat: int) -> tuple[float, float, float, float]:
+    """Median wall, max RSS, median parse ms and stat ms of `ninja -d stats` on a built directory."""
+    samples: list[Sample] = []
+    for _ in range(repeat):
+        s = run([str(ninja), "-C", str(out_dir), "-d", "stats"])
+        if "no work to do" not in s.output:
+            why = run([str(ninja), "-C", str(out_dir), "-n", "-d", "explain"], check=False).output.splitlines()[:3]
+            raise BenchError(f"{out_dir}: no-op expected after mark_built, ninja has work: {' | '.join(why)}")
+        samples.append(s)
+    stats = [_stats(s.output) for s in samples]
+    return (statistics.median(s.wall_s for s in samples), max(s.max_rss_mib for s in samples),
+            statistics.median(s.get(".ninja parse", 0.0) for s in stats),
+            statistics.median(s.get("node stat", 0.0) for s in stats))
+
+
+def measure_dir(ws_name: str, mode: str, links: int, out_dir: Path, tools: ninja_tools.NinjaTools, repeat: int,
+                gen_s: float | None, hook_s: float | None) -> Row:
+    files = ninja_files(out_dir)
+    run([str(tools.mark_built)], cwd=out_dir)
+    wall, rss, parse_ms, stat_ms = noop(tools.ninja, out_dir, repeat)
+    backends = sum(n for rule, n in files.edges_by_rule.items() if rule in BACKEND_RULES)
+    return Row(ws_name, mode, links, gen_s, hook_s, files.files, files.bytes, files.edges, backends,
+               wall, rss, parse_ms, stat_ms)
+
+
+def bench_workspace(ws: synth.Workspace, work: Path, tools: ninja_tools.NinjaTools, repeat: int,
+                    naive_max_links: int, keep: bool) -> list[Row]:
+    root = write_workspace(ws, work / ws.name / "src")
+    rows = []
+    out = work / ws.name / "out_gn"
+    remove(out)
+    gen = graph_tool.gn_gen(out, root)
+    rows.append(measure_dir(ws.name, "gn", len(ws.links), out, tools, repeat, gen.wall_s, None))
+    if graph_tool.available() is None:
+        config = work / ws.name / "null_index.yaml"
+        write_if_changed(config, graph_tool.NULL_INDEX_CONFIG)
+        for mode, cfg in (("graph", None), ("null_index", config)):
+            out = work / ws.name / f"out_{mode}"
+            remove(out)
+            gn, hook = graph_tool.gen_with_graph(out, root, config=cfg)
+            rows.append(measure_dir(ws.name, mode, len(ws.links), out, tools, repeat, gn.wall_s, hook.wall_s))
+    out = work / ws.name / "out_naive"
+    remove(out)
+    capped = ws.links[:naive_max_links]
+    write_if_changed(out / "build.ninja", naive.ninja_text(capped, "../src/"))
+    rows.append(measure_dir(ws.name, "naive", len(capped), out, tools, repeat, None, None))
+    if not keep:
+        for mode in ("gn", "graph", "null_index", "naive"):
+            remove(work / ws.name / f"out_{mode}")
+    return rows
+
+
+def table(rows: Sequence[Row]) -> str:
+    headers = ["workspace/mode", "links", "gen s", "hook s", "ninja MB", "edges", "backends", "no-op s",
+               "RSS MiB", "parse ms", "stat ms", "parse µs/be", "RSS KiB/be"]
+    body = [[f"{r.workspace} {r.mode}", r.links, r.gen_s, r.hook_s, r.ninja_bytes / 2**20, r.edges, r.backend_edges,
+             r.noop_s, r.noop_rss_mib, r.parse_ms, r.stat_ms,
+             r.per_edge(r.parse_ms * 1000), r.per_edge(r.noop_rss_mib * 1024)] for r in rows]
+    return render(headers, body)
+
+
+def ratios(rows: Sequence[Row]) -> list[dict[str, object]]:
+    """Per workspace: our per-backend-edge parse time and RSS over the naive baseline's; hook time over parse."""
+    out = []
+    for ws in dict.fromkeys(r.workspace for r in rows):
+        by = {r.mode: r for r in rows if r.workspace == ws}
+        nv = by.get("naive")
+        for mode in ("graph", "null_index"):
+            r = by.get(mode)
+            if r is None or nv is None:
+                continue
+            out.append({
+                "workspace": ws, "mode": mode,
+                "parse_per_backend_vs_naive": ratio(r.per_edge(r.parse_ms), nv.per_edge(nv.parse_ms)),
+                "rss_per_backend_vs_naive": ratio(r.per_edge(r.noop_rss_mib), nv.per_edge(nv.noop_rss_mib)),
+                "hook_s_vs_ninja_parse_s": ratio(r.hook_s, r.parse_ms / 1000),
+                "noop_vs_gn_alone": ratio(r.noop_s, by["gn"].noop_s),
+                "ninja_bytes_vs_gn_alone": ratio(r.ninja_bytes, by["gn"].ninja_bytes),
+            })
+    return out
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench scale", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} and a small mix")
+    p.add_argument("--sizes", help="M×N grids as M:N,M:N (default: 100:1000,1000:1000)")
+    p.add_argument("--mix", default="20:40", help="Chromium-like mix as COMPONENTS:OBJECTS_EACH ('' to skip)")
+    p.add_argument("--naive-max-links", type=int, default=20, help="cap on the naive baseline's links")
+    p.add_argument("--repeat", type=int, default=3, help="no-op runs per directory (median)")
+    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    p.add_argument("--keep", action="store_true", help="keep the build directories")
+    args = p.parse_args(argv)
+    if args.sizes:
+        sizes = tuple(tuple(int(x) for x in s.split(":")) for s in args.sizes.split(","))
+    else:
+        sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    mix = args.mix if not args.quick or args.mix != "20:40" else "4:10"
+    ctx = results.context()
+    print(f"machine: {ctx['machine'].one_line()}")
+    tools = ninja_tools.build(args.cache)
+    workspaces = [synth.grid(m, n) for m, n in sizes]
+    if mix:
+        c, n = (int(x) for x in mix.split(":"))
+        workspaces.append(synth.mix(components=c, per_component=n))
+    rows: list[Row] = []
+    for ws in workspaces:
+        rows += bench_workspace(ws, args.cache / "scale", tools, args.repeat, args.naive_max_links, args.keep)
+        print(table([r for r in rows if r.workspace == ws.name]), flush=True)
+    rat = ratios(rows)
+    print(render(["workspace", "mode", "parse/be vs naive", "RSS/be vs naive", "hook/parse", "no-op vs GN",
+                  "bytes vs GN"], [list(r.values()) for r in rat]))
+    note = graph_tool.available()
+    path = results.write(args.results, "scale", dict(ctx, rows=rows, ratios=rat, ninja=f"{tools.version} (sdist build)",
+                                                     source=graph_tool.source_state(), graph_missing=note,
+                                                     command="python -m bench scale" + (" --quick" if args.quick else "")))
+    if note:
+        print(f"not measured: GN + our graph, null-index mode: {note}")
+    print(f"results: {path}")
+    return 0

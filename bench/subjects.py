@@ -1,0 +1,89 @@
+"""The code bases the build benchmark builds: the example workspace and ninja's own sources.
+
+Each is a GN workspace copied into the cache (edits never touch the repository), with the three edits the
+incremental cases make and a correctness check of the built binaries (not timed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import ninja_workspace, synth
+from bench.fsio import EXAMPLE, write_workspace
+from bench.measure import BenchError, run
+
+BODY_EDIT = "{{ volatile int gn_thinlto_bench_edit = {n}; (void)gn_thinlto_bench_edit; }}"
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str
+    root: Path
+    gn_args: str
+    widely_imported: str  # a .cc whose functions many modules import (comment and body edits)
+    body_anchor: str  # the line opening the function whose body is edited
+    leaf: str  # a .cc only one binary links (touched)
+
+    def edit_comment(self) -> None:
+        path = self.root / self.widely_imported
+        path.write_text(path.read_text() + f"// gn-thinlto bench edit {time.time_ns()}\n")
+
+    def edit_body(self) -> None:
+        path = self.root / self.widely_imported
+        text = path.read_text()
+        text = re.sub(r"\n *\{ volatile int gn_thinlto_bench_edit = \d+; \(void\)gn_thinlto_bench_edit; \}", "", text)
+        if self.body_anchor not in text:
+            raise BenchError(f"{path}: function {self.body_anchor!r} not found for the body edit")
+        edit = BODY_EDIT.format(n=time.time_ns() % 1_000_000_007)
+        path.write_text(text.replace(self.body_anchor, f"{self.body_anchor}\n  {edit}", 1))
+
+    def touch_leaf(self) -> None:
+        os.utime(self.root / self.leaf)
+
+
+def example(cache: Path) -> Subject:
+    root = cache / "example-ws"
+    ninja_workspace.sync(EXAMPLE, root)
+    return Subject("example", root, "", "base/numerics/clamp.cc", "int Clamp(int value, int lo, int hi) {",
+                   "apps/calc/main.cc")
+
+
+def ninja(cache: Path) -> Subject:
+    root = ninja_workspace.prepare(cache)
+    return Subject("ninja", root, ninja_workspace.GN_ARGS, "src/util.cc",
+                   "void CanonicalizePath(char* path, size_t* len, uint64_t* slash_bits) {", "src/ninja.cc")
+
+
+def tiny(cache: Path) -> Subject:
+    """A synthetic 2 binaries x 4 objects workspace: the smallest subject, for the test suite."""
+    root = write_workspace(synth.grid(2, 4), cache / "tiny-ws")
+    return Subject("tiny", root, "", "lib/o0.cc", "int f0(int x) {", "tests/t0.cc")
+
+
+SUBJECTS = {"example": example, "ninja": ninja, "tiny": tiny}
+
+
+def check(subject: Subject, out_dir: Path) -> str:
+    """Run the built binaries' own checks; return a one-line summary, raise BenchError on a failure."""
+    if subject.name == "ninja":
+        with tempfile.TemporaryDirectory() as tmp:
+            s = run([str(out_dir.resolve() / "ninja_test"), "--gtest_brief=1"], cwd=Path(tmp), check=False)
+        if s.returncode != 0:
+            raise BenchError(f"{out_dir}/ninja_test failed: {s.output.strip().splitlines()[-3:]}")
+        passed = re.search(r"(\d+) tests? from .* ran", s.output)
+        return f"ninja_test: {passed.group(1) if passed else '?'} tests passed"
+    exes = run(["gn", "ls", str(out_dir), "--type=executable", "--as=output"], cwd=subject.root).output.split()
+    failed = []
+    for exe in exes:
+        s = run([str(out_dir.resolve() / exe)], cwd=out_dir, check=False)
+        expected = "" if subject.name == "tiny" else f"OK {Path(exe).name}"
+        if s.returncode != 0 or expected not in s.output:
+            failed.append(exe)
+    if failed or not exes:
+        raise BenchError(f"{out_dir}: self-checks failed: {', '.join(failed) or 'no executables'}")
+    return f"{len(exes)}/{len(exes)} self-checks OK"
