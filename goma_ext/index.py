@@ -18,14 +18,8 @@ from pathlib import Path
 
 from goma_ext.bitstream import Bitstream, Block, Record
 from goma_ext.errors import DecodeError, GomaExtError
-from goma_ext.llvm_codes import (
-    COMBINED_SUMMARY_CODES,
-    BlockId,
-    IndexFlag,
-    ModuleCode,
-    ModuleStrtabCode,
-    SummaryCode,
-)
+from goma_ext.llvm_codes import BlockId, IndexFlag, ModuleCode, ModuleStrtabCode
+from goma_ext.summary import SummaryBlock, decode_summary_block
 
 # MST_CODE_HASH / MODULE_CODE_HASH hold the 20-byte SHA-1 as five 32-bit words, each read big-endian from
 # the digest (llvm/lib/Bitcode/Writer/BitcodeWriter.cpp, writeModuleHash / ModuleHash).
@@ -67,6 +61,8 @@ class ThinLtoIndex:
     summary_counts: Mapping[str, int] = field(hash=False)  # combined summaries per module path
     bitcode_version: int | None = None  # the MODULE_BLOCK VERSION record
     empty: bool = False
+    # GUIDs of the global values each module's summaries describe (sorted); empty when summaries=False
+    guids: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: types.MappingProxyType({}), hash=False)
 
     @property
     def skip(self) -> bool:
@@ -128,34 +124,48 @@ def parse_index(data: bytes, *, name: str = "<bytes>", summaries: bool = True) -
     if not data:
         return ThinLtoIndex(name, None, 0, (), types.MappingProxyType({}), empty=True)
     stream = Bitstream(data, name=name)
-    module_block: Block | None = None
+    decoded: _ModuleBlock | None = None
     for block in stream.blocks():
         if block.block_id == BlockId.MODULE_BLOCK:
-            if module_block is not None:
+            if decoded is not None:
                 raise DecodeError("more than one MODULE_BLOCK in an index", bit_offset=block.bit_offset, file=name)
-            module_block = block
             decoded = _decode_module_block(block, summaries)
-    if module_block is None:
+    if decoded is None:
         raise DecodeError("not a ThinLTO index: no MODULE_BLOCK", bit_offset=0, file=name)
-    bitcode_version, modules, version, flags, by_modid = decoded
+    modules = decoded.modules
     counts = {m.path: 0 for m in modules.values()}
-    for modid, n in by_modid.items():
-        counts[modules[modid].path] += n
+    guids: dict[str, list[int]] = {m.path: [] for m in modules.values()}
+    for s in decoded.summary.summaries:
+        if s.modid not in modules:
+            raise DecodeError(
+                f"{s.kind.name} names module id {s.modid}, which the module table does not define",
+                bit_offset=s.bit_offset, block_path=(*decoded.path, BlockId.GLOBALVAL_SUMMARY_BLOCK.name), file=name,
+            )
+        path = modules[s.modid].path
+        counts[path] += 1
+        if s.valueid in decoded.summary.value_guids:
+            guids[path].append(decoded.summary.value_guids[s.valueid])
     return ThinLtoIndex(
-        name, version, flags, tuple(modules.values()), types.MappingProxyType(counts), bitcode_version=bitcode_version
+        name, decoded.summary.version, decoded.summary.flags, tuple(modules.values()), types.MappingProxyType(counts),
+        bitcode_version=decoded.bitcode_version,
+        guids=types.MappingProxyType({p: tuple(sorted(g)) for p, g in guids.items()}),
     )
 
 
-_Decoded = tuple[int | None, dict[int, IndexModule], int | None, int, dict[int, int]]
+@dataclass(frozen=True)
+class _ModuleBlock:
+    """The parts of an index's MODULE_BLOCK, before module ids are resolved."""
+
+    path: tuple[str, ...]
+    bitcode_version: int | None
+    modules: dict[int, IndexModule]
+    summary: SummaryBlock
 
 
-def _decode_module_block(block: Block, summaries: bool) -> _Decoded:
+def _decode_module_block(block: Block, summaries: bool) -> _ModuleBlock:
     bitcode_version: int | None = None
     modules: dict[int, IndexModule] | None = None
-    version: int | None = None
-    flags = 0
-    by_modid: dict[int, int] = {}
-    first_use: dict[int, int] = {}  # modid -> bit offset of the first record naming it
+    summary = SummaryBlock(None, 0, (), types.MappingProxyType({}), complete=summaries)
     for entry in block.entries():
         if isinstance(entry, Record):
             if entry.code == ModuleCode.VERSION and entry.ops:
@@ -163,19 +173,13 @@ def _decode_module_block(block: Block, summaries: bool) -> _Decoded:
         elif entry.block_id == BlockId.MODULE_STRTAB_BLOCK:
             modules = _decode_module_table(entry)
         elif entry.block_id == BlockId.GLOBALVAL_SUMMARY_BLOCK:
-            version, flags = _decode_summary_block(entry, summaries, by_modid, first_use)
+            summary = decode_summary_block(entry, complete=summaries)
     if modules is None:
         raise DecodeError(
             "not a ThinLTO index: MODULE_BLOCK has no MODULE_STRTAB_BLOCK (a bitcode object?)",
             bit_offset=block.bit_offset, block_path=block.path, file=block.stream.name,
         )
-    for modid, at in first_use.items():
-        if modid not in modules:
-            raise DecodeError(
-                f"a combined summary names module id {modid}, which the module table does not define",
-                bit_offset=at, block_path=(*block.path, BlockId.GLOBALVAL_SUMMARY_BLOCK.name), file=block.stream.name,
-            )
-    return bitcode_version, modules, version, flags, by_modid
+    return _ModuleBlock(block.path, bitcode_version, modules, summary)
 
 
 _MST_ENTRY = int(ModuleStrtabCode.ENTRY)
@@ -203,31 +207,6 @@ def _decode_module_table(block: Block) -> dict[int, IndexModule]:
                 raise _record_error(block, record, f"MST_CODE_HASH has {len(ops)} operands, expected 5 x u32")
             last[1] = _MODULE_HASH.pack(*ops)
     return {modid: IndexModule(modid, path, digest) for modid, (path, digest) in entries.items()}
-
-
-def _decode_summary_block(
-    block: Block, summaries: bool, by_modid: dict[int, int], first_use: dict[int, int]
-) -> tuple[int | None, int]:
-    """VERSION and FLAGS; with `summaries`, also count the combined summaries per module id."""
-    version: int | None = None
-    flags = 0
-    for record in block.records():
-        code = record.code
-        if code == SummaryCode.VERSION and record.ops:
-            version = record.ops[0]
-        elif code == SummaryCode.FLAGS and record.ops:
-            flags = record.ops[0]
-            if not summaries:
-                break  # VERSION and FLAGS lead the block; the rest is skipped by its length
-        elif code in COMBINED_SUMMARY_CODES:
-            if len(record.ops) < 2:
-                raise _record_error(block, record, f"{SummaryCode(code).name} without a module id")
-            modid = record.ops[1]
-            if modid not in by_modid:
-                by_modid[modid] = 0
-                first_use[modid] = record.bit_offset
-            by_modid[modid] += 1
-    return version, flags
 
 
 def _record_error(block: Block, record: Record, message: str) -> DecodeError:

@@ -129,11 +129,13 @@ class DumpedIndex:
     modules: dict[int, tuple[str, tuple[int, ...] | None]]
     combined_by_modid: dict[int, int]
     flags: int | None
+    guids_by_modid: dict[int, list[int]]  # GUIDs of the combined summaries, per module id
 
 
 _ENTRY = re.compile(r"<ENTRY [^>]*?op0=(\d+)[^>]*/> record string = '(.*)'$")
 _HASH = re.compile(r"<HASH [^>]*?op0=(\d+) op1=(\d+) op2=(\d+) op3=(\d+) op4=(\d+)/>")
-_COMBINED = re.compile(r"<COMBINED(?:_PROFILE|_GLOBALVAR_INIT_REFS|_ALIAS)? [^>]*?op0=\d+ op1=(\d+)")
+_COMBINED = re.compile(r"<COMBINED(?:_PROFILE|_GLOBALVAR_INIT_REFS|_ALIAS)? [^>]*?op0=(\d+) op1=(\d+)")
+_VALUE_GUID = re.compile(r"<VALUE_GUID [^>]*?op0=(\d+) op1=(-?\d+)(?: op2=(\d+))?/>")
 _FLAGS = re.compile(r"<FLAGS op0=(\d+)/>")
 
 
@@ -143,6 +145,8 @@ def bcanalyzer_dump(bcanalyzer: str, path: Path) -> DumpedIndex:
     combined: dict[int, int] = {}
     flags = None
     last = None
+    guids: dict[int, int] = {}
+    summaries: list[tuple[int, int]] = []
     for line in text.splitlines():
         line = line.strip()
         if m := _ENTRY.search(line):
@@ -151,10 +155,19 @@ def bcanalyzer_dump(bcanalyzer: str, path: Path) -> DumpedIndex:
         elif (m := _HASH.search(line)) and last is not None:
             modules[last] = (modules[last][0], tuple(int(g) for g in m.groups()))
         elif m := _COMBINED.search(line):
-            combined[int(m.group(1))] = combined.get(int(m.group(1)), 0) + 1
+            combined[int(m.group(2))] = combined.get(int(m.group(2)), 0) + 1
+            summaries.append((int(m.group(1)), int(m.group(2))))
+        elif m := _VALUE_GUID.search(line):
+            # LLVM <= 19: op1 is the GUID, printed as a signed int64; LLVM >= 20: op1/op2 are its halves
+            guid = int(m.group(2)) % 2**64 if m.group(3) is None else int(m.group(2)) << 32 | int(m.group(3))
+            guids[int(m.group(1))] = guid
         elif m := _FLAGS.search(line):
             flags = int(m.group(1))
-    return DumpedIndex(modules, combined, flags)
+    by_modid: dict[int, list[int]] = {}
+    for valueid, modid in summaries:
+        if valueid in guids:
+            by_modid.setdefault(modid, []).append(guids[valueid])
+    return DumpedIndex(modules, combined, flags, by_modid)
 
 
 _BLOCK_ID = re.compile(r"^\s*Block ID #(\d+)")

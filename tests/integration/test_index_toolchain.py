@@ -60,6 +60,8 @@ def test_hashes_flags_and_counts_match_bcanalyzer(workspace: Workspace) -> None:
         assert ix.flags == dump.flags
         by_path = {dump.modules[modid][0]: n for modid, n in dump.combined_by_modid.items()}
         assert {p: n for p, n in ix.summary_counts.items() if n} == by_path, path
+        guids = {dump.modules[modid][0]: tuple(sorted(g)) for modid, g in dump.guids_by_modid.items()}
+        assert {p: g for p, g in ix.guids.items() if g} == guids, path
 
 
 def test_skip_flag_exactly_for_unused_lazy_members(workspace: Workspace) -> None:

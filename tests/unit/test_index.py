@@ -129,3 +129,12 @@ def test_inspect_split_lto_unit() -> None:
     assert info.module_count == 2 and info.has_thinlto_summary and info.has_full_lto_summary
     # llvm-bcanalyzer-19 -dump: the first (ThinLTO) module's <HASH op0=4181067548 ...>
     assert info.module_hash_hex.startswith(f"{4181067548:08x}") and info.source_filename == "v.cc"
+
+
+def test_value_guids_decode_the_same_in_both_layouts() -> None:
+    """LLVM 19 writes a GUID as one VBR, LLVM 22 as two u32 halves; GUIDs are MD5-based, so equal."""
+    old = read_index(DATA / "llvm19-a.o.thinlto.bc")
+    new = read_index(DATA / "llvm22-a.o.thinlto.bc")
+    assert old.guids["a.o"] == new.guids["a.o"] and old.guids["b.o"] == new.guids["b.o"]
+    assert len(old.guids["a.o"]) == 2 and 4014738744300571210 in [g for gs in old.guids.values() for g in gs]
+    assert not any(read_index(DATA / "llvm22-a.o.thinlto.bc", summaries=False).guids.values())
