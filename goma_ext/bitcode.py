@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.bitstream import Bitstream, Block, Record
-from goma_ext.errors import GomaExtError
+from goma_ext.errors import DecodeError, GomaExtError
 from goma_ext.index import module_hash_bytes
 from goma_ext.llvm_codes import BITCODE_MAGIC, WRAPPER_MAGIC, BlockId, ModuleCode
 
@@ -81,7 +81,10 @@ def inspect_bytes(data: bytes, *, name: str = "<bytes>") -> BitcodeInfo:
     producer: str | None = None
     for block in stream.blocks():
         if block.block_id == BlockId.IDENTIFICATION_BLOCK and producer is None:
-            producer = next((r.text() for r in block.records() if r.code == IDENTIFICATION_STRING), None)
+            try:
+                producer = next((r.text() for r in block.records() if r.code == IDENTIFICATION_STRING), None)
+            except DecodeError as e:
+                raise block.locate(e) from e
         elif block.block_id == BlockId.MODULE_BLOCK:
             modules.append(_ModuleFacts())
             _read_module(block, modules[-1])
@@ -96,6 +99,13 @@ def inspect_bytes(data: bytes, *, name: str = "<bytes>") -> BitcodeInfo:
 
 
 def _read_module(block: Block, facts: _ModuleFacts) -> None:
+    try:
+        _read_module_entries(block, facts)
+    except DecodeError as e:
+        raise block.locate(e) from e
+
+
+def _read_module_entries(block: Block, facts: _ModuleFacts) -> None:
     for entry in block.entries():
         if isinstance(entry, Record):
             if entry.code == ModuleCode.TRIPLE:

@@ -1,7 +1,7 @@
 """Generic LLVM bitstream reader: wrapper header, magic, abbreviations, BLOCKINFO and lazy, skippable blocks.
 
-The layout follows llvm/docs/BitCodeFormat.rst. Byte-aligned structures (wrapper header, magic) are
-construct definitions; the LSB-first variable-width fields go through `BitCursor`. Blocks are lazy:
+The layout follows llvm/docs/BitCodeFormat.rst. The byte-aligned wrapper header is a construct
+definition; the LSB-first variable-width fields go through `BitCursor`. Blocks are lazy:
 iterating a `Block` yields its records and sub-blocks, and a sub-block the caller does not iterate is
 skipped by its length word without being decoded.
 """
@@ -56,7 +56,7 @@ class Wrapper:
 
 
 class AbbrevOp(NamedTuple):
-    """One operand of an abbreviation (a NamedTuple: it is unpacked for every field of every record)."""
+    """One operand of an abbreviation."""
 
     kind: OperandKind
     value: int = 0  # the literal value, or the bit width of a FIXED/VBR operand
@@ -122,6 +122,11 @@ class Block:
     @property
     def depth(self) -> int:
         return len(self.path)
+
+    def locate(self, error: DecodeError) -> DecodeError:
+        """`error` with this block's path and file filled in where missing (for errors callers raise
+        about this block's records, e.g. from Record.text)."""
+        return error.with_context(block_path=error.block_path or self.path, file=error.file or self.stream.name)
 
     def records(self) -> Iterator[Record]:
         """The records of this block, skipping every sub-block."""
@@ -192,7 +197,7 @@ class Block:
         except DecodeError as e:
             if e.block_path and e.file:
                 raise
-            raise e.with_context(block_path=e.block_path or self.path, file=e.file or self.stream.name) from e
+            raise self.locate(e) from e
 
     def _enter(self, cur: BitCursor, at: int) -> Block:
         block_id = cur.read_vbr(8)

@@ -14,7 +14,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
+from typing import Any
 
 from goma_ext.bitstream import Bitstream, Block, Record
 from goma_ext.errors import DecodeError, GomaExtError
@@ -188,24 +188,27 @@ _MST_HASH = int(ModuleStrtabCode.HASH)
 
 def _decode_module_table(block: Block) -> dict[int, IndexModule]:
     """The module table, in stream order. HASH records attach to the ENTRY just before them."""
-    entries: dict[int, list] = {}  # modid -> [path, hash]; IndexModule objects are built once, at the end
-    last: list | None = None
-    for record in block.entries():
-        if type(record) is not Record:
-            continue
-        code, ops = record[0], record[1]  # tuple indexing: this loop runs twice per module
-        if code == _MST_ENTRY:
-            if not ops:
-                raise _record_error(block, record, "MST_CODE_ENTRY without a module id")
-            if ops[0] in entries:
-                raise _record_error(block, record, f"module id {ops[0]} defined twice")
-            last = entries[ops[0]] = [record.text(1), None]
-        elif code == _MST_HASH:
-            if last is None or last[1] is not None:
-                raise _record_error(block, record, "MST_CODE_HASH without a preceding MST_CODE_ENTRY")
-            if len(ops) != 5 or max(ops) >> 32:
-                raise _record_error(block, record, f"MST_CODE_HASH has {len(ops)} operands, expected 5 x u32")
-            last[1] = _MODULE_HASH.pack(*ops)
+    entries: dict[int, list[Any]] = {}  # modid -> [path, hash]; IndexModule objects are built once, at the end
+    last: list[Any] | None = None
+    try:
+        for record in block.entries():
+            if type(record) is not Record:
+                continue
+            code, ops = record[0], record[1]  # tuple indexing: this loop runs twice per module
+            if code == _MST_ENTRY:
+                if not ops:
+                    raise _record_error(block, record, "MST_CODE_ENTRY without a module id")
+                if ops[0] in entries:
+                    raise _record_error(block, record, f"module id {ops[0]} defined twice")
+                last = entries[ops[0]] = [record.text(1), None]
+            elif code == _MST_HASH:
+                if last is None or last[1] is not None:
+                    raise _record_error(block, record, "MST_CODE_HASH without a preceding MST_CODE_ENTRY")
+                if len(ops) != 5 or max(ops) >> 32:
+                    raise _record_error(block, record, f"MST_CODE_HASH has {len(ops)} operands, expected 5 x u32")
+                last[1] = _MODULE_HASH.pack(*ops)
+    except DecodeError as e:
+        raise block.locate(e) from e
     return {modid: IndexModule(modid, path, digest) for modid, (path, digest) in entries.items()}
 
 

@@ -77,7 +77,5 @@ def decode_summary_block(block: Block, *, complete: bool = True) -> SummaryBlock
                 summaries.append(CombinedSummary(SummaryCode(code), record.ops[0], record.ops[1], record.ops[2],
                                                  record.bit_offset))
     except DecodeError as e:
-        if e.block_path:
-            raise
-        raise e.with_context(block_path=block.path, file=block.stream.name) from e
+        raise block.locate(e) from e
     return SummaryBlock(version, flags, tuple(summaries), types.MappingProxyType(guids), complete)

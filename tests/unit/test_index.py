@@ -138,3 +138,10 @@ def test_value_guids_decode_the_same_in_both_layouts() -> None:
     assert old.guids["a.o"] == new.guids["a.o"] and old.guids["b.o"] == new.guids["b.o"]
     assert len(old.guids["a.o"]) == 2 and 4014738744300571210 in [g for gs in old.guids.values() for g in gs]
     assert not any(read_index(DATA / "llvm22-a.o.thinlto.bc", summaries=False).guids.values())
+
+
+def test_non_character_path_is_a_located_error() -> None:
+    data = stream(lambda w: w.block(8, 3, lambda m: m.block(19, 3, lambda b: b.unabbrev(1, [0, 300]))))
+    with pytest.raises(DecodeError) as info:
+        parse_index(data, name="x.thinlto.bc")
+    assert info.value.file == "x.thinlto.bc" and info.value.block_path == ("MODULE_BLOCK", "MODULE_STRTAB_BLOCK")
