@@ -189,3 +189,26 @@ def test_compiled_abbrev_paths(value: int) -> None:
     assert decode(stream(lambda w: w.block(8, 3, body))) == [
         (8, [(1, (value, value, 1, value), None), (2, (17, *chars), None)])
     ]
+
+
+def test_huge_claimed_sizes_allocate_nothing() -> None:
+    """Counts and lengths are checked against the bits left before anything is allocated."""
+    import tracemalloc
+
+    array = [("literal", 1), ("array",), ("fixed", 1)]
+    blob = [("literal", 1), ("blob",)]
+    cases = [
+        stream(lambda w: w.block(8, 3, lambda b: b.define_abbrev(array).fixed(4, 3).vbr(2**62, 6))),
+        stream(lambda w: w.block(8, 3, lambda b: b.define_abbrev(blob).fixed(4, 3).vbr(2**62, 6))),
+        stream(lambda w: w.block(8, 3, lambda b: b.fixed(3, 3).vbr(1, 6).vbr(2**62, 6))),
+        stream(lambda w: w.block(8, 3, lambda b: b.fixed(2, 3).vbr(2**30, 5))),
+    ]
+    tracemalloc.start()
+    try:
+        for data in cases:
+            with pytest.raises(DecodeError, match="runs past the end"):
+                decode(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
