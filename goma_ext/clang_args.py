@@ -64,6 +64,24 @@ FLAGS: tuple[FlagSpec, ...] = (
     FlagSpec("-MT", Form.JOINED_OR_SEPARATE, Role.VALUE),
     FlagSpec("-MQ", Form.JOINED_OR_SEPARATE, Role.VALUE),
     FlagSpec("-arch", Form.SEPARATE, Role.VALUE),
+    # Compile flags a backend command may still carry; their values are not inputs of an IR backend
+    # (nothing is preprocessed), but a separate value must not be taken for the bitcode input.
+    FlagSpec("-isystem", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-iquote", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-idirafter", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-isysroot", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-include-pch", Form.SEPARATE, Role.VALUE),
+    FlagSpec("-include", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-imacros", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-I", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-D", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-U", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-F", Form.JOINED_OR_SEPARATE, Role.VALUE),
+    FlagSpec("-Xlinker", Form.SEPARATE, Role.VALUE),
+    FlagSpec("-Xassembler", Form.SEPARATE, Role.VALUE),
+    FlagSpec("-Xpreprocessor", Form.SEPARATE, Role.VALUE),
+    FlagSpec("-resource-dir", Form.SEPARATE, Role.VALUE),
+    FlagSpec("-gcc-toolchain", Form.SEPARATE, Role.VALUE),
 )
 
 
@@ -127,6 +145,7 @@ def classify(args: Sequence[str]) -> list[Arg]:
 
 
 def _match(arg: str) -> FlagSpec | None:
+    """The first matching spec; longer spellings sharing a prefix (-include-pch, -include) come first."""
     for spec in FLAGS:
         if spec.form is Form.SEPARATE:
             if arg == spec.spelling:

@@ -95,3 +95,9 @@ def test_flag_table() -> None:
 def test_archive_of() -> None:
     assert archive_of("lib/libx.a(foo.o at 1234)") == "lib/libx.a"
     assert archive_of("obj/foo.o") == "obj/foo.o"
+
+
+def test_compile_flags_with_separate_values_are_not_inputs() -> None:
+    args = classify(["-I", "inc", "-isystem", "sys", "-D", "X=1", "-include-pch", "p.pch", "-include", "h.h",
+                     "-Iinc2", "-DY", "-resource-dir", "rd", "-x", "ir", "obj/a.o"])
+    assert [a.value for a in args if a.role is Role.INPUT] == ["obj/a.o"]
