@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from goma_ext.index import read_index
+from goma_ext.inputs import backend_inputs
 from tests.conftest import LLVM_VERSIONS
 from tests.integration.index_workspace import Layout, Workspace, build
 
@@ -132,3 +133,19 @@ def test_index_command(workspace: Workspace, tmp_path: Path) -> None:
     bad.write_bytes(bad.read_bytes()[:64])
     out = goma_ext("index", str(bad), cwd=workspace.root)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "byte " in out.stderr and "MODULE_BLOCK" in out.stderr
+
+
+def test_every_object_backend_agrees_with_its_imports_file(workspace: Workspace) -> None:
+    """In-process, for every object outside archives: self found by hash, .imports agrees, paths exist."""
+    checked = 0
+    for path in workspace.index_files():
+        obj = os.path.relpath(path, workspace.root)[: -len(".thinlto.bc")]
+        if "(" in obj or not obj.startswith("obj/"):  # archive members; indexes other tests wrote
+            continue
+        result = backend_inputs(backend(workspace, obj), workspace.root)
+        listed = (workspace.root / f"{obj}.imports").read_text().splitlines()
+        assert len(result.imports) >= len({p.split("(")[0] for p in listed}), obj
+        assert result.skip == read_index(path).skip and result.paths[:2] == (obj, f"{obj}.thinlto.bc")
+        assert all((workspace.root / p).exists() for p in result.paths if p != "prof.profdata"), obj
+        checked += 1
+    assert checked >= SMALL.plain + SMALL.startlib
