@@ -17,6 +17,7 @@ from goma_ext.remote.config import DEFAULT_STATS_LOG, RemoteConfig, load_config,
 from goma_ext.remote.errors import RemoteError
 
 WARNING_PREFIX = "goma-ext: warning:"
+COMPILER_CACHE = ".goma_ext_compilers.json"  # compiler identities, in the build directory
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,8 @@ class RunRequest:
 
 
 def default_launcher() -> tuple[str, ...]:
-    """How ninja should start the wrapper: this interpreter running goma_ext.cli (works without PATH set-up)."""
-    return (sys.executable, "-m", "goma_ext.cli")
+    """How ninja should start the wrapper: this interpreter running goma_ext.run (no PATH set-up, light imports)."""
+    return (sys.executable, "-m", "goma_ext.run")
 
 
 def wrap_command(
@@ -43,7 +44,7 @@ def wrap_command(
     launcher: Sequence[str] | None = None,
 ) -> list[str]:
     """The backend command as ninja should run it: `goma-ext run [settings] -- ARGV`. Secrets stay in the environment."""
-    cmd = [*(launcher or default_launcher()), "run", "--remote", cfg.endpoint]
+    cmd = [*(launcher or default_launcher()), "--remote", cfg.endpoint]
     if cfg.instance:
         cmd += ["--instance", cfg.instance]
     if cfg.ca_file is not None:
@@ -57,7 +58,10 @@ def wrap_command(
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser("run", help="run a ThinLTO backend command remotely (falls back to local)")
+    _add_arguments(commands.add_parser("run", help="run a ThinLTO backend command remotely (falls back to local)"))
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="gn_thinlto.yaml whose `remote:` section to use")
     p.add_argument("--remote", help="grpc://HOST:PORT or grpcs://HOST:PORT ('off' runs locally)")
     p.add_argument("--instance", help="REAPI instance name")
@@ -115,13 +119,13 @@ def execute(req: RunRequest) -> int:
     reason = "remote not configured"
     if req.remote is not None:
         from goma_ext.remote.client import RemoteExecutor
-        from goma_ext.remote.identity import identify
+        from goma_ext.remote.identity import identify_cached
         from goma_ext.remote.inputs import action_files
 
         try:
             files = action_files(req.argv, req.cwd)
             output = files.outputs[0]
-            compiler = identify(req.argv[0], req.cwd)
+            compiler = identify_cached(req.argv[0], req.cwd, req.cwd / COMPILER_CACHE)
             executor = RemoteExecutor(req.remote)
             try:
                 res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler)
@@ -156,7 +160,23 @@ def execute(req: RunRequest) -> int:
     return record.exit_code
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m goma_ext.run [OPTIONS] -- CMD…`: the wrapper without the rest of the CLI's imports."""
+    parser = argparse.ArgumentParser(prog="goma-ext run", description=__doc__)
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except GomaExtError as e:
+        print(f"goma-ext: error: {e}", file=sys.stderr)
+        return 2
+
+
 def remote_pool_depth(cfg: RemoteConfig) -> int:
     """Ninja pool depth for remote backend edges."""
     return cfg.jobs
 
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -118,7 +118,12 @@ def section_from_yaml(path: Path) -> dict[str, Any]:
 def load_config(
     section: Mapping[str, Any], env: Mapping[str, str], overrides: Mapping[str, Any] | None = None
 ) -> RemoteConfig | None:
-    """Merge YAML section < environment < explicit overrides; None when no endpoint is configured or it is 'off'."""
+    """Merge YAML section < environment < explicit overrides; None when no endpoint is configured or it is 'off'.
+
+    GOMA_EXT_REMOTE=off wins over everything, so `GOMA_EXT_REMOTE=off ninja` builds locally whatever ninja says.
+    """
+    if env.get("GOMA_EXT_REMOTE", "x").strip().lower() in OFF_VALUES:
+        return None
     known = {f.name for f in fields(RemoteConfig)}
     values: dict[str, Any] = {}
     for key, value in section.items():

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,3 +59,28 @@ def identify(program: str, cwd: Path) -> CompilerIdentity:
     if not lines:
         raise RemoteError(f"compiler {program}: --version printed nothing", temporary=False, code="COMPILER")
     return CompilerIdentity(path=path, version=lines[0].strip(), sha256=h.hexdigest())
+
+
+def identify_cached(program: str, cwd: Path, cache_file: Path) -> CompilerIdentity:
+    """identify(), remembered in `cache_file` (in the build directory) keyed by the binary's path, size and mtime."""
+    path = resolve_program(program, cwd)
+    st = path.stat()
+    key = f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    try:
+        known = json.loads(cache_file.read_text())
+    except (OSError, ValueError):
+        known = {}
+    entry = known.get(key) if isinstance(known, dict) else None
+    if isinstance(entry, dict) and isinstance(entry.get("version"), str) and isinstance(entry.get("sha256"), str):
+        return CompilerIdentity(path, entry["version"], entry["sha256"])
+    ident = identify(str(path), cwd)
+    known = known if isinstance(known, dict) else {}
+    known[key] = {"version": ident.version, "sha256": ident.sha256}
+    try:
+        fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=f".{cache_file.name}.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(known, f, sort_keys=True)
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass  # the cache is an optimisation only
+    return ident

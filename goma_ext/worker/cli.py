@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +19,12 @@ from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.worker.bots import BotWorker, WorkerSettings
 from goma_ext.worker.policy import Allowlist
 
-DEFAULT_COMPILERS = ("clang-19", "clang++-19", "clang-22", "clang++-22")
+# Bare names are looked up on PATH; /usr/lib/llvm-N/bin/clang{,++} serve actions whose argv[0] is `clang`/`clang++`.
+DEFAULT_COMPILERS = tuple(
+    f"{prefix}{v}{suffix}"
+    for v in (19, 22)
+    for prefix, suffix in (("clang-", ""), ("clang++-", ""), ("/usr/lib/llvm-", "/bin/clang"), ("/usr/lib/llvm-", "/bin/clang++"))
+)
 RESTART_DELAY_S = 0.2
 
 
@@ -41,8 +47,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _compilers(args: argparse.Namespace) -> list[str]:
     if args.compiler:
         return list(args.compiler)
-    import shutil
-
     return [c for c in DEFAULT_COMPILERS if shutil.which(c)]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def test_yaml_section_env_and_overrides_merge_in_order(tmp_path: Path) -> None:
 def test_off_or_missing_endpoint_means_local() -> None:
     assert load_config({}, {}) is None
     assert load_config({"endpoint": "grpc://a:1"}, {"GOMA_EXT_REMOTE": "off"}) is None
+    assert load_config({}, {"GOMA_EXT_REMOTE": "off"}, {"endpoint": "grpc://flag:1"}) is None
 
 
 @pytest.mark.parametrize(
@@ -44,6 +46,7 @@ def test_token_from_env_becomes_bearer_metadata_and_never_reaches_the_command_li
 
 def test_wrap_command_puts_settings_before_the_backend_argv() -> None:
     cfg = RemoteConfig(endpoint="grpcs://h:9", instance="i", ca_file=Path("ca.pem"), exec_root=Path("../.."))
-    cmd = wrap_command(["clang++-19", "-c", "x.o"], cfg, naive_rsp="obj/link.rsp", launcher=["goma-ext"])
+    cmd = wrap_command(["clang++-19", "-c", "x.o"], cfg, naive_rsp="obj/link.rsp", launcher=["goma-ext", "run"])
+    assert wrap_command(["c"], cfg)[:3] == [sys.executable, "-m", "goma_ext.run"]
     assert cmd == ["goma-ext", "run", "--remote", "grpcs://h:9", "--instance", "i", "--ca-file", "ca.pem",
                    "--exec-root", "../..", "--naive-inputs", "obj/link.rsp", "--", "clang++-19", "-c", "x.o"]

@@ -14,7 +14,8 @@ from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.sandbox import check_name, inside
 
 CLANG = CompilerIdentity(Path("/usr/lib/llvm-19/bin/clang"), "clang version 19", "ab" * 32)
-ALLOW = Allowlist({"clang-19": CLANG})
+CLANG22 = CompilerIdentity(Path("/usr/lib/llvm-22/bin/clang"), "clang version 22", "cd" * 32)
+ALLOW = Allowlist({"clang-19": (CLANG,), "clang": (CLANG, CLANG22)})
 
 
 def _cmd(*argv: str, sha: str = CLANG.sha256, version: str = CLANG.version) -> tuple[re_pb2.Command, re_pb2.Platform]:
@@ -27,6 +28,7 @@ def _cmd(*argv: str, sha: str = CLANG.sha256, version: str = CLANG.version) -> t
 
 def test_allow_listed_compiler_with_matching_identity_resolves_to_the_local_binary() -> None:
     assert ALLOW.resolve(*_cmd("clang-19", "-c")) == CLANG.path
+    assert ALLOW.resolve(*_cmd("clang", sha=CLANG22.sha256, version=CLANG22.version)) == CLANG22.path
     assert ("compiler-sha256", CLANG.sha256) in ALLOW.properties()
 
 
