@@ -8,8 +8,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gn_thinlto import tools
+from gn_thinlto import gen, tools
+from gn_thinlto.backend_cache import read_stats
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.hook import check_graph_in_place
 
 DEFAULT_ROOT = Path("examples/chromium_style")
 SELF_CHECK_TIMEOUT_S = 60
@@ -29,6 +31,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="GN source root (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("out/example"), help="build directory (default: %(default)s)")
     p.add_argument("--args", default="", help="extra GN args, as for `gn gen --args`")
+    p.add_argument("--in-process", action="store_true",
+                   help="build GN's own graph (lld runs ThinLTO in-process) instead of the gn-thinlto graph")
     p.set_defaults(run=run)
 
 
@@ -56,10 +60,22 @@ def run(args: argparse.Namespace) -> int:
     log = out_dir / "gn-thinlto-example.log"
     log.write_text("")
     start = time.monotonic()
-    print(f"gn gen {out_dir} (root {args.root})")
-    tools.gn_gen(out_dir, root, args.args, log=log)
+    backend_log = out_dir / "gn-thinlto" / "backend.log"
+    if args.in_process:
+        print(f"gn gen {out_dir} (root {args.root}; in-process ThinLTO)")
+        tools.gn_gen(out_dir, root, args.args, log=log)
+    else:
+        print(f"gn-thinlto gen {out_dir} (root {args.root}; ThinLTO phases in the ninja graph)")
+        for line in gen.gen(out_dir, root, args.args, None, log=log):
+            print(f"  {line}")
+        check_graph_in_place(out_dir)
+    log_offset = backend_log.stat().st_size if backend_log.exists() else 0
     print(f"ninja -C {out_dir}   (log: {log})")
     build = tools.ninja_build(out_dir, log=log)
+    if not args.in_process:
+        stats = read_stats(backend_log, log_offset)
+        print(f"ThinLTO backends: {stats.hits + stats.misses} jobs run, {stats.hits} cache hits, "
+              f"{stats.misses} compiled (cache: {out_dir}/gn-thinlto/cache)")
     executables = tools.gn_ls(out_dir, root, "--type=executable", "--as=output")
     shared = tools.gn_ls(out_dir, root, "--type=shared_library", "--as=output")
     checks = run_self_checks(out_dir, executables)

@@ -79,6 +79,18 @@ def format_explanation(e: Explanation) -> str:
     return "\n".join(lines)
 
 
+def own_backend_jobs(out_dir: Path, e: Explanation) -> int:
+    """Backend edges of this link in ninja's view of its dependency tree (dyndep files loaded)."""
+    from gn_thinlto.graph_query import backend_outputs
+
+    m = find_manifest(out_dir, e.label)
+    own_dir = m["used_list"].rsplit("/", 1)[0] + "/native/"
+    return sum(1 for o in backend_outputs(out_dir, e.output.removeprefix("./")) if o.startswith(own_dir))
+
+
 def run(args: argparse.Namespace) -> int:
-    print(format_explanation(explain(args.out, args.target)))
+    e = explain(args.out, args.target)
+    print(format_explanation(e))
+    print(f"  backend jobs in ninja's graph for {e.output}: {own_backend_jobs(args.out, e)} "
+          f"(`ninja -t query`; `-t commands` does not follow dyndep inputs)")
     return 0

@@ -32,6 +32,22 @@ class TargetType(enum.Enum):
         return self in (TargetType.EXECUTABLE, TargetType.SHARED_LIBRARY, TargetType.LOADABLE_MODULE)
 
 
+class GnTool(enum.Enum):
+    """GN tool names (`gn help tool`) as they appear in rule names: TOOL, or TOOLCHAIN_TOOL elsewhere."""
+
+    ALINK = "alink"
+    SOLINK = "solink"
+    SOLINK_MODULE = "solink_module"
+    LINK = "link"
+
+    @classmethod
+    def of_rule(cls, rule: str) -> GnTool | None:
+        for tool in sorted(cls, key=lambda t: -len(t.value)):
+            if rule == tool.value or rule.endswith("_" + tool.value):
+                return tool
+        return None
+
+
 @dataclass(frozen=True)
 class GnTarget:
     """One target of project.json; `outputs` are relative to the build directory."""

@@ -2,14 +2,18 @@
 
 It plans every ThinLTO link, writes gn-thinlto's ninja files, removes the planned links' edges from GN's
 per-target ninja files and includes ours from build.ninja. GN only runs the script when project.json's
-content changed, while every `gn gen` rewrites GN's ninja files; so the hook finally rewrites project.json
+content changed, while every `gn gen` rewrites GN's ninja files; so the hook first rewrites project.json
 with an extra `gn_thinlto` key: the next `gn gen` (by hand, or ninja's regeneration rule, which keeps the
 --ide flags) always finds it changed and runs the hook again.
 
-Pointing GN at it:
-  gn-thinlto gen OUT [--root DIR] [--args ARGS]        (writes OUT/gn-thinlto/gn_hook.py, runs gn gen)
+Pointing GN at it (GN cannot take --ide flags from .gn, but its regeneration rule keeps them once given):
+  gn-thinlto gen OUT [--root DIR] [--args ARGS] [--config FILE]
+      writes OUT/gn-thinlto/gn_hook.py (a launcher for this interpreter) and runs
+      gn gen OUT --ide=json --json-ide-script=gn-thinlto/gn_hook.py [--json-ide-script-args=FILE]
   gn gen OUT --ide=json --json-ide-script=/abs/path/to/gn_thinlto/hook.py [--json-ide-script-args=CONFIG]
-    when GN's python can import gn_thinlto (e.g. `script_executable = "/path/to/venv/bin/python3"` in .gn).
+      directly, when the python GN runs scripts with can import gn_thinlto: GN uses `script_executable`
+      from the project's .gn (e.g. script_executable = "/path/to/venv/bin/python3"), else python3.
+The config is ROOT/gn_thinlto.yaml unless CONFIG is given; it becomes an input of GN's regeneration rule.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from gn_thinlto import linkline
 from gn_thinlto.config import Config, TestonlyMode
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.gn_project import GnProject, GnTarget
+from gn_thinlto.gn_project import GnProject, GnTarget, GnTool
 from gn_thinlto.linkline import LtoMode, Refused
 from gn_thinlto.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
 from gn_thinlto.plan_model import (
@@ -27,7 +27,6 @@ from gn_thinlto.plan_model import (
 )
 
 _IN_SENTINEL = "\x00gn-thinlto-inputs\x00"
-_ARCHIVE_RULE_SUFFIX = "alink"
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def _object_kind(path: str, producers: Mapping[str, _Producer], graph: GnGraph, 
         if path.endswith((".o", ".obj")):
             raise Refused(f"prebuilt object {path} has no GN edge; cannot tell whether it is bitcode")
         return InputKind.OTHER
-    if producer.edge.rule.endswith(_ARCHIVE_RULE_SUFFIX) or producer.edge.rule.endswith(("solink", "solink_module", "link")):
+    if GnTool.of_rule(producer.edge.rule) is not None:  # an archive or a linked binary
         return InputKind.OTHER
     mode = linkline.lto_mode(_command_argv(producer, graph, rules))
     if mode is LtoMode.FULL:
@@ -111,7 +110,7 @@ def _object_kind(path: str, producers: Mapping[str, _Producer], graph: GnGraph, 
 
 def _classify(path: str, producers: Mapping[str, _Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> _Input:
     producer = producers.get(path)
-    if producer is not None and producer.edge.rule.endswith(_ARCHIVE_RULE_SUFFIX):
+    if producer is not None and GnTool.of_rule(producer.edge.rule) is GnTool.ALINK:
         members = tuple((m, _object_kind(m, producers, graph, rules)) for m in producer.edge.inputs)
         return _Input(path, InputKind.OTHER, members)
     return _Input(path, _object_kind(path, producers, graph, rules))

@@ -1,0 +1,123 @@
+"""[graph] The example workspace built through the gn-thinlto graph: self-checks, the inline probe, backend
+counts, equivalence with GN's in-process ThinLTO build, and incremental behaviour counted from .ninja_log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.graph_query import backend_outputs
+from tests.conftest import EXAMPLE_ROOT
+
+from .test_graph_support import (
+    Build,
+    defined_functions,
+    disassembly,
+    edit_and_rebuild,
+    gen_and_build,
+    native_of,
+    plain_build,
+    section_bytes,
+    text_size,
+)
+
+pytestmark = pytest.mark.slow
+PROBE_OBJ = "obj/base/libbase.inline_probe.o"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (EXAMPLE_ROOT / "BUILD.gn").is_file():
+        pytest.fail(f"{EXAMPLE_ROOT} has no BUILD.gn")
+    import shutil
+
+    dest = tmp_path_factory.mktemp("example") / "chromium_style"
+    shutil.copytree(EXAMPLE_ROOT, dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def built(root: Path) -> Build:
+    return gen_and_build(root, root.parent / "out")
+
+
+@pytest.fixture(scope="module")
+def reference(root: Path) -> Build:
+    return plain_build(root, root.parent / "ref")
+
+
+def _links(b: Build) -> dict[str, dict]:
+    """Planned links: output (without ./) -> thin-link manifest."""
+    out = {}
+    for path in sorted((b.out / "gn-thinlto").glob("*/thinlink.json")):
+        m = json.loads(path.read_text())
+        out[m["final_output"].removeprefix("./")] = m
+    return out
+
+
+def _executables(b: Build) -> list[str]:
+    project = json.loads((b.out / "gn-thinlto" / "project.json").read_text())
+    return sorted(Path(t["outputs"][0]).name for t in project["targets"].values() if t["type"] == "executable")
+
+
+def test_every_binary_passes_its_self_check(built: Build) -> None:
+    names = _executables(built)
+    assert len(names) >= 6
+    assert set(names) <= set(_links(built)), "every executable goes through the graph"
+    for name in names:
+        assert built.run_binary(name) == f"OK {name}"
+
+
+def test_inline_probe_is_inlined_in_calc(built: Build) -> None:
+    assert "ImportMeInline" not in disassembly(built.out / "calc")
+
+
+def test_backend_count_per_target_equals_used_bitcode(built: Build) -> None:
+    links = _links(built)
+    for output, m in links.items():
+        tdir = m["used_list"].rsplit("/", 1)[0]
+        used = (built.out / m["used_list"]).read_text().split()
+        own = [o for o in backend_outputs(built.out, output) if o.startswith(f"{tdir}/native/")]
+        assert len(own) == len(used), output
+        assert len(used) <= len(m["natives"])
+    # At least one link leaves lazy archive members unused (and unbuilt).
+    assert any(len((built.out / m["used_list"]).read_text().split()) < len(m["natives"]) for m in links.values())
+
+
+def test_same_functions_and_text_size_as_in_process(built: Build, reference: Build) -> None:
+    identical, same_size = [], []
+    for output in sorted(_links(built)):
+        ours, theirs = built.out / output, reference.out / output
+        assert defined_functions(ours) == defined_functions(theirs), output
+        a, b = text_size(ours), text_size(theirs)
+        assert abs(a - b) <= 0.02 * b, (output, a, b)
+        same_size += [output] if a == b else []
+        if section_bytes(ours, ".text") == section_bytes(theirs, ".text"):
+            identical.append(output)
+    n = len(_links(built))
+    print(f"\n.text same size as in-process: {len(same_size)}/{n}; byte-identical: {len(identical)}/{n}: {identical}")
+
+
+def test_second_ninja_is_a_no_op(built: Build) -> None:
+    assert "no work to do" in built.ninja("-n")
+
+
+def test_comment_only_edit_runs_only_its_own_backends_as_hits(built: Build) -> None:
+    r = edit_and_rebuild(built, "base/inline_probe.cc", "namespace base {", "// comment\nnamespace base {")
+    own = {f"{m['used_list'].rsplit('/', 1)[0]}/native/{PROBE_OBJ}" for m in _links(built).values()
+           if PROBE_OBJ in (built.out / m["used_list"]).read_text().split()}
+    assert own and r.changed_index == set()
+    assert r.backends == own
+    assert len(r.cache_lines) == len(own) and all(line.startswith("hit ") for line in r.cache_lines)
+
+
+def test_imported_body_change_runs_only_changed_backends(built: Build) -> None:
+    r = edit_and_rebuild(built, "base/inline_probe.cc", "return x * 3 + 1;",
+                         "return x > 1000000 ? x * 3 + 2 : x * 3 + 1;")
+    importers = {native_of(p) for p in r.changed_index}
+    own = {o for o in r.backends if o.endswith(PROBE_OBJ)}
+    assert own and any("calc/" in p for p in r.changed_index)
+    assert r.backends <= own | importers, sorted(r.backends - own - importers)
+    assert "no work to do" in built.ninja("-n")

@@ -1,0 +1,74 @@
+"""The backend step's content-addressed cache: keys, hits/misses, restat-friendly writes, the log."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.backend import run
+from gn_thinlto.backend_cache import BackendCache, BackendJob, cache_key, read_stats
+
+
+@pytest.fixture
+def compiler(tmp_path: Path) -> Path:
+    """A stand-in for clang: writes 'native(<bitcode bytes>)' to -o, and counts its runs."""
+    script = tmp_path / "fake-clang"
+    script.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != "-o" ]; do case "$1" in ir) shift; in="$1";; esac; shift; done\n'
+        f'echo run >> {tmp_path}/runs\n'
+        'printf "native(%s)" "$(cat "$in")" > "$2"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def _job(compiler: Path, tmp: Path, target: str, bitcode: str = "a.o") -> BackendJob:
+    (tmp / target).mkdir(exist_ok=True)
+    index = tmp / target / "a.o.thinlto.bc"
+    index.write_bytes(b"INDEX")
+    return BackendJob.parse([str(compiler), "-c", "-x", "ir", str(tmp / bitcode), f"-fthinlto-index={index}",
+                             "-o", str(tmp / target / "a.native.o"), "-O2"])
+
+
+def test_identical_jobs_in_two_links_run_once(tmp_path: Path, compiler: Path) -> None:
+    (tmp_path / "a.o").write_bytes(b"BITCODE")
+    cache, log = BackendCache(tmp_path / "cache"), tmp_path / "backend.log"
+    one, two = _job(compiler, tmp_path, "app"), _job(compiler, tmp_path, "tool")
+    assert cache_key(one) == cache_key(two)  # paths are not part of the key
+    assert run(one, cache, log) == 0 and run(two, cache, log) == 0
+    assert (tmp_path / "runs").read_text().count("run") == 1
+    assert (tmp_path / "tool/a.native.o").read_bytes() == b"native(BITCODE)"
+    assert read_stats(log) == read_stats(log, 0) and (read_stats(log).hits, read_stats(log).misses) == (1, 1)
+
+
+def test_key_covers_bitcode_index_and_flags(tmp_path: Path, compiler: Path) -> None:
+    (tmp_path / "a.o").write_bytes(b"BITCODE")
+    job = _job(compiler, tmp_path, "app")
+    key = cache_key(job)
+    Path(job.index).write_bytes(b"OTHER INDEX")
+    assert cache_key(job) != key
+    Path(job.index).write_bytes(b"INDEX")
+    assert cache_key(BackendJob.parse([*job.argv, "-mllvm", "-x"])) != key
+    (tmp_path / "a.o").write_bytes(b"BITCODE2")
+    assert cache_key(job) != key
+
+
+def test_unchanged_output_keeps_its_mtime(tmp_path: Path, compiler: Path) -> None:
+    (tmp_path / "a.o").write_bytes(b"BITCODE")
+    cache, log = BackendCache(tmp_path / "cache"), tmp_path / "backend.log"
+    job = _job(compiler, tmp_path, "app")
+    run(job, cache, log)
+    out = Path(job.output)
+    os.utime(out, (1, 1))
+    run(job, cache, log)  # a hit with identical content: not rewritten (restat sees no change)
+    assert out.stat().st_mtime == 1
+    assert read_stats(log, 0).hits == 1 and read_stats(tmp_path / "missing.log").hits == 0
+
+
+def test_parse_rejects_non_backend_commands() -> None:
+    with pytest.raises(ValueError, match="not a backend command"):
+        BackendJob.parse(["clang", "-c", "x.cc"])
