@@ -10,6 +10,10 @@ BENCHMARKS = {
     "index": "bench.index_bench",
     "scale": "bench.scale_bench",
     "builds": "bench.builds_bench",
+    "sharing": "bench.sharing_bench",
+    "remote": "bench.remote_bench",
+    "all": "bench.all_bench",
+    "report": "bench.report",
 }
 
 

@@ -17,11 +17,12 @@ import json
 import os
 import shlex
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import results, subjects, variants
+from bench import cluster_tool, results, subjects, variants
 from bench.fsio import remove
 from bench.measure import Sample, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
@@ -118,24 +119,27 @@ def measured_build(subject: Subject, variant: Variant, out_dir: Path, case: str,
         jobs = sum(modules.get(b, 0) for b in relinked)
     elif variant is Variant.LLD_CACHE:
         jobs = after.lld_cache_entries - before.lld_cache_entries
-    else:
+    elif variant is Variant.GRAPH:
         jobs, hits = variants.backend_log_misses(out_dir, before)
+    else:
+        jobs, hits = variants.remote_log_counts(out_dir, before)
     return Build(subject.name, variant.value, case, s.wall_s, s.cpu_s, s.max_rss_mib, gen_s, len(edges), jobs, hits,
                  len(relinked))
 
 
-def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: list[str]) -> tuple[list[Build], list[LinkRss]]:
+def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: list[str],
+                  endpoint: str | None = None, salt: str = "") -> tuple[list[Build], list[LinkRss]]:
     outs = {v: work / subject.name / f"out_{v.value}" for v in chosen}
     builds: list[Build] = []
     rss: list[LinkRss] = []
     modules: dict[str, int] = {}
     for v in chosen:
         remove(outs[v])
-        gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args)
+        gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint, salt)
         b = measured_build(subject, v, outs[v], "clean", gen_s, {})
         log.append(f"{subject.name} {v.title} clean: {subjects.check(subject, outs[v])}")
         binaries = _binaries(subject, outs[v])
-        if v is not Variant.LLD_CACHE:
+        if v in (Variant.IN_PROCESS, Variant.GRAPH):
             rows = replay_links(subject, v, outs[v], binaries)
             rss += rows
             if v is Variant.IN_PROCESS:
@@ -176,13 +180,15 @@ def ratios(builds: Sequence[Build], rss: Sequence[LinkRss]) -> list[dict[str, ob
             if r.subject == subject:
                 peak[r.variant] = max(peak.get(r.variant, 0.0), r.link_mib, r.thin_link_mib or 0.0)
         for case in ("clean",) + CASES:
-            a, b, c = (by.get((v, case)) for v in "abc")
+            a, b, c, d = (by.get((v, case)) for v in "abcd")
             out.append({
                 "subject": subject, "case": case,
                 "c_vs_a_wall": ratio(c and c.wall_s, a and a.wall_s),
                 "c_vs_b_wall": ratio(c and c.wall_s, b and b.wall_s),
                 "a_vs_c_speedup": ratio(a and a.wall_s, c and c.wall_s),
                 "c_vs_a_cpu": ratio(c and c.cpu_s, a and a.cpu_s),
+                "d_vs_a_wall": ratio(d and d.wall_s, a and a.wall_s),
+                "d_vs_c_wall": ratio(d and d.wall_s, c and c.wall_s),
             })
         out.append({"subject": subject, "case": "peak link-phase RSS", "c_vs_a_rss": ratio(peak.get("c"), peak.get("a"))})
     return out
@@ -212,16 +218,30 @@ def main(argv: Sequence[str]) -> int:
     builds: list[Build] = []
     rss: list[LinkRss] = []
     checks: list[str] = []
-    for name in names:
-        subject = subjects.SUBJECTS[name](args.cache)
-        b, r = bench_subject(subject, chosen, args.cache / "builds", checks)
-        builds += b
-        rss += r
+    endpoint = None
+    if Variant.REMOTE in chosen:
+        missing = cluster_tool.available()
+        if missing:
+            print(f"not measured: (d) {missing}")
+            chosen.remove(Variant.REMOTE)
+        else:
+            endpoint = cluster_tool.start(args.cache / "cluster")
+    salt = f"bench-{time.time_ns()}"  # cold action cache for this run (the CAS may hold blobs of earlier runs)
+    try:
+        for name in names:
+            subject = subjects.SUBJECTS[name](args.cache)
+            b, r = bench_subject(subject, chosen, args.cache / "builds", checks, endpoint, salt)
+            builds += b
+            rss += r
+    finally:
+        if endpoint is not None:
+            cluster_tool.stop(args.cache / "cluster")
     print(tables(builds, rss))
     rat = ratios(builds, rss)
-    print(render(["subject", "case", "c/a wall", "c/b wall", "a/c speed-up", "c/a CPU", "c/a RSS"],
+    print(render(["subject", "case", "c/a wall", "c/b wall", "a/c speed-up", "c/a CPU", "c/a RSS", "d/a wall",
+                  "d/c wall"],
                  [[r["subject"], r["case"], r.get("c_vs_a_wall"), r.get("c_vs_b_wall"), r.get("a_vs_c_speedup"),
-                   r.get("c_vs_a_cpu"), r.get("c_vs_a_rss")] for r in rat]))
+                   r.get("c_vs_a_cpu"), r.get("c_vs_a_rss"), r.get("d_vs_a_wall"), r.get("d_vs_c_wall")] for r in rat]))
     floor = run([LLD, "--version"]).max_rss_mib
     print(f"ld.lld --version alone (libLLVM mapped, no work): {floor:.1f} MiB")
     print("\n".join(checks))

@@ -58,10 +58,19 @@ def load_average() -> float:
 
 
 def busy_processes(limit: int = 5) -> list[str]:
-    """The commands using the most CPU right now, other than this benchmark's own tree (for the report)."""
+    """The commands using the most CPU over the last second (top's second sample), for the report."""
     try:
-        out = subprocess.run(["ps", "-eo", "pcpu=,comm=", "--sort=-pcpu"], capture_output=True, text=True).stdout
-    except OSError:
+        out = subprocess.run(["top", "-b", "-n", "2", "-d", "1", "-o", "%CPU", "-w", "200"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
         return []
-    rows = [l.split(None, 1) for l in out.strip().splitlines()]
-    return [f"{name.strip()} {cpu}%" for cpu, name in rows[:limit] if float(cpu) >= 5.0]
+    sample = out.split("\ntop - ")[-1].splitlines()
+    header = next((i for i, l in enumerate(sample) if l.strip().startswith("PID")), None)
+    if header is None:
+        return []
+    busy = []
+    for line in sample[header + 1:]:
+        cols = line.split()
+        if len(cols) >= 12 and float(cols[8]) >= 10.0:
+            busy.append(f"{cols[11]} {float(cols[8]):.0f}%")
+    return busy[:limit]

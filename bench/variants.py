@@ -7,9 +7,10 @@ Each variant knows how to configure a build directory and how to count the backe
 from __future__ import annotations
 
 import enum
+import json
 import re
+import shlex
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from bench.measure import run
 
 LLD_CACHE = "thinlto-cache"
 GRAPH_BACKEND_LOG = "gn-thinlto/backend.log"
+REMOTE_STATS_LOG = "gn_thinlto_remote.jsonl"  # goma_ext.remote.config.DEFAULT_STATS_LOG
 _EDGE_LINE = re.compile(r"^\[\d+/\d+\] (\S+) (\S+)", re.MULTILINE)
 
 
@@ -32,7 +34,8 @@ class Variant(enum.Enum):
         return {"a": "(a) in-process", "b": "(b) +lld cache", "c": "(c) graph", "d": "(d) graph+remote"}[self.value]
 
 
-def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, env: Mapping[str, str] | None = None) -> float:
+def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None,
+              salt: str = "") -> float:
     """Create OUT_DIR for VARIANT; return the generation wall time (gn gen, plus the hook for c/d)."""
     if variant in (Variant.IN_PROCESS, Variant.LLD_CACHE):
         s = graph_tool.gn_gen(out_dir, root, gn_args)
@@ -42,7 +45,44 @@ def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, env: Ma
     cmd = [sys.executable, "-m", "gn_thinlto.cli", "gen", str(out_dir), "--root", str(root)]
     if gn_args:
         cmd += ["--args", gn_args]
-    return run(cmd, env=env).wall_s
+    wall = run(cmd).wall_s
+    if variant is Variant.REMOTE:
+        if endpoint is None:
+            raise ValueError("variant d needs a cluster endpoint")
+        enable_remote(out_dir, endpoint, salt)
+    return wall
+
+
+_BACKEND_COMMAND = re.compile(r"^(rule gn_thinlto_backend\n  command = ).*$", re.MULTILINE)
+_BACKEND_BITCODE = re.compile(r"^build \S+: gn_thinlto_backend (\S+)", re.MULTILINE)
+
+
+def enable_remote(out_dir: Path, endpoint: str, salt: str) -> None:
+    """(d): backends run through `goma-ext run` on the cluster instead of the local backend step.
+
+    [graph] does not wire goma-ext in yet, so the benchmark edits the generated rules: the backend rule's
+    command becomes the wrapper, and each link's ninja file names a response file of all its bitcode
+    objects (--naive-inputs: what a naive remote backend would upload, for the bytes comparison)."""
+    rules = out_dir / "gn-thinlto" / "rules.ninja"
+    wrapper = shlex.join([sys.executable, "-m", "goma_ext.cli", "run", "--remote", endpoint, "--exec-root", "."])
+    text, n = _BACKEND_COMMAND.subn(lambda m: f"{m.group(1)}{salt_env(salt)}{wrapper} --naive-inputs $naive_rsp -- $argv",
+                                    rules.read_text())
+    if n != 1:
+        raise ValueError(f"{rules}: no gn_thinlto_backend rule to route through goma-ext")
+    rules.write_text(text)
+    for target in sorted((out_dir / "gn-thinlto").glob("*/build.ninja")):
+        ninja = target.read_text()
+        bitcode = _BACKEND_BITCODE.findall(ninja)
+        if not bitcode:
+            continue
+        rsp = target.parent.relative_to(out_dir) / "naive_inputs.rsp"
+        (out_dir / rsp).write_text("\n".join(bitcode) + "\n")
+        target.write_text(f"naive_rsp = {rsp}\n" + ninja)
+
+
+def salt_env(salt: str) -> str:
+    """A cache salt keeps one benchmark run's remote actions apart from earlier runs' (cold cache)."""
+    return f"env GOMA_EXT_CACHE_SALT={shlex.quote(salt)} " if salt else ""
 
 
 def add_lld_cache(out_dir: Path) -> None:
@@ -61,13 +101,38 @@ class Counters:
 
     lld_cache_entries: int
     backend_log_bytes: int
+    remote_log_bytes: int
 
 
 def counters(out_dir: Path) -> Counters:
     cache = out_dir / LLD_CACHE
     entries = sum(1 for p in cache.glob("llvmcache-*")) if cache.is_dir() else 0
     log = out_dir / GRAPH_BACKEND_LOG
-    return Counters(entries, log.stat().st_size if log.is_file() else 0)
+    remote = out_dir / REMOTE_STATS_LOG
+    return Counters(entries, log.stat().st_size if log.is_file() else 0,
+                    remote.stat().st_size if remote.is_file() else 0)
+
+
+def remote_log_counts(out_dir: Path, since: Counters) -> tuple[int, int]:
+    """(d): (compiler runs, remote or local fallback; action-cache hits) logged by goma-ext since SINCE."""
+    log = out_dir / REMOTE_STATS_LOG
+    if not log.is_file():
+        return 0, 0
+    with log.open("rb") as f:
+        f.seek(since.remote_log_bytes)
+        modes = [json.loads(line)["mode"] for line in f.read().decode().splitlines() if line.strip()]
+    hits = sum(m == "cache_hit" for m in modes)
+    return len(modes) - hits, hits
+
+
+def backend_durations_ms(out_dir: Path) -> list[int]:
+    """Duration of every backend edge in OUT_DIR's .ninja_log (latest entry per output)."""
+    latest: dict[str, int] = {}
+    for line in (out_dir / ".ninja_log").read_text().splitlines()[1:]:
+        start, end, _, output, _ = line.split("\t")
+        if output.startswith("gn-thinlto/") and "/native/" in output:
+            latest[output] = int(end) - int(start)
+    return list(latest.values())
 
 
 def backend_log_misses(out_dir: Path, since: Counters) -> tuple[int, int]:

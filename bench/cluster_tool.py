@@ -1,0 +1,42 @@
+"""The edge to [remote]: start/stop the local PostgreSQL + BuildGrid cluster and read goma-ext's stats log."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from bench.fsio import REPO
+
+WORKERS = 2
+
+
+def available() -> str | None:
+    """None when the cluster and wrapper can run here, else why not (one line for the report)."""
+    if importlib.util.find_spec("goma_ext.cluster.manager") is None or importlib.util.find_spec("goma_ext.run") is None:
+        return "goma_ext.cluster / goma_ext.run not present ([remote] not landed)"
+    if not any(Path(d, "pg_ctlcluster").exists() for d in os.environ.get("PATH", "").split(":")):
+        return "PostgreSQL (pg_ctlcluster) not installed (./dev test installs it)"
+    return None
+
+
+def start(state: Path) -> str:
+    """Start (or reuse) a cluster with 2 workers under STATE; return its endpoint."""
+    from goma_ext.cluster import manager
+
+    venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
+    st = manager.start(manager.ClusterSpec(state=state.resolve(), workers=WORKERS, server_venv=venv))
+    return st.endpoint
+
+
+def stop(state: Path) -> None:
+    from goma_ext.cluster import manager
+
+    manager.stop(state.resolve())
+
+
+def report(out_dir: Path) -> dict[str, Any]:
+    from goma_ext.remote import stats
+
+    return stats.report(out_dir)

@@ -1,0 +1,144 @@
+"""`python -m bench report`: render the latest results (bench/results/*.json) into docs/benchmarks.md and plots.
+
+docs/benchmarks.md is written by hand around generated blocks: the text between `<!-- bench:NAME -->` and
+`<!-- /bench:NAME -->` is replaced by tables rendered from RESULTS/NAME.json; everything else (prose, the
+Index decoder section) is kept. Plots (docs/bench-*.png) need matplotlib (`pip install -e .[bench]`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import results
+from bench.fsio import REPO, write_if_changed
+from bench.measure import ratio
+from bench.table import render
+
+DOC = REPO / "docs" / "benchmarks.md"
+Data = dict[str, Any]
+
+
+def _run_line(d: Data) -> str:
+    m = d["machine"]
+    tools = ", ".join(f"{k} {v}" for k, v in sorted(m["tools"].items()))
+    busy = ", ".join(d.get("busy_at_start") or []) or "nothing above 5% CPU"
+    return (f"Command: `{d.get('command', '?')}`, {d['started_utc']} – {d['finished_utc']}; {m['cpu']}, {m['cores']} cores, "
+            f"{m['memory_gib']:.0f} GiB, Linux {m['kernel']}, Python {m['python']}; {tools}. Load average "
+            f"{d['load_1min_at_start']:.1f} at start, {d['load_1min_at_end']:.1f} at end; busiest at start: {busy}.")
+
+
+def scale_block(d: Data) -> str:
+    rows = [[f"{r['workspace']} {r['mode']}", r["links"], r["gen_s"], r["hook_s"], r["ninja_bytes"] / 2**20,
+             r["edges"], r["backend_edges"], r["noop_s"], r["noop_rss_mib"], r["parse_ms"], r["stat_ms"],
+             ratio(r["parse_ms"] * 1000, r["backend_edges"]), ratio(r["noop_rss_mib"] * 1024, r["backend_edges"])]
+            for r in d["rows"]]
+    main = render(["workspace / mode", "links", "gn gen s", "hook s", "ninja MiB", "edges", "backend edges",
+                   "no-op s", "no-op RSS MiB", "parse ms", "stat ms", "parse µs / backend", "RSS KiB / backend"],
+                  rows, markdown=True)
+    rat = render(["workspace", "mode", "parse / backend vs naive", "RSS / backend vs naive", "hook s / ninja parse s",
+                  "no-op vs GN alone", "ninja bytes vs GN alone"],
+                 [[r["workspace"], r["mode"], r["parse_per_backend_vs_naive"], r["rss_per_backend_vs_naive"],
+                   r["hook_s_vs_ninja_parse_s"], r["noop_vs_gn_alone"], r["ninja_bytes_vs_gn_alone"]] for r in d["ratios"]],
+                 markdown=True)
+    missing = f"\n\nNot measured: {d['graph_missing']}." if d.get("graph_missing") else ""
+    return f"{_run_line(d)} Source: {d.get('source', '?')}; no-ops timed with ninja {d.get('ninja', '?')}.\n\n{main}\n\n{rat}{missing}"
+
+
+def builds_block(d: Data) -> str:
+    by = {(b["subject"], b["case"], b["variant"]): b for b in d["builds"]}
+    variants = sorted({b["variant"] for b in d["builds"]})
+    out = [_run_line(d)]
+    for subject in dict.fromkeys(b["subject"] for b in d["builds"]):
+        rows = []
+        for case in ("clean", "comment", "body", "leaf"):
+            row: list[Any] = [case]
+            for v in variants:
+                b = by.get((subject, case, v))
+                row += [b and b["wall_s"], b and b["cpu_s"], b and b["backend_jobs"]]
+            rows.append(row)
+        headers = ["case"] + [f"{h} ({v})" for v in variants for h in ("wall s", "CPU s", "backend jobs")]
+        out.append(f"**{subject}**\n\n" + render(headers, rows, markdown=True))
+    rss = d.get("link_rss", [])
+    peaks = []
+    for subject in dict.fromkeys(r["subject"] for r in rss):
+        for v in sorted({r["variant"] for r in rss if r["subject"] == subject}):
+            rs = [r for r in rss if r["subject"] == subject and r["variant"] == v]
+            top = max(rs, key=lambda r: max(r["link_mib"], r["thin_link_mib"] or 0))
+            peaks.append([subject, v, top["binary"], top["thin_link_mib"], top["link_mib"]])
+    floor = d.get("lld_floor_mib")
+    out.append(render(["subject", "variant", "largest binary", "thin link lld MiB", "link lld MiB"], peaks, markdown=True)
+               + (f"\n\n`ld.lld --version` alone: {floor:.1f} MiB (libLLVM mapped, no work)." if floor else ""))
+    out.append(render(["subject", "case", "c / a wall", "c / b wall", "a / c (speed-up)", "c / a CPU", "c / a peak link RSS",
+                       "d / a wall", "d / c wall"],
+                      [[r["subject"], r["case"], r.get("c_vs_a_wall"), r.get("c_vs_b_wall"), r.get("a_vs_c_speedup"),
+                        r.get("c_vs_a_cpu"), r.get("c_vs_a_rss"), r.get("d_vs_a_wall"), r.get("d_vs_c_wall")]
+                       for r in d["ratios"]], markdown=True))
+    out.append("Checks: " + "; ".join(d.get("checks", [])) + ".")
+    return "\n\n".join(out)
+
+
+def sharing_block(d: Data) -> str:
+    if not d["rows"]:
+        return f"{_run_line(d)}\n\nNot measured: {d.get('graph_missing')}."
+    return _run_line(d) + "\n\n" + render(
+        ["workspace", "mode", "binaries", "binaries × objects", "backend edges run (= compiler runs, sharing off)",
+         "compiler runs (sharing on)", "on / (b × o)", "off / (b × o)", "clean wall s"],
+        [[r["workspace"], r["mode"], r["binaries"], r["binaries_x_objects"], r["backend_edges_run"], r["compiler_runs"],
+          ratio(r["compiler_runs"], r["binaries_x_objects"]), ratio(r["backend_edges_run"], r["binaries_x_objects"]),
+          r["wall_s"]] for r in d["rows"]], markdown=True)
+
+
+def remote_block(d: Data) -> str:
+    if not d["rows"]:
+        return f"{_run_line(d)}\n\nNot measured: {d.get('missing')}."
+    main = render(["subject / build", "wall s", "actions", "remote runs", "cache hits", "local fallbacks",
+                   "bytes uploaded", "input bytes", "naive upload bytes", "mean backend ms"],
+                  [[f"{r['subject']} {r['build']}", r["wall_s"], r["actions"], r["remote_executions"], r["cache_hits"],
+                    r["local_fallbacks"], r["bytes_uploaded"], r["input_bytes"], r["naive_upload_bytes"],
+                    r["mean_backend_ms"]] for r in d["rows"]], markdown=True)
+    rat = render(["subject", "uploaded / naive", "inputs / naive", "hit rate, fresh dir", "overhead ms / action",
+                  "remote / local per action", "clean d1 / c"],
+                 [[r["subject"], r["uploaded_vs_naive"], r.get("inputs_vs_naive"), r["d2_cache_hit_rate"],
+                   r["per_action_overhead_ms"], r["per_action_remote_vs_local"], r["clean_d1_vs_c_wall"]]
+                  for r in d["ratios"]], markdown=True)
+    return f"{_run_line(d)}\n\n{main}\n\n{rat}"
+
+
+def index_block(d: Data) -> str:
+    return f"{_run_line(d)}\n\n```\n{d['output'].strip()}\n```"
+
+
+BLOCKS: dict[str, Callable[[Data], str]] = {
+    "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
+}
+
+
+def fill(doc: str, blocks: dict[str, str]) -> str:
+    for name, text in blocks.items():
+        pattern = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.DOTALL)
+        doc = pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), doc)
+    return doc
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench report", description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    p.add_argument("--doc", type=Path, default=DOC)
+    p.add_argument("--plots", type=Path, default=DOC.parent, help="directory for bench-*.png")
+    args = p.parse_args(argv)
+    data = {name: results.read(args.results, name) for name in BLOCKS}
+    blocks = {name: BLOCKS[name](d) for name, d in data.items() if d is not None}
+    write_if_changed(args.doc, fill(args.doc.read_text(), blocks))
+    try:
+        from bench import plots
+    except ImportError as e:
+        print(f"report: no plots ({e.name} not installed: pip install -e .[bench])")
+    else:
+        for path in plots.write_all(data, args.plots):
+            print(f"report: {path}")
+    print(f"report: {args.doc} ({', '.join(sorted(blocks)) or 'no results'})")
+    return 0
