@@ -31,7 +31,8 @@ from gn_thinlto.config import CONFIG_FILE_NAME, load_config
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.fsutil import write_if_changed
 from gn_thinlto.gn_project import parse_project
-from gn_thinlto.plan import GnGraph, plan_graph
+from gn_thinlto.gn_link import GnGraph
+from gn_thinlto.plan import plan_graph
 from gn_thinlto.plan_model import GraphPlan
 from gn_thinlto.render import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files, render_files
 

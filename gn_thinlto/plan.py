@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gn_thinlto import linkline
 from gn_thinlto.config import Config, TestonlyMode
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.gn_project import GnProject, GnTarget, GnTool
+from gn_thinlto.gn_project import GnProject, GnTarget
+from gn_thinlto.gn_link import GnGraph, GnLink, LinkInput, Producer, classify, gn_link, producers_of, rules_of
 from gn_thinlto.linkline import LtoMode, Refused
-from gn_thinlto.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
+from gn_thinlto.ninja_text import Rule
 from gn_thinlto.plan_model import (
     Backend,
     FinalLink,
@@ -26,126 +26,7 @@ from gn_thinlto.plan_model import (
     ThinLinkManifest,
 )
 
-_IN_SENTINEL = "\x00gn-thinlto-inputs\x00"
-
-
-@dataclass(frozen=True)
-class GnGraph:
-    """GN's output for one build dir: project.json and the parsed ninja files (keyed by path in OUT)."""
-
-    project: GnProject
-    ninja: Mapping[str, NinjaFile]
-
-
-@dataclass(frozen=True)
-class _Producer:
-    file: str
-    edge: Edge
-
-
-@dataclass(frozen=True)
-class _GnLink:
-    """GN's link edge for one target, evaluated: argv (rsp not expanded) and the rsp template."""
-
-    file: str
-    edge: Edge
-    argv: tuple[str, ...]
-    rsp_path: str
-    rsp_prefix: tuple[str, ...]
-    rsp_suffix: tuple[str, ...]
-    whole_archive: bool
-
-
-@dataclass(frozen=True)
-class _Input:
-    path: str
-    kind: InputKind
-    members: tuple[tuple[str, InputKind], ...] = ()  # set for archives GN builds: their objects, in order
-
-    @property
-    def is_archive(self) -> bool:
-        return bool(self.members)
-
-
-def _producers(graph: GnGraph) -> dict[str, _Producer]:
-    out: dict[str, _Producer] = {}
-    for name in sorted(graph.ninja):
-        for edge in graph.ninja[name].edges:
-            for o in edge.outputs:
-                out[o] = _Producer(name, edge)
-    return out
-
-
-def _rules(graph: GnGraph) -> dict[str, Rule]:
-    rules: dict[str, Rule] = {}
-    for name in sorted(graph.ninja):
-        rules.update(graph.ninja[name].rules)
-    return rules
-
-
-def _command_argv(producer: _Producer, graph: GnGraph, rules: Mapping[str, Rule], key: str = "command") -> list[str]:
-    rule = rules.get(producer.edge.rule)
-    if rule is None:
-        raise Refused(f"GN rule {producer.edge.rule!r} not found")
-    text = evaluate_rule_binding(rule, key, producer.edge, graph.ninja[producer.file].variables)
-    try:
-        return shlex.split(text)
-    except ValueError as e:
-        raise Refused(f"cannot split the {producer.edge.rule} command of {producer.edge.outputs[0]}: {e}") from e
-
-
-def _object_kind(path: str, producers: Mapping[str, _Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> InputKind:
-    producer = producers.get(path)
-    if producer is None:
-        if path.endswith((".o", ".obj")):
-            raise Refused(f"prebuilt object {path} has no GN edge; cannot tell whether it is bitcode")
-        return InputKind.OTHER
-    if GnTool.of_rule(producer.edge.rule) is not None:  # an archive or a linked binary
-        return InputKind.OTHER
-    mode = linkline.lto_mode(_command_argv(producer, graph, rules))
-    if mode is LtoMode.FULL:
-        raise Refused(f"{path} is compiled with full LTO; only ThinLTO objects can be split")
-    return InputKind.BITCODE if mode is LtoMode.THIN else InputKind.NATIVE
-
-
-def _classify(path: str, producers: Mapping[str, _Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> _Input:
-    producer = producers.get(path)
-    if producer is not None and GnTool.of_rule(producer.edge.rule) is GnTool.ALINK:
-        members = tuple((m, _object_kind(m, producers, graph, rules)) for m in producer.edge.inputs)
-        return _Input(path, InputKind.OTHER, members)
-    return _Input(path, _object_kind(path, producers, graph, rules))
-
-
-def _gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, _Producer], rules: Mapping[str, Rule]) -> _GnLink:
-    output = target.outputs[0]
-    producer = producers.get(output)
-    if producer is None:
-        raise Refused(f"no GN edge produces {output}")
-    rule = rules[producer.edge.rule]
-    file_vars = graph.ninja[producer.file].variables
-    argv = _command_argv(producer, graph, rules)
-    rsp_path = evaluate_rule_binding(rule, "rspfile", producer.edge, file_vars)
-    if not rsp_path or f"@{rsp_path}" not in argv:
-        raise Refused("GN link command does not read its inputs from an @rspfile")
-    sentinel_edge = Edge(producer.edge.outputs, (), producer.edge.rule, (_IN_SENTINEL,), (), (), producer.edge.bindings, 0, 0)
-    content = evaluate_rule_binding(rule, "rspfile_content", sentinel_edge, file_vars)
-    try:
-        tokens = shlex.split(content.replace(_IN_SENTINEL, " " + _IN_SENTINEL + " "))
-    except ValueError as e:
-        raise Refused(f"cannot parse the rsp content {content!r}: {e}") from e
-    if tokens.count(_IN_SENTINEL) != 1:
-        raise Refused(f"rsp content {rule.bindings.get('rspfile_content', '')!r} must name the inputs exactly once")
-    at = tokens.index(_IN_SENTINEL)
-    prefix, suffix = tuple(tokens[:at]), tuple(tokens[at + 1:])
-    whole = False
-    for t in (*argv[: argv.index(f"@{rsp_path}")], *prefix):
-        if t in ("-Wl,--whole-archive", "-Wl,-whole-archive"):
-            whole = True
-        elif t in ("-Wl,--no-whole-archive", "-Wl,-no-whole-archive"):
-            whole = False
-    if any(t.startswith("-") and "lib" in t and "start-lib" in t for t in (*prefix, *suffix)):
-        raise Refused("rsp content already uses --start-lib")
-    return _GnLink(producer.file, producer.edge, tuple(argv), rsp_path, prefix, suffix, whole)
+__all__ = ["GnGraph", "plan_graph", "plan_target", "selected_links", "target_directory"]
 
 
 def target_directory(config: Config, target: GnTarget) -> str:
@@ -156,7 +37,7 @@ def target_directory(config: Config, target: GnTarget) -> str:
     )
 
 
-def _expanded_argv(link: _GnLink, inputs: Sequence[str]) -> list[str]:
+def _expanded_argv(link: GnLink, inputs: Sequence[str]) -> list[str]:
     i = link.argv.index(f"@{link.rsp_path}")
     return [*link.argv[:i], *link.rsp_prefix, *inputs, *link.rsp_suffix, *link.argv[i + 1:]]
 
@@ -177,7 +58,7 @@ def _without_groups(argv: Sequence[str]) -> list[str]:
     return [a for a in argv if a not in _GROUP_FLAGS]
 
 
-def _thin_link_items(inputs: Sequence[_Input], whole_archive: bool) -> tuple[list[str], bool]:
+def _thin_link_items(inputs: Sequence[LinkInput], whole_archive: bool) -> tuple[list[str], bool]:
     items: list[str] = []
     lazy = False
     for inp in inputs:
@@ -192,7 +73,7 @@ def _thin_link_items(inputs: Sequence[_Input], whole_archive: bool) -> tuple[lis
 
 
 def _final_items(
-    inputs: Sequence[_Input], native_of: Mapping[str, str], whole_archive: bool, null_index: bool
+    inputs: Sequence[LinkInput], native_of: Mapping[str, str], whole_archive: bool, null_index: bool
 ) -> tuple[list[str], bool]:
     """The final link's static inputs: every non-bitcode input in order, native archive members still lazy.
 
@@ -222,14 +103,14 @@ def _final_items(
     return items, lazy
 
 
-def _eager(inp: _Input, whole_archive: bool) -> tuple[str, ...]:
+def _eager(inp: LinkInput, whole_archive: bool) -> tuple[str, ...]:
     """Inputs the link loads unconditionally: plain inputs, and archive members under --whole-archive."""
     if not inp.is_archive:
         return (inp.path,)
     return tuple(m for m, _ in inp.members) if whole_archive else ()
 
 
-def _bitcode_objects(inputs: Sequence[_Input]) -> list[str]:
+def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
     seen: dict[str, None] = {}
     for inp in inputs:
         if inp.kind is InputKind.BITCODE:
@@ -250,56 +131,85 @@ def _shared_dir(flags: Sequence[str], compiler: str) -> str:
     return f"gn-thinlto/shared/{digest}"
 
 
-def plan_target(
-    target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, _Producer], rules: Mapping[str, Rule]
-) -> tuple[TargetPlan, tuple[Backend, ...]]:
-    """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too."""
-    link = _gn_link(target, graph, producers, rules)
-    inputs = [_classify(p, producers, graph, rules) for p in link.edge.inputs]
-    full_argv = _expanded_argv(link, [i.path for i in inputs])
-    analysis = linkline.analyze(full_argv)
+@dataclass(frozen=True)
+class _LinkFacts:
+    """What plan_target learned about one link, shared by its edge builders."""
+
+    target: GnTarget
+    link: GnLink
+    inputs: tuple[LinkInput, ...]
+    analysis: linkline.LinkAnalysis
+    bitcode: tuple[str, ...]
+    flags: tuple[str, ...]
+    compiler: str
+    tdir: str
+    null_index: bool
+
+
+def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
+             rules: Mapping[str, Rule]) -> _LinkFacts:
+    link = gn_link(target, graph, producers, rules)
+    inputs = tuple(classify(p, producers, graph, rules) for p in link.edge.inputs)
+    analysis = linkline.analyze(_expanded_argv(link, [i.path for i in inputs]))
     if analysis.lto is not LtoMode.THIN:
         raise Refused("link does not use -flto=thin")
-    bitcode = _bitcode_objects(inputs)
+    bitcode = tuple(_bitcode_objects(inputs))
     if not bitcode:
         raise Refused("no ThinLTO bitcode among the link inputs")
-    flags = linkline.apply_overrides(analysis.backend_flags, config.backend_flags_add, config.backend_flags_remove)
-    compiler = linkline.backend_compiler(link.argv[0])
-    tdir = target_directory(config, target)
-    output = target.outputs[0]
     null_index = target.testonly and config.testonly is TestonlyMode.SHARED_NULL_INDEX
     if null_index and analysis.split_lto_unit:
         raise Refused("testonly shared null-index backends cannot serve CFI/split LTO units (they need the thin link)")
-    native_root = _shared_dir(flags, compiler) if null_index else f"{tdir}/native"
-    native_of = {b: f"{native_root}/{b}" for b in bitcode}
-    final_items, final_lazy = _final_items(inputs, native_of, link.whole_archive, null_index)
-    final_rsp = f"{tdir}/final.rsp"
-    final_argv = _replace_output(link.argv, output)
-    final_argv[final_argv.index(f"@{link.rsp_path}")] = f"@{final_rsp}"
-    if final_lazy:
-        final_argv = _without_groups(final_argv)
-    non_bitcode = [i.path for i in inputs if i.kind is not InputKind.BITCODE and not i.is_archive]
-    non_bitcode += [m for i in inputs for m, k in i.members if k is not InputKind.BITCODE]
-    description = f"LINK {output} (ThinLTO final link)"
-    backends = tuple(
-        Backend(b, "" if null_index else f"{tdir}/index/{b}.thinlto.bc", native_of[b],
-                _backend_argv(compiler, b, "" if null_index else f"{tdir}/index/{b}.thinlto.bc", native_of[b], flags),
+    flags = linkline.apply_overrides(analysis.backend_flags, config.backend_flags_add, config.backend_flags_remove)
+    return _LinkFacts(target, link, inputs, analysis, bitcode, flags, linkline.backend_compiler(link.argv[0]),
+                      target_directory(config, target), null_index)
+
+
+def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...]:
+    def index(b: str) -> str:
+        return "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc"
+
+    return tuple(
+        Backend(b, index(b), native_of[b], _backend_argv(f.compiler, b, index(b), native_of[b], f.flags),
                 f"BACKEND {native_of[b]}")
-        for b in bitcode
+        for b in f.bitcode
     )
-    common = dict(label=target.label, output=output, directory=tdir, ninja_file=f"{tdir}/build.ninja",
+
+
+def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
+    """GN's link command with its own output and our response file (no groups around --start-lib)."""
+    argv = _replace_output(f.link.argv, f.target.outputs[0])
+    argv[argv.index(f"@{f.link.rsp_path}")] = f"@{final_rsp}"
+    return tuple(_without_groups(argv) if lazy else argv)
+
+
+def plan_target(
+    target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer], rules: Mapping[str, Rule]
+) -> tuple[TargetPlan, tuple[Backend, ...]]:
+    """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too."""
+    f = _analyze(target, graph, config, producers, rules)
+    link, output = f.link, target.outputs[0]
+    native_root = _shared_dir(f.flags, f.compiler) if f.null_index else f"{f.tdir}/native"
+    native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
+    final_items, final_lazy = _final_items(f.inputs, native_of, link.whole_archive, f.null_index)
+    final_rsp = f"{f.tdir}/final.rsp"
+    final_argv = _final_argv(f, final_rsp, final_lazy)
+    non_bitcode = [i.path for i in f.inputs if i.kind is not InputKind.BITCODE and not i.is_archive]
+    non_bitcode += [m for i in f.inputs for m, k in i.members if k is not InputKind.BITCODE]
+    description = f"LINK {output} (ThinLTO final link)"
+    backends = _backends(f, native_of)
+    common = dict(label=target.label, output=output, directory=f.tdir, ninja_file=f"{f.tdir}/build.ninja",
                   gn_ninja_file=link.file, gn_edge_lines=(link.edge.first_line, link.edge.last_line))
-    if null_index:
-        final = FinalLink(link.edge.outputs, tuple(non_bitcode) + tuple(native_of[b] for b in bitcode),
-                          link.edge.implicit, link.edge.order_only, tuple(final_argv), "", final_rsp,
+    if f.null_index:
+        final = FinalLink(link.edge.outputs, (*non_bitcode, *(native_of[b] for b in f.bitcode)),
+                          link.edge.implicit, link.edge.order_only, final_argv, "", final_rsp,
                           (*link.rsp_prefix, *final_items, *link.rsp_suffix), description)
         return TargetPlan(**common, thin_link=None, backends=(), final_link=final), backends
-    minimized = _minimized(bitcode, producers) if config.minimized_bitcode else {}
-    thin = _thin_link(target, link, inputs, analysis, tdir, bitcode, native_of, final_rsp, minimized)
+    minimized = _minimized(f.bitcode, producers) if config.minimized_bitcode else {}
+    thin = _thin_link(target, link, f.inputs, f.analysis, f.tdir, f.bitcode, native_of, final_rsp, minimized)
     # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node is
     # finished, but would schedule the final link as soon as any other output of the same edge is finished.
     final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, thin.manifest.dyndep),
-                      link.edge.order_only, tuple(final_argv), thin.manifest.dyndep, final_rsp, (), description)
+                      link.edge.order_only, final_argv, thin.manifest.dyndep, final_rsp, (), description)
     return TargetPlan(**common, thin_link=thin, backends=backends, final_link=final), ()
 
 
@@ -313,7 +223,7 @@ def minimized_path(bitcode: str) -> str:
     return bitcode.removesuffix(".o") + MINIMIZED_SUFFIX
 
 
-def _minimized(bitcode: Sequence[str], producers: Mapping[str, _Producer]) -> dict[str, str]:
+def _minimized(bitcode: Sequence[str], producers: Mapping[str, Producer]) -> dict[str, str]:
     out = {}
     for b in bitcode:
         m = minimized_path(b)
@@ -323,7 +233,7 @@ def _minimized(bitcode: Sequence[str], producers: Mapping[str, _Producer]) -> di
     return out
 
 
-def _thin_link(target: GnTarget, link: _GnLink, inputs: Sequence[_Input], analysis: linkline.LinkAnalysis,
+def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], analysis: linkline.LinkAnalysis,
                tdir: str, bitcode: Sequence[str], native_of: Mapping[str, str],
                final_rsp: str, minimized: Mapping[str, str]) -> ThinLink:
     stage = f"{tdir}/stage"
@@ -378,8 +288,8 @@ def selected_links(project: GnProject, config: Config) -> list[GnTarget]:
 
 def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     """Plan every selected link target; refusals keep GN's edge and carry their reason."""
-    producers = _producers(graph)
-    rules = _rules(graph)
+    producers = producers_of(graph)
+    rules = rules_of(graph)
     targets: list[TargetPlan] = []
     refusals: list[Refusal] = []
     shared: dict[str, Backend] = {}

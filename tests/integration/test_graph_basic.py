@@ -7,7 +7,6 @@ executable linking it, an assembly object and a refused target (all in one small
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest

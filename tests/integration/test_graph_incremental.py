@@ -3,7 +3,6 @@ backends whose bitcode or index changed run; identical jobs are cache hits; a se
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -6,7 +6,6 @@ Set GN_THINLTO_UPDATE_GOLDEN=1 to rewrite tests/golden/basic/expected after an i
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

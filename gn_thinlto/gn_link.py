@@ -1,0 +1,135 @@
+"""GN's link edges, evaluated: the link argv, its response-file template, and every input classified as
+ThinLTO bitcode, native object, archive (with members) or other. Pure functions over parsed GN data."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gn_thinlto import linkline
+from gn_thinlto.gn_project import GnProject, GnTarget, GnTool
+from gn_thinlto.linkline import LtoMode, Refused
+from gn_thinlto.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
+from gn_thinlto.plan_model import InputKind
+
+_IN_SENTINEL = "\x00gn-thinlto-inputs\x00"
+
+
+@dataclass(frozen=True)
+class GnGraph:
+    """GN's output for one build dir: project.json and the parsed ninja files (keyed by path in OUT)."""
+
+    project: GnProject
+    ninja: Mapping[str, NinjaFile]
+
+
+@dataclass(frozen=True)
+class Producer:
+    file: str
+    edge: Edge
+
+
+@dataclass(frozen=True)
+class GnLink:
+    """GN's link edge for one target, evaluated: argv (rsp not expanded) and the rsp template."""
+
+    file: str
+    edge: Edge
+    argv: tuple[str, ...]
+    rsp_path: str
+    rsp_prefix: tuple[str, ...]
+    rsp_suffix: tuple[str, ...]
+    whole_archive: bool
+
+
+@dataclass(frozen=True)
+class LinkInput:
+    path: str
+    kind: InputKind
+    members: tuple[tuple[str, InputKind], ...] = ()  # set for archives GN builds: their objects, in order
+
+    @property
+    def is_archive(self) -> bool:
+        return bool(self.members)
+
+
+def producers_of(graph: GnGraph) -> dict[str, Producer]:
+    out: dict[str, Producer] = {}
+    for name in sorted(graph.ninja):
+        for edge in graph.ninja[name].edges:
+            for o in edge.outputs:
+                out[o] = Producer(name, edge)
+    return out
+
+
+def rules_of(graph: GnGraph) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for name in sorted(graph.ninja):
+        rules.update(graph.ninja[name].rules)
+    return rules
+
+
+def command_argv(producer: Producer, graph: GnGraph, rules: Mapping[str, Rule], key: str = "command") -> list[str]:
+    rule = rules.get(producer.edge.rule)
+    if rule is None:
+        raise Refused(f"GN rule {producer.edge.rule!r} not found")
+    text = evaluate_rule_binding(rule, key, producer.edge, graph.ninja[producer.file].variables)
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise Refused(f"cannot split the {producer.edge.rule} command of {producer.edge.outputs[0]}: {e}") from e
+
+
+def object_kind(path: str, producers: Mapping[str, Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> InputKind:
+    producer = producers.get(path)
+    if producer is None:
+        if path.endswith((".o", ".obj")):
+            raise Refused(f"prebuilt object {path} has no GN edge; cannot tell whether it is bitcode")
+        return InputKind.OTHER
+    if GnTool.of_rule(producer.edge.rule) is not None:  # an archive or a linked binary
+        return InputKind.OTHER
+    mode = linkline.lto_mode(command_argv(producer, graph, rules))
+    if mode is LtoMode.FULL:
+        raise Refused(f"{path} is compiled with full LTO; only ThinLTO objects can be split")
+    return InputKind.BITCODE if mode is LtoMode.THIN else InputKind.NATIVE
+
+
+def classify(path: str, producers: Mapping[str, Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> LinkInput:
+    producer = producers.get(path)
+    if producer is not None and GnTool.of_rule(producer.edge.rule) is GnTool.ALINK:
+        members = tuple((m, object_kind(m, producers, graph, rules)) for m in producer.edge.inputs)
+        return LinkInput(path, InputKind.OTHER, members)
+    return LinkInput(path, object_kind(path, producers, graph, rules))
+
+
+def gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer], rules: Mapping[str, Rule]) -> GnLink:
+    output = target.outputs[0]
+    producer = producers.get(output)
+    if producer is None:
+        raise Refused(f"no GN edge produces {output}")
+    rule = rules[producer.edge.rule]
+    file_vars = graph.ninja[producer.file].variables
+    argv = command_argv(producer, graph, rules)
+    rsp_path = evaluate_rule_binding(rule, "rspfile", producer.edge, file_vars)
+    if not rsp_path or f"@{rsp_path}" not in argv:
+        raise Refused("GN link command does not read its inputs from an @rspfile")
+    sentinel_edge = Edge(producer.edge.outputs, (), producer.edge.rule, (_IN_SENTINEL,), (), (), producer.edge.bindings, 0, 0)
+    content = evaluate_rule_binding(rule, "rspfile_content", sentinel_edge, file_vars)
+    try:
+        tokens = shlex.split(content.replace(_IN_SENTINEL, " " + _IN_SENTINEL + " "))
+    except ValueError as e:
+        raise Refused(f"cannot parse the rsp content {content!r}: {e}") from e
+    if tokens.count(_IN_SENTINEL) != 1:
+        raise Refused(f"rsp content {rule.bindings.get('rspfile_content', '')!r} must name the inputs exactly once")
+    at = tokens.index(_IN_SENTINEL)
+    prefix, suffix = tuple(tokens[:at]), tuple(tokens[at + 1:])
+    whole = False
+    for t in (*argv[: argv.index(f"@{rsp_path}")], *prefix):
+        if t in ("-Wl,--whole-archive", "-Wl,-whole-archive"):
+            whole = True
+        elif t in ("-Wl,--no-whole-archive", "-Wl,-no-whole-archive"):
+            whole = False
+    if any(t.startswith("-") and "lib" in t and "start-lib" in t for t in (*prefix, *suffix)):
+        raise Refused("rsp content already uses --start-lib")
+    return GnLink(producer.file, producer.edge, tuple(argv), rsp_path, prefix, suffix, whole)
