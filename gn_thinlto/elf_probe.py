@@ -43,6 +43,8 @@ def has_real_symbols(path: Path) -> bool:
         if sh[1] != SectionType.SYMTAB:
             continue
         sym_off, sym_size = sh[4], sh[5]
+        if sym_off + sym_size > len(data):
+            raise GnThinltoError(f"{path}: .symtab at offset {sym_off} ({sym_size} bytes) is truncated")
         for j in range(1, sym_size // _SYM.size):
             name, info, _other, shndx, _value, _size = _SYM.unpack_from(data, sym_off + j * _SYM.size)
             if info & 0xF not in (SymbolType.FILE, SymbolType.SECTION):

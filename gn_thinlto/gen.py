@@ -15,6 +15,7 @@ from pathlib import Path
 from gn_thinlto import tools
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.fsutil import write_if_changed
+from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place
 
 HOOK_LAUNCHER = "gn-thinlto/gn_hook.py"
 _LAUNCHER_TEXT = '''\
@@ -53,8 +54,21 @@ def gen(out_dir: Path, root: Path, args: str, config: Path | None, log: Path | N
     if config is not None and not config.is_file():
         raise GnThinltoError(f"--config {config}: no such file")
     out_dir.mkdir(parents=True, exist_ok=True)
+    _forget_unmarked_project_json(out_dir)
     stdout = tools.gn_gen(out_dir, root.resolve(), args, extra=hook_flags(out_dir, config), log=log)
+    check_graph_in_place(out_dir)
     return [line for line in stdout.splitlines() if line.startswith("gn-thinlto:")]
+
+
+def _forget_unmarked_project_json(out_dir: Path) -> None:
+    """A project.json from a `gn gen --ide=json` without the hook would look unchanged to GN, which would then
+    skip the hook; removing it makes GN write it and run the hook."""
+    project = out_dir / "project.json"
+    try:
+        if f'"{PROJECT_MARKER_KEY}"' not in project.read_text():
+            project.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def run(args: argparse.Namespace) -> int:

@@ -75,3 +75,11 @@ def test_plain_gn_gen_without_the_hook_is_detected(built: Build) -> None:
     # Restoring is one command.
     assert gn_thinlto("gen", str(built.out), "--root", str(built.root)).returncode == 0
     assert MARKER in (built.out / "build.ninja").read_text()
+
+
+def test_gen_after_an_unhooked_json_gen_still_installs_the_graph(built: Build) -> None:
+    out = built.out.parent / "json_first"
+    subprocess.run(["gn", "gen", str(out), f"--root={built.root}", "--ide=json"], check=True, capture_output=True)
+    proc = gn_thinlto("gen", str(out), "--root", str(built.root))
+    assert proc.returncode == 0, proc.stderr
+    assert MARKER in (out / "build.ninja").read_text()
