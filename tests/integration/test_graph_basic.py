@@ -120,3 +120,13 @@ def test_explain(built: Build) -> None:
     assert any(re.match(r"  unused  obj/lib/lib.unused.o", line) for line in lines)
     bad = gn_thinlto("explain", str(built.out), "//nope:nope")
     assert bad.returncode == 2 and bad.stderr.startswith("gn-thinlto: error: //nope:nope: no ThinLTO link")
+
+
+def test_explain_imports_agree_with_llds_imports_files(built: Build) -> None:
+    from gn_thinlto.explain import explain
+
+    for target in PLANNED:
+        e = explain(built.out, target)
+        for o in e.objects:
+            imports_file = built.out / "gn-thinlto" / target / "index" / f"{o.bitcode}.imports"
+            assert list(o.imports) == sorted(imports_file.read_text().split()), (target, o.bitcode)
