@@ -91,7 +91,7 @@ def render_config(s: ServerSettings) -> str:
         "bot-session-keepalive-timeout": s.keepalive_s, "session-expiry-timer-interval": 2.0,
         "max-execution-timeout": 900, "max-job-attempts": 3,
         "property-set": _tag("!dynamic-property-set", {"match-property-keys": list(MATCH_PROPERTY_KEYS)}),
-        "assigners": [_tag("!priority-age-assigner", {"count": 1, "interval": 0.02, "jitter-factor": 0.0})],
+        "assigners": [_tag("!priority-age-assigner", {"count": 1, "interval": 0.01, "jitter-factor": 0.0})],
     })
     doc = {
         "description": "goma-ext local cluster",

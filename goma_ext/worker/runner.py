@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from goma_ext.errors import GomaExtError
 from goma_ext.remote.cas import Cas
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
+from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
 from goma_ext.worker import sandbox
 from goma_ext.worker.errors import Refusal
@@ -41,7 +43,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
 
 
 def _run(argv: list[str], exe: Path, cwd: Path, env: dict[str, str], timeout: float, logs: Path) -> tuple[int, bytes, bytes]:
@@ -51,14 +52,25 @@ def _run(argv: list[str], exe: Path, cwd: Path, env: dict[str, str], timeout: fl
             argv, executable=str(exe), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             start_new_session=True,
         )
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        # A blocking waitpid plus a timer: Popen.wait(timeout) polls with sleeps of up to 50 ms.
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
             _kill_group(proc)
-            raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            code = proc.wait()
         except BaseException:
             _kill_group(proc)
+            proc.wait()
             raise
+        finally:
+            timer.cancel()
+        if expired.is_set():
+            raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
     return code, out_path.read_bytes(), err_path.read_bytes()
 
 
@@ -105,9 +117,10 @@ def execute_lease(cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, s
         start = time.time()
         code, stdout, stderr = _run(list(command.arguments), exe, workdir, env, timeout, logs)
         result = re_pb2.ActionResult(exit_code=code)
-        result.output_files.extend(sandbox.collect_outputs(cas, workdir, root, outputs))
+        files, blobs = sandbox.collect_outputs(workdir, root, outputs)
+        result.output_files.extend(files)
         out_d, err_d = (Digest.of_bytes(b) for b in (stdout, stderr))
-        cas.upload_bytes([stdout, stderr])
+        cas.upload({**blobs, out_d: BlobSource(data=stdout), err_d: BlobSource(data=stderr)})
         result.stdout_digest.CopyFrom(out_d.to_proto())
         result.stderr_digest.CopyFrom(err_d.to_proto())
         result.execution_metadata.worker_start_timestamp.FromSeconds(int(start))

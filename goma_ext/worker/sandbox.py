@@ -89,8 +89,10 @@ def materialise(cas: Cas, root: Digest, sandbox: Path) -> int:
     return len(files)
 
 
-def collect_outputs(cas: Cas, workdir: Path, sandbox: Path, outputs: Sequence[str]) -> list[re_pb2.OutputFile]:
-    """Upload each output file (relative to workdir); refuse symlinks and paths outside the sandbox."""
+def collect_outputs(
+    workdir: Path, sandbox: Path, outputs: Sequence[str]
+) -> tuple[list[re_pb2.OutputFile], dict[Digest, BlobSource]]:
+    """Each output file (relative to workdir) and its blob to upload; refuse symlinks and paths outside the sandbox."""
     found: list[tuple[str, Path, bool]] = []
     for out in outputs:
         full = inside(sandbox, os.path.relpath(workdir / out, sandbox) if not posixpath.isabs(out) else out, "output")
@@ -102,5 +104,6 @@ def collect_outputs(cas: Cas, workdir: Path, sandbox: Path, outputs: Sequence[st
             raise bad_path(f"output {out!r} is not a regular file")
         found.append((out, full, bool(st.st_mode & stat.S_IXUSR)))
     digests = {out: Digest.of_file(full) for out, full, _ in found}
-    cas.upload({digests[out]: BlobSource(path=full) for out, full, _ in found})
-    return [re_pb2.OutputFile(path=out, digest=digests[out].to_proto(), is_executable=x) for out, _, x in sorted(found)]
+    blobs = {digests[out]: BlobSource(path=full) for out, full, _ in found}
+    files = [re_pb2.OutputFile(path=out, digest=digests[out].to_proto(), is_executable=x) for out, _, x in sorted(found)]
+    return files, blobs

@@ -22,13 +22,15 @@ def test_trivial_action_round_trip_is_fast(cluster: Cluster, tmp_path: Path) -> 
     ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint))
     ident = identify("clang-19", tmp_path)
     times = []
-    for i in range(6):
+    for i in range(10):
         t = time.monotonic()
-        argv = ["clang-19", "-E", "-P", "-x", "c", f"-DX={time.time_ns()}{i}", "-"]
+        argv = ["clang-19", "--version", f"-DX={time.time_ns()}{i}"]
         res = ex.run(argv, tmp_path, [], [], ident)
         times.append(time.monotonic() - t)
         assert res.exit_code == 0 and not res.cache_hit
     ex.close()
-    best = min(times[1:])
+    best = min(times)
     print(f"round trips (ms): {[round(x * 1000) for x in times]}")
-    assert best < 0.25, f"best round trip {best * 1000:.0f} ms"
+    # Target: < 100 ms on an idle machine (about 70-90 ms measured with other builds running); the assert keeps
+    # a margin for CI machines shared with parallel builds, and catches regressions such as polling sleeps.
+    assert best < 0.2, f"best round trip {best * 1000:.0f} ms: {[round(x * 1000) for x in times]}"
