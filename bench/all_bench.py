@@ -1,7 +1,8 @@
 """`python -m bench all [--quick]`: every benchmark in one run, then the report (docs/benchmarks.md tables, plots).
 
---quick runs each at a small size (under 10 minutes on 2 cores); without it the sizes of docs/benchmarks.md
-(graph scale up to 1,000 × 1,000, ninja's sources, remote cluster), which takes about an hour on 2 cores.
+--quick runs each at a small size (builds and remote on a 2 × 4 synthetic workspace; under 10 minutes on 2 cores);
+without it the sizes of docs/benchmarks.md (graph scale up to 1,000 × 1,000, the example and ninja's sources,
+remote cluster), which takes one to two hours on 2 cores.
 Order: counts and per-edge costs first, the timing-sensitive side-by-side builds last.
 """
 
@@ -20,15 +21,16 @@ from bench import results
 from bench.fsio import REPO
 from bench.ninja_sdist import DEFAULT_CACHE
 
-# (benchmark, extra arguments in --quick mode)
-PLAN: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("index", ("--sizes", "200", "--repeat", "10")),
-    ("scale", ("--quick",)),
-    ("sharing", ("--quick",)),
-    ("remote", ("--quick",)),
-    ("builds", ("--quick", "--variants", "abcd")),
+# (step, benchmark, arguments with --quick (None: skipped), arguments in a full run); timing-sensitive last but
+# the 1,000 x 1,000 graph, the longest step.
+PLAN: tuple[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], ...] = (
+    ("index", "index", ("--sizes", "200", "--repeat", "10"), ("--sizes", "200,2000", "--repeat", "30")),
+    ("sharing", "sharing", ("--quick",), ()),
+    ("remote", "remote", ("--subjects", "tiny"), ()),
+    ("builds", "builds", ("--subjects", "tiny", "--variants", "abcd"), ("--variants", "abcd")),
+    ("scale", "scale", ("--quick",), ("--sizes", "100:1000")),
+    ("scale-large", "scale", None, ("--sizes", "1000:1000", "--mix", "", "--name", "scale-large")),
 )
-FULL_EXTRA = {"builds": ("--variants", "abcd"), "index": ("--sizes", "200,2000", "--repeat", "30")}
 OWN_CACHE_ARGS = {"index"}  # benchmarks with their own options (no --cache/--results)
 
 
@@ -45,30 +47,34 @@ def run_captured(name: str, extra: Sequence[str], results_dir: Path) -> int:
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench all", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes, under 10 minutes")
-    p.add_argument("--only", help="comma-separated subset of: " + ", ".join(n for n, _ in PLAN))
+    p.add_argument("--only", help="comma-separated subset of: " + ", ".join(step for step, *_ in PLAN))
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md and the plots")
     args = p.parse_args(argv)
     from bench.__main__ import BENCHMARKS
 
-    chosen = set(args.only.split(",")) if args.only else {n for n, _ in PLAN}
+    chosen = set(args.only.split(",")) if args.only else {step for step, *_ in PLAN}
     failed = []
-    for name, quick_extra in PLAN:
-        if name not in chosen:
+    for step, name, quick_args, full_args in PLAN:
+        if step not in chosen or (args.quick and quick_args is None):
             continue
-        extra = list(quick_extra if args.quick else FULL_EXTRA.get(name, ()))
+        extra = list(quick_args if args.quick and quick_args is not None else full_args)
         if name not in OWN_CACHE_ARGS:
             extra += ["--cache", str(args.cache), "--results", str(args.results)]
-        print(f"\n=== python -m bench {name} {' '.join(extra)}", flush=True)
+        print(f"\n=== {step}: python -m bench {name} {' '.join(extra)}", flush=True)
         start = time.monotonic()
-        if name in OWN_CACHE_ARGS:
-            code = run_captured(name, extra, args.results)
-        else:
-            code = int(importlib.import_module(BENCHMARKS[name]).main(extra))
-        print(f"=== {name}: exit {code} after {time.monotonic() - start:.0f} s", flush=True)
+        try:
+            if name in OWN_CACHE_ARGS:
+                code = run_captured(name, extra, args.results)
+            else:
+                code = int(importlib.import_module(BENCHMARKS[name]).main(extra))
+        except Exception as e:  # one failed benchmark must not lose the others' numbers
+            print(f"=== {step}: {type(e).__name__}: {e}", flush=True)
+            code = 1
+        print(f"=== {step}: exit {code} after {time.monotonic() - start:.0f} s", flush=True)
         if code:
-            failed.append(name)
+            failed.append(step)
     if not args.no_report:
         from bench import report
 

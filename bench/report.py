@@ -119,6 +119,7 @@ BLOCKS: dict[str, Callable[[Data], str]] = {
 
 def fill(doc: str, blocks: dict[str, str]) -> str:
     for name, text in blocks.items():
+        name = re.escape(name)
         pattern = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.DOTALL)
         doc = pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), doc)
     return doc
@@ -132,6 +133,11 @@ def main(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     data = {name: results.read(args.results, name) for name in BLOCKS}
     blocks = {name: BLOCKS[name](d) for name, d in data.items() if d is not None}
+    large = results.read(args.results, "scale-large")
+    if large is not None:
+        blocks["scale-large"] = scale_block(large)
+        if data["scale"] is not None:
+            data["scale"] = dict(data["scale"], rows=data["scale"]["rows"] + large["rows"])
     write_if_changed(args.doc, fill(args.doc.read_text(), blocks))
     try:
         from bench import plots

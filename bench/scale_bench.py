@@ -148,6 +148,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--keep", action="store_true", help="keep the build directories")
+    p.add_argument("--name", default="scale", help="results file name (the report shows scale and scale-large)")
     args = p.parse_args(argv)
     if args.sizes:
         sizes = tuple(tuple(int(x) for x in s.split(":")) for s in args.sizes.split(","))
@@ -169,9 +170,11 @@ def main(argv: Sequence[str]) -> int:
     print(render(["workspace", "mode", "parse/be vs naive", "RSS/be vs naive", "hook/parse", "no-op vs GN",
                   "bytes vs GN"], [list(r.values()) for r in rat]))
     note = graph_tool.available()
-    path = results.write(args.results, "scale", dict(ctx, rows=rows, ratios=rat, ninja=f"{tools.version} (sdist build)",
+    command = "python -m bench scale" + (" --quick" if args.quick else "") + \
+        (f" --sizes {args.sizes}" if args.sizes else "") + (f" --mix '{args.mix}'" if args.mix != "20:40" else "")
+    path = results.write(args.results, args.name, dict(ctx, rows=rows, ratios=rat, ninja=f"{tools.version} (sdist build)",
                                                      source=graph_tool.source_state(), graph_missing=note,
-                                                     command="python -m bench scale" + (" --quick" if args.quick else "")))
+                                                     command=command + (f" --name {args.name}" if args.name != "scale" else "")))
     if note:
         print(f"not measured: GN + our graph, null-index mode: {note}")
     print(f"results: {path}")
