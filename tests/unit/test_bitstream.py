@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from goma_ext.bitcursor import BitCursor
 from goma_ext.bitstream import Bitstream, Block, Record
 from goma_ext.errors import DecodeError, GomaExtError
-from goma_ext.llvm_codes import BlockId
+from goma_ext.llvm_codes import CHAR6_ALPHABET, BlockId
 from tests.unit.index_bitwriter import BitWriter, stream
 
 DATA = Path(__file__).parent / "index_data"
@@ -212,3 +214,61 @@ def test_huge_claimed_sizes_allocate_nothing() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 1_000_000
+
+
+_SCALAR = st.one_of(
+    st.tuples(st.just("literal"), st.integers(0, 2**20)),
+    st.tuples(st.just("fixed"), st.integers(1, 32)),
+    st.tuples(st.just("vbr"), st.integers(2, 32)),
+    st.tuples(st.just("char6")),
+)
+_TAIL = st.one_of(
+    st.just(()),
+    st.tuples(st.just(("array",)), st.one_of(st.tuples(st.just("fixed"), st.integers(1, 32)),
+                                             st.tuples(st.just("vbr"), st.integers(2, 32)), st.just(("char6",)))),
+    st.just((("blob",),)),
+)
+
+
+def _value(op: tuple, draw: st.DrawFn) -> int:
+    if op[0] == "char6":
+        return draw(st.sampled_from(list(CHAR6_ALPHABET)))
+    if op[0] == "fixed":
+        return draw(st.integers(0, 2 ** op[1] - 1))
+    return draw(st.integers(0, 2**64 - 1))
+
+
+@st.composite
+def abbreviated_records(draw: st.DrawFn) -> tuple[list, list, tuple, bytes | None]:
+    """(abbrev ops, values for the writer, expected decoded operands, expected blob)."""
+    scalars = [draw(st.tuples(st.just("literal"), st.integers(0, 100))), *draw(st.lists(_SCALAR, max_size=5))]
+    tail = list(draw(_TAIL))
+    written: list[int] = []
+    decoded: list[int] = []
+    for op in scalars:
+        if op[0] == "literal":
+            decoded.append(op[1])
+        else:
+            written.append(_value(op, draw))
+            decoded.append(written[-1])
+    if tail[:1] == [("array",)]:
+        items = [_value(tail[1], draw) for _ in range(draw(st.integers(0, 150)))]
+        written += items
+        decoded += items
+    blob = draw(st.binary(max_size=40)) if tail == [("blob",)] else None
+    return scalars + tail, written, tuple(decoded), blob
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(abbreviated_records(), min_size=1, max_size=4), st.integers(3, 8))
+def test_abbreviated_records_round_trip(records: list, width: int) -> None:
+    """Whatever the writer encodes with any abbreviation, the reader decodes to the same values."""
+
+    def body(w: BitWriter) -> None:
+        for ops, _, _, _ in records:
+            w.define_abbrev(ops)
+        for i, (ops, written, _, blob) in enumerate(records):
+            w.abbreviated(4 + i, ops, written, blob=blob or b"")
+
+    expected = [(decoded[0], decoded[1:], blob) for _, _, decoded, blob in records]
+    assert decode(stream(lambda w: w.block(8, width, body))) == [(8, expected)]
