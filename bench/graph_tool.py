@@ -37,14 +37,20 @@ def gn_gen(out_dir: Path, root: Path, args: str = "", ide_json: bool = False) ->
     return run(cmd)
 
 
-def hook(out_dir: Path, config: Path | None = None) -> Sample:
+# Limits on one hook run, so a graph too large for the hook fails alone instead of taking the machine down.
+HOOK_MEMORY_GIB = 12
+
+
+def hook(out_dir: Path, config: Path | None = None, timeout_s: int | None = None) -> Sample:
     """Run the hook alone on a directory `gn gen --ide=json` just wrote (what GN's --json-ide-script does)."""
-    cmd = [sys.executable, "-m", "gn_thinlto.hook", str(out_dir / "project.json")]
+    limits = ["prlimit", f"--as={HOOK_MEMORY_GIB << 30}"] + (["timeout", str(timeout_s)] if timeout_s else [])
+    cmd = [*limits, sys.executable, "-m", "gn_thinlto.hook", str(out_dir / "project.json")]
     if config is not None:
         cmd.append(str(config))
     return run(cmd, cwd=REPO)
 
 
-def gen_with_graph(out_dir: Path, root: Path, args: str = "", config: Path | None = None) -> tuple[Sample, Sample]:
+def gen_with_graph(out_dir: Path, root: Path, args: str = "", config: Path | None = None,
+                   timeout_s: int | None = None) -> tuple[Sample, Sample]:
     """`gn gen --ide=json` then the hook, timed apart: (GN's sample, the hook's sample)."""
-    return gn_gen(out_dir, root, args, ide_json=True), hook(out_dir, config)
+    return gn_gen(out_dir, root, args, ide_json=True), hook(out_dir, config, timeout_s)

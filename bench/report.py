@@ -32,11 +32,12 @@ def _run_line(d: Data) -> str:
 
 
 def scale_block(d: Data) -> str:
-    rows = [[f"{r['workspace']} {r['mode']}", r["links"], r["gen_s"], r["hook_s"], r["ninja_bytes"] / 2**20,
+    rows = [[f"{r['workspace']} {r['mode']}", r["links"], r["gen_s"], r["hook_s"], r.get("hook_rss_mib"),
+             r["ninja_bytes"] / 2**20,
              r["edges"], r["backend_edges"], r["noop_s"], r["noop_rss_mib"], r["parse_ms"], r["stat_ms"],
              ratio(r["parse_ms"] * 1000, r["backend_edges"]), ratio(r["noop_rss_mib"] * 1024, r["backend_edges"])]
             for r in d["rows"]]
-    main = render(["workspace / mode", "links", "gn gen s", "hook s", "ninja MiB", "edges", "backend edges",
+    main = render(["workspace / mode", "links", "gn gen s", "hook s", "hook RSS MiB", "ninja MiB", "edges", "backend edges",
                    "no-op s", "no-op RSS MiB", "parse ms", "stat ms", "parse µs / backend", "RSS KiB / backend"],
                   rows, markdown=True)
     rat = render(["workspace", "mode", "parse / backend vs naive", "RSS / backend vs naive", "hook s / ninja parse s",
@@ -45,6 +46,7 @@ def scale_block(d: Data) -> str:
                    r["hook_s_vs_ninja_parse_s"], r["noop_vs_gn_alone"], r["ninja_bytes_vs_gn_alone"]] for r in d["ratios"]],
                  markdown=True)
     missing = f"\n\nNot measured: {d['graph_missing']}." if d.get("graph_missing") else ""
+    missing += "".join(f"\n\nNot measured: {f}." for f in d.get("failures", []))
     return f"{_run_line(d)} Source: {d.get('source', '?')}; no-ops timed with ninja {d.get('ninja', '?')}.\n\n{main}\n\n{rat}{missing}"
 
 
@@ -112,6 +114,42 @@ def index_block(d: Data) -> str:
     return f"{_run_line(d)}\n\n```\n{d['output'].strip()}\n```"
 
 
+def _goal(rows: list[list[Any]], goal: str, where: str, value: float | None, target: float, at_most: bool) -> None:
+    if value is None:
+        rows.append([goal, where, None, f"{'≤' if at_most else '≥'} {target:g}", "not measured"])
+        return
+    met = value <= target if at_most else value >= target
+    by = value / target if at_most else target / value if value else float("inf")
+    rows.append([goal, where, value, f"{'≤' if at_most else '≥'} {target:g}", "met" if met else f"missed by {by:.2f}×"])
+
+
+def goals_block(data: dict[str, Data | None]) -> str:
+    """Every goal of the issue against the latest numbers: met, or missed by how much."""
+    rows: list[list[Any]] = []
+    scale_rows = []
+    for name in ("scale", "scale-large"):
+        d = data.get(name)
+        if d:
+            scale_rows += d["ratios"]
+    for r in scale_rows:
+        if r["mode"] != "graph":  # the goals are about our graph's backend edges; null-index is in the tables
+            continue
+        where = f"{r['workspace']} {r['mode']}"
+        _goal(rows, "ninja parse time per backend edge vs naive", where, r["parse_per_backend_vs_naive"], 0.5, True)
+        _goal(rows, "ninja RSS per backend edge vs naive", where, r["rss_per_backend_vs_naive"], 0.5, True)
+        _goal(rows, "hook time vs ninja's load (parse) time", where, r["hook_s_vs_ninja_parse_s"], 1.0, True)
+    b = data.get("builds")
+    for r in (b or {}).get("ratios", []):
+        if r["case"] == "clean":
+            _goal(rows, "clean build wall (c) / (a)", r["subject"], r["c_vs_a_wall"], 1.05, True)
+        elif r["case"] == "peak link-phase RSS":
+            _goal(rows, "peak link-phase RSS (c) / (a)", r["subject"], r["c_vs_a_rss"], 0.5, True)
+        else:
+            _goal(rows, f"{r['case']} edit: wall (c) / (b)", r["subject"], r["c_vs_b_wall"], 1.0, True)
+            _goal(rows, f"{r['case']} edit: speed-up (a) / (c)", r["subject"], r["a_vs_c_speedup"], 3.0, False)
+    return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
+
+
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
 }
@@ -134,6 +172,7 @@ def main(argv: Sequence[str]) -> int:
     data = {name: results.read(args.results, name) for name in BLOCKS}
     blocks = {name: BLOCKS[name](d) for name, d in data.items() if d is not None}
     large = results.read(args.results, "scale-large")
+    blocks["goals"] = goals_block(dict(data, **{"scale-large": large}))
     if large is not None:
         blocks["scale-large"] = scale_block(large)
         if data["scale"] is not None:

@@ -33,6 +33,7 @@ class Row:
     links: int
     gen_s: float | None  # gn gen (GN alone / the GN part)
     hook_s: float | None  # our hook alone
+    hook_rss_mib: float | None
     ninja_files: int
     ninja_bytes: int
     edges: int
@@ -72,36 +73,46 @@ def noop(ninja: Path, out_dir: Path, repeat: int) -> tuple[float, float, float, 
 
 
 def measure_dir(ws_name: str, mode: str, links: int, out_dir: Path, tools: ninja_tools.NinjaTools, repeat: int,
-                gen_s: float | None, hook_s: float | None) -> Row:
+                gen_s: float | None, hook: Sample | None) -> Row:
     files = ninja_files(out_dir)
     run([str(tools.mark_built)], cwd=out_dir)
     wall, rss, parse_ms, stat_ms = noop(tools.ninja, out_dir, repeat)
     backends = sum(n for rule, n in files.edges_by_rule.items() if rule in BACKEND_RULES)
-    return Row(ws_name, mode, links, gen_s, hook_s, files.files, files.bytes, files.edges, backends,
+    return Row(ws_name, mode, links, gen_s, hook and hook.wall_s, hook and hook.max_rss_mib, files.files, files.bytes, files.edges, backends,
                wall, rss, parse_ms, stat_ms)
 
 
 def bench_workspace(ws: synth.Workspace, work: Path, tools: ninja_tools.NinjaTools, repeat: int,
-                    naive_max_links: int, keep: bool) -> list[Row]:
+                    naive_max_links: int, keep: bool, hook_timeout_s: int | None,
+                    failures: list[str]) -> list[Row]:
+    """Every mode on WS; a mode that fails (e.g. the hook over its time or memory limit) is noted in FAILURES."""
     root = write_workspace(ws, work / ws.name / "src")
     rows = []
     out = work / ws.name / "out_gn"
     remove(out)
     gen = graph_tool.gn_gen(out, root)
     rows.append(measure_dir(ws.name, "gn", len(ws.links), out, tools, repeat, gen.wall_s, None))
-    if graph_tool.available() is None:
-        config = work / ws.name / "null_index.yaml"
-        write_if_changed(config, graph_tool.NULL_INDEX_CONFIG)
-        for mode, cfg in (("graph", None), ("null_index", config)):
-            out = work / ws.name / f"out_{mode}"
-            remove(out)
-            gn, hook = graph_tool.gen_with_graph(out, root, config=cfg)
-            rows.append(measure_dir(ws.name, mode, len(ws.links), out, tools, repeat, gn.wall_s, hook.wall_s))
     out = work / ws.name / "out_naive"
     remove(out)
     capped = ws.links[:naive_max_links]
     write_if_changed(out / "build.ninja", naive.ninja_text(capped, "../src/"))
     rows.append(measure_dir(ws.name, "naive", len(capped), out, tools, repeat, None, None))
+    if graph_tool.available() is None:
+        config = work / ws.name / "null_index.yaml"
+        write_if_changed(config, graph_tool.NULL_INDEX_CONFIG)
+        for mode, cfg in (("null_index", config), ("graph", None)):
+            out = work / ws.name / f"out_{mode}"
+            remove(out)
+            try:
+                gn, hook = graph_tool.gen_with_graph(out, root, config=cfg, timeout_s=hook_timeout_s)
+                rows.append(measure_dir(ws.name, mode, len(ws.links), out, tools, repeat, gn.wall_s, hook))
+            except BenchError as e:
+                timed_out = " exited 124" in str(e)
+                failures.append(f"{ws.name} {mode}: " + (f"the hook did not finish within {hook_timeout_s} s"
+                                                        if timed_out else str(e)[:400]))
+                print(f"  {failures[-1]}", flush=True)
+            if not keep:
+                remove(out)  # a 1,000 x 1,000 graph directory holds millions of files
     if not keep:
         for mode in ("gn", "graph", "null_index", "naive"):
             remove(work / ws.name / f"out_{mode}")
@@ -148,6 +159,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--keep", action="store_true", help="keep the build directories")
+    p.add_argument("--hook-timeout", type=int, default=1200, help="seconds one hook run may take (%(default)s)")
     p.add_argument("--name", default="scale", help="results file name (the report shows scale and scale-large)")
     args = p.parse_args(argv)
     if args.sizes:
@@ -163,9 +175,13 @@ def main(argv: Sequence[str]) -> int:
         c, n = (int(x) for x in mix.split(":"))
         workspaces.append(synth.mix(components=c, per_component=n))
     rows: list[Row] = []
+    failures: list[str] = []
     for ws in workspaces:
-        rows += bench_workspace(ws, args.cache / "scale", tools, args.repeat, args.naive_max_links, args.keep)
+        rows += bench_workspace(ws, args.cache / "scale", tools, args.repeat, args.naive_max_links, args.keep,
+                                args.hook_timeout, failures)
         print(table([r for r in rows if r.workspace == ws.name]), flush=True)
+    order = {"gn": 0, "graph": 1, "null_index": 2, "naive": 3}
+    rows.sort(key=lambda r: (workspaces.index(next(w for w in workspaces if w.name == r.workspace)), order[r.mode]))
     rat = ratios(rows)
     print(render(["workspace", "mode", "parse/be vs naive", "RSS/be vs naive", "hook/parse", "no-op vs GN",
                   "bytes vs GN"], [list(r.values()) for r in rat]))
@@ -173,7 +189,7 @@ def main(argv: Sequence[str]) -> int:
     command = "python -m bench scale" + (" --quick" if args.quick else "") + \
         (f" --sizes {args.sizes}" if args.sizes else "") + (f" --mix '{args.mix}'" if args.mix != "20:40" else "")
     path = results.write(args.results, args.name, dict(ctx, rows=rows, ratios=rat, ninja=f"{tools.version} (sdist build)",
-                                                     source=graph_tool.source_state(), graph_missing=note,
+                                                     source=graph_tool.source_state(), graph_missing=note, failures=failures,
                                                      command=command + (f" --name {args.name}" if args.name != "scale" else "")))
     if note:
         print(f"not measured: GN + our graph, null-index mode: {note}")
