@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             tls_port=args.tls_port, tls_cert=args.tls_cert, tls_key=args.tls_key, compilers=tuple(args.compiler),
         ))
         tls = f", grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else ""
-        print(f"cluster up: {st.endpoint}{tls} (instance {st.instance!r}, {st.workers} workers, state {state})")
+        print(f"cluster up: {st.endpoint}{tls} (instance {st.instance!r}, {st.workers} worker{'s' if st.workers != 1 else ''}, state {state})")
         print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
         return 0
     if args.cluster_command == "stop":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -196,6 +197,13 @@ def stop(state: Path) -> ClusterState | None:
     st.postgres.stop()
     st.save()
     return st
+
+
+def destroy(state: Path) -> None:
+    """Stop the cluster and delete its PostgreSQL data when it lives outside STATE (the /tmp fallback)."""
+    st = stop(state)
+    if st is not None and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
+        shutil.rmtree(st.pg_data, ignore_errors=True)
 
 
 def status(state: Path) -> dict[str, object]:

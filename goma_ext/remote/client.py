@@ -59,6 +59,12 @@ def check_arguments(argv: Sequence[str]) -> None:
 
 
 def _write_atomically(path: Path, data: bytes, executable: bool) -> None:
+    """Replace path with data via a temp file; leave it untouched if it already holds data (ninja restat)."""
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return
+    except OSError:
+        pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

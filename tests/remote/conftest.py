@@ -19,6 +19,7 @@ from tests.remote.thin_program import ThinProgram
 
 SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
 SLOW_DELAY_S = 2.0
+INSTANCE = "gn-thinlto/test"  # a non-empty REAPI instance name, so resource names carry it
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     slow = _make_slow_clang(base)
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     spec = manager.ClusterSpec(
-        state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key,
+        state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
         compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++", str(slow)),
         keepalive_s=20,
     )
@@ -82,7 +83,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         yield Cluster(base / "state", cert, slow)
     finally:
-        manager.stop(base / "state")
+        manager.destroy(base / "state")
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +116,7 @@ def _wrapper_cmd(argv: Sequence[str], remote: str, extra: Sequence[str]) -> list
 
 
 def _env(salt: str) -> dict[str, str]:
-    return {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
+    return {**os.environ, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE}
 
 
 def wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str, *extra: str) -> WrapperRun:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from goma_ext.remote import stats
 from tests.conftest import EXAMPLE_ROOT
-from tests.remote.conftest import Cluster
+from tests.remote.conftest import INSTANCE, Cluster
 
 JOBS = 4
 
@@ -64,7 +64,8 @@ def test_example_backends_run_remotely_byte_identical(cluster: Cluster, tmp_path
 
     def remote(argv: list[str]) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "goma_ext.run", "--remote", cluster.endpoint, "--exec-root", ".", "--", *argv]
-        return subprocess.run(cmd, cwd=out, capture_output=True, text=True, env={"GOMA_EXT_CACHE_SALT": salt, "PATH": "/usr/bin:/bin"})
+        env = {"GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, "PATH": "/usr/bin:/bin"}
+        return subprocess.run(cmd, cwd=out, capture_output=True, text=True, env=env)
 
     todo = [a for a in argvs if _output(a) in reference]
     with ThreadPoolExecutor(JOBS) as pool:

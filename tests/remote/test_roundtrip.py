@@ -9,7 +9,7 @@ from goma_ext.cluster import manager
 from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.identity import identify
-from tests.remote.conftest import Cluster
+from tests.remote.conftest import INSTANCE, Cluster
 
 
 def test_status_reports_every_component_running(cluster: Cluster) -> None:
@@ -19,7 +19,7 @@ def test_status_reports_every_component_running(cluster: Cluster) -> None:
 
 
 def test_trivial_action_round_trip_is_fast(cluster: Cluster, tmp_path: Path) -> None:
-    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint))
+    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE))
     ident = identify("clang-19", tmp_path)
     times = []
     for i in range(10):

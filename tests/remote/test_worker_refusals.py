@@ -15,13 +15,13 @@ from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import CompilerIdentity, identify
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
-from tests.remote.conftest import Cluster
+from tests.remote.conftest import INSTANCE, Cluster
 
 
 @pytest.fixture
 def executor(cluster: Cluster, salt: str) -> Iterator[RemoteExecutor]:
     cluster.ensure_server()
-    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, cache_salt=salt, max_attempts=2))
+    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2))
     yield ex
     ex.close()
 
@@ -41,7 +41,7 @@ def _run_raw(ex: RemoteExecutor, clang: CompilerIdentity, root: re_pb2.Directory
     blobs[built.command_digest] = BlobSource(data=built.command)
     blobs[built.action_digest] = BlobSource(data=built.action)
     ex.cas.upload(blobs)
-    return execution.execute(ex._channel, "", (), built.action_digest, ex._policy, 60)
+    return execution.execute(ex._channel, ex.cfg.instance, (), built.action_digest, ex._policy, 60)
 
 
 def _expect_refusal(code: str, fn: object) -> str:
@@ -59,7 +59,9 @@ def test_non_compiler_program_is_refused(executor: RemoteExecutor, clang: Compil
 
 def test_compiler_with_another_identity_is_refused(executor: RemoteExecutor, tmp_path: Path) -> None:
     fake = CompilerIdentity(Path("/x"), "clang version 0", "00" * 32)
-    cfg = RemoteConfig(endpoint=executor.cfg.endpoint, queue_timeout_s=1, max_attempts=1, cache_salt=executor.cfg.cache_salt)
+    cfg = RemoteConfig(
+        endpoint=executor.cfg.endpoint, instance=INSTANCE, queue_timeout_s=1, max_attempts=1, cache_salt=executor.cfg.cache_salt
+    )
     with pytest.raises(RemoteError) as e:  # no worker advertises this identity: it is never started
         RemoteExecutor(cfg).run(["clang-19", "--version"], tmp_path, [], [], fake)
     assert e.value.code == "QUEUED" and e.value.temporary

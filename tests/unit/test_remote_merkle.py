@@ -63,3 +63,16 @@ def test_action_digest_depends_on_salt_and_platform_but_not_property_order() -> 
     assert action.build(spec).action_digest == action.build(again).action_digest
     salted = action.ActionSpec(("clang-19", "-c"), "out", ("a.o", "b.o"), (("a", "2"), ("z", "1")), root, salt=b"s")
     assert action.build(salted).action_digest != action.build(spec).action_digest
+
+
+def test_outputs_are_replaced_atomically_and_only_when_changed(tmp_path: Path) -> None:
+    from goma_ext.remote.client import _write_atomically
+
+    out = tmp_path / "obj" / "x.o"
+    _write_atomically(out, b"one", executable=False)
+    first = out.stat().st_mtime_ns
+    _write_atomically(out, b"one", executable=False)
+    assert out.stat().st_mtime_ns == first  # unchanged content keeps its mtime (ninja restat)
+    _write_atomically(out, b"two!", executable=True)
+    assert out.read_bytes() == b"two!" and out.stat().st_mode & 0o111
+    assert sorted(p.name for p in out.parent.iterdir()) == ["x.o"]
