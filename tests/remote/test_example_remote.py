@@ -1,85 +1,91 @@
-"""The bundled example's ThinLTO backends, run remotely through `goma-ext run`: byte-identical, binaries self-check.
+"""The bundled example built by ninja with every ThinLTO backend run remotely through `goma-ext run`.
 
-Until gn-thinlto renders backend edges through the wrapper itself, the test builds the example locally, takes each
-backend edge's argv from the generated ninja files, reruns it remotely in the build directory, and relinks.
+Until gn-thinlto renders backend edges through the wrapper itself (`gn-thinlto gen --remote`), the test routes
+the generated backend rule through `goma_ext.run.wrap_command`, exactly what that flag is to render. Thin links
+and final links stay local. Checks: every native object equals a local build's, every binary self-checks, and a
+second build in a fresh directory is served entirely from the action cache.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from goma_ext.remote import stats
+from goma_ext.remote.config import RemoteConfig
+from goma_ext.run import wrap_command
 from tests.conftest import EXAMPLE_ROOT
 from tests.remote.conftest import INSTANCE, Cluster
 
-JOBS = 4
+_BACKEND_RULE = re.compile(r"^(rule gn_thinlto_backend\n  command = ).*$", re.MULTILINE)
+_BACKEND_EDGE = re.compile(r"^build \S+: gn_thinlto_backend (\S+)", re.MULTILINE)
+JOBS = "6"
 
 
-def _unescape_ninja(value: str) -> str:
-    out, i = [], 0
-    while i < len(value):
-        if value[i] == "$" and i + 1 < len(value):
-            out.append(value[i + 1])
-            i += 2
-        else:
-            out.append(value[i])
-            i += 1
-    return "".join(out)
+def _gen(out: Path, endpoint: str | None) -> None:
+    subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT)],
+                   check=True, capture_output=True)
+    if endpoint is None:
+        return
+    cfg = RemoteConfig(endpoint=endpoint, instance=INSTANCE)
+    wrapped = shlex.join(wrap_command(["ARGV"], cfg, naive_rsp="NAIVE")).replace("ARGV", "$argv")
+    wrapped = wrapped.replace("NAIVE", "$naive_rsp")
+    rules = out / "gn-thinlto" / "rules.ninja"
+    text, n = _BACKEND_RULE.subn(lambda m: m.group(1) + wrapped, rules.read_text())
+    assert n == 1
+    rules.write_text(text)
+    for target in sorted((out / "gn-thinlto").glob("*/build.ninja")):
+        ninja = target.read_text()
+        bitcode = _BACKEND_EDGE.findall(ninja)
+        if bitcode:
+            rsp = target.parent.relative_to(out) / "naive_inputs.rsp"
+            (out / rsp).write_text("\n".join(bitcode) + "\n")
+            target.write_text(f"naive_rsp = {rsp}\n" + ninja)
 
 
-def backend_argvs(out: Path) -> list[list[str]]:
-    """Every backend edge's compiler argv, from gn-thinlto's per-link ninja files."""
-    argvs = []
-    for f in sorted((out / "gn-thinlto").glob("*/build.ninja")):
-        lines = f.read_text().splitlines()
-        for n, line in enumerate(lines):
-            if ": gn_thinlto_backend " in line and line.startswith("build "):
-                argv_line = next(x for x in lines[n + 1 :] if x.startswith("  argv = "))
-                argvs.append(shlex.split(_unescape_ninja(argv_line[len("  argv = ") :])))
-    return argvs
+def _ninja(out: Path, salt: str) -> None:
+    env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
+    proc = subprocess.run(["ninja", "-C", str(out), "-j", JOBS], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "goma-ext: warning" not in proc.stdout, proc.stdout[-3000:]
 
 
-def _output(argv: list[str]) -> str:
-    return argv[argv.index("-o") + 1]
+def _natives(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "gn-thinlto").glob("*/native/**/*.o"))}
 
 
-def test_example_backends_run_remotely_byte_identical(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+@pytest.mark.slow
+def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Cluster, tmp_path: Path, salt: str) -> None:
     cluster.ensure_server()
-    out = tmp_path / "out"
-    subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT)], check=True,
-                   capture_output=True)
-    subprocess.run(["ninja", "-C", str(out)], check=True, capture_output=True)
-    argvs = backend_argvs(out)
-    assert len(argvs) > 100
-    reference = {}
-    for argv in argvs:
-        native = out / _output(argv)
-        if native.exists():
-            reference[_output(argv)] = native.read_bytes()
-            native.unlink()
+    local, remote, fresh = tmp_path / "local", tmp_path / "remote", tmp_path / "fresh"
+    _gen(local, None)
+    _ninja(local, salt)
+    _gen(remote, cluster.endpoint)
+    _ninja(remote, salt)
 
-    def remote(argv: list[str]) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "goma_ext.run", "--remote", cluster.endpoint, "--exec-root", ".", "--", *argv]
-        env = {"GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, "PATH": "/usr/bin:/bin"}
-        return subprocess.run(cmd, cwd=out, capture_output=True, text=True, env=env)
+    summary = stats.report(remote)
+    assert summary["runs"] > 100 and summary["remote_executions"] == summary["runs"], summary
+    assert summary["naive_upload_bytes"] > summary["input_bytes"] >= summary["bytes_uploaded"]
+    want, got = _natives(local), _natives(remote)
+    assert len(got) == summary["runs"] and sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
 
-    todo = [a for a in argvs if _output(a) in reference]
-    with ThreadPoolExecutor(JOBS) as pool:
-        runs = list(pool.map(remote, todo))
-    assert [r.returncode for r in runs] == [0] * len(runs), next(r.stderr for r in runs if r.returncode)
-    modes = [r.mode for r in stats.read(out / "gn_thinlto_remote.jsonl")]
-    assert modes == [stats.Mode.REMOTE] * len(todo), next(r.stderr for r in runs if "warning" in r.stderr)
-    differ = [o for o in reference if (out / o).read_bytes() != reference[o]]
-    assert differ == []
-    relink = subprocess.run(["ninja", "-C", str(out)], capture_output=True, text=True)
-    assert relink.returncode == 0, relink.stdout[-2000:]
     from gn_thinlto import tools
     from gn_thinlto.example import run_self_checks
 
-    binaries = tools.gn_ls(out, EXAMPLE_ROOT, "--type=executable", "--as=output")
-    failed = [c for c in run_self_checks(out, binaries) if not c.ok]
-    assert binaries and failed == []
+    binaries = tools.gn_ls(remote, EXAMPLE_ROOT, "--type=executable", "--as=output")
+    assert binaries and [c for c in run_self_checks(remote, binaries) if not c.ok] == []
+
+    _gen(fresh, cluster.endpoint)
+    _ninja(fresh, salt)
+    again = stats.report(fresh)
+    assert again["remote_executions"] == 0 and again["cache_hits"] == again["runs"] == summary["runs"], again
+    assert again["bytes_uploaded"] == 0
+    assert _natives(fresh) == got
+    print(f"remote build: {summary}\nfresh build: {again}")
