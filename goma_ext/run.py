@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from goma_ext.remote.errors import RemoteError
 
 WARNING_PREFIX = "goma-ext: warning:"
 COMPILER_CACHE = ".goma_ext_compilers.json"  # compiler identities, in the build directory
+DOWN_MARKER = ".goma_ext_remote_down"  # written when the server is unreachable; later runs skip remote for a while
+DOWN_HOLD_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -109,39 +112,75 @@ def run_local(argv: Sequence[str], cwd: Path) -> int:
         raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
 
 
+def marked_down(cwd: Path, now: float) -> str | None:
+    """The reason remote was marked unreachable in this build directory less than DOWN_HOLD_S ago, if it was."""
+    marker = cwd / DOWN_MARKER
+    try:
+        if now - marker.stat().st_mtime < DOWN_HOLD_S:
+            return marker.read_text().strip() or "unreachable"
+    except OSError:
+        pass
+    return None
+
+
+def mark_down(cwd: Path, reason: str) -> None:
+    """Remember (for DOWN_HOLD_S) that the server is unreachable, so the next backends skip the retries."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=cwd, prefix=f"{DOWN_MARKER}.")
+        with os.fdopen(fd, "w") as f:
+            f.write(reason + "\n")
+        os.replace(tmp, cwd / DOWN_MARKER)
+    except OSError:
+        pass
+
+
+def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float) -> stats.RunRecord:
+    """Run remotely and relay the result; raises GomaExtError on any infrastructure failure."""
+    from goma_ext.remote.client import RemoteExecutor
+    from goma_ext.remote.identity import identify_cached
+    from goma_ext.remote.inputs import action_files
+
+    down = marked_down(req.cwd, time.time())
+    if down is not None:
+        raise RemoteError(f"server marked unreachable in the last {DOWN_HOLD_S:.0f} s ({down})", temporary=True)
+    files = action_files(req.argv, req.cwd)
+    compiler = identify_cached(req.argv[0], req.cwd, req.cwd / COMPILER_CACHE)
+    try:
+        executor = RemoteExecutor(cfg)
+    except RemoteError as e:
+        if e.code == "UNAVAILABLE":
+            mark_down(req.cwd, str(e))
+        raise
+    try:
+        res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler)
+    finally:
+        executor.close()
+    if res.exit_code < 0 or res.exit_code >= 128:
+        raise RemoteError(f"remote compiler died (exit {res.exit_code})", temporary=True)
+    sys.stdout.buffer.write(res.stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(res.stderr)
+    sys.stderr.flush()
+    mode = stats.Mode.CACHE_HIT if res.cache_hit else stats.Mode.REMOTE
+    return stats.RunRecord(
+        files.outputs[0], mode, res.exit_code, time.monotonic() - start, res.bytes_uploaded, res.input_bytes, naive,
+        res.phases,
+    )
+
+
+def _output_of(argv: Sequence[str]) -> str:
+    return argv[argv.index("-o") + 1] if "-o" in argv[:-1] else "?"
+
+
 def execute(req: RunRequest) -> int:
     """Remote first; any infrastructure failure -> one warning line and a local run. Records stats."""
     start = time.monotonic()
-    log = req.cwd / (req.remote.stats_log if req.remote else req.stats_log)
-    output = "?"
-    record: stats.RunRecord | None = None
     naive = _naive_bytes(req.naive_rsp, req.cwd)
+    record: stats.RunRecord | None = None
     reason = "remote not configured"
     if req.remote is not None:
-        from goma_ext.remote.client import RemoteExecutor
-        from goma_ext.remote.identity import identify_cached
-        from goma_ext.remote.inputs import action_files
-
         try:
-            files = action_files(req.argv, req.cwd)
-            output = files.outputs[0]
-            compiler = identify_cached(req.argv[0], req.cwd, req.cwd / COMPILER_CACHE)
-            executor = RemoteExecutor(req.remote)
-            try:
-                res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler)
-            finally:
-                executor.close()
-            if res.exit_code < 0 or res.exit_code >= 128:
-                raise RemoteError(f"remote compiler died (exit {res.exit_code})", temporary=True)
-            sys.stdout.buffer.write(res.stdout)
-            sys.stdout.flush()
-            sys.stderr.buffer.write(res.stderr)
-            sys.stderr.flush()
-            mode = stats.Mode.CACHE_HIT if res.cache_hit else stats.Mode.REMOTE
-            record = stats.RunRecord(
-                output, mode, res.exit_code, time.monotonic() - start, res.bytes_uploaded, res.input_bytes, naive,
-                res.phases,
-            )
+            record = _remote(req, req.remote, naive, start)
         except GomaExtError as e:
             reason = str(e)
             print(f"{WARNING_PREFIX} remote execution failed, running locally: {reason}", file=sys.stderr, flush=True)
@@ -150,9 +189,10 @@ def execute(req: RunRequest) -> int:
         code = run_local(req.argv, req.cwd)
         mode = stats.Mode.FALLBACK if req.remote is not None else stats.Mode.LOCAL
         record = stats.RunRecord(
-            output, mode, code, time.monotonic() - start, naive_bytes=naive, phases={"local": time.monotonic() - t},
-            reason=reason,
+            _output_of(req.argv), mode, code, time.monotonic() - start, naive_bytes=naive,
+            phases={"local": time.monotonic() - t}, reason=reason,
         )
+    log = req.cwd / (req.remote.stats_log if req.remote else req.stats_log)
     try:
         stats.append(log, record)
     except OSError as e:

@@ -35,11 +35,12 @@ def _check_build(program: ThinProgram, ref: dict[str, bytes]) -> None:
 def test_server_down_before_the_build(program: ThinProgram, tmp_path: Path, salt: str) -> None:
     ref = local_reference(program, tmp_path)
     down = f"grpc://127.0.0.1:{procs.free_port()}"
-    for m in thin_program.MODULES:
+    for i, m in enumerate(thin_program.MODULES):
         run = wrapper(program, program.backend(m), down, salt)
         assert run.returncode == 0
         warnings = [line for line in run.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
         assert len(warnings) == 1 and "UNAVAILABLE" in warnings[0], run.stderr
+        assert ("marked unreachable" in warnings[0]) == (i > 0)  # later backends skip the retries
     assert {r.mode for r in records(program)} == {stats.Mode.FALLBACK}
     _check_build(program, ref)
 

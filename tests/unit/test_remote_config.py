@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,12 @@ def test_wrap_command_puts_settings_before_the_backend_argv() -> None:
     assert wrap_command(["c"], cfg)[:3] == [sys.executable, "-m", "goma_ext.run"]
     assert cmd == ["goma-ext", "run", "--remote", "grpcs://h:9", "--instance", "i", "--ca-file", "ca.pem",
                    "--exec-root", "../..", "--naive-inputs", "obj/link.rsp", "--", "clang++-19", "-c", "x.o"]
+
+
+def test_unreachable_marker_holds_for_a_while(tmp_path: Path) -> None:
+    from goma_ext.run import DOWN_HOLD_S, mark_down, marked_down
+
+    assert marked_down(tmp_path, time.time()) is None
+    mark_down(tmp_path, "GetCapabilities: UNAVAILABLE: connection refused")
+    assert "UNAVAILABLE" in (marked_down(tmp_path, time.time()) or "")
+    assert marked_down(tmp_path, time.time() + DOWN_HOLD_S + 1) is None
