@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 from gn_thinlto import gen, tools
 from gn_thinlto.backend_cache import read_stats
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.hook import STATE_DIR
 
 DEFAULT_ROOT = Path("examples/chromium_style")
 SELF_CHECK_TIMEOUT_S = 60
@@ -59,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
     log = out_dir / "gn-thinlto-example.log"
     log.write_text("")
     start = time.monotonic()
-    backend_log = out_dir / "gn-thinlto" / "backend.log"
+    backend_log = out_dir / STATE_DIR / "backend.log"
     if args.in_process:
+        # Asking for GN's own links in a gn-thinlto directory is explicit: drop our state, which the
+        # example's GN guard (build/gn_thinlto_guard.py) would otherwise take as a mistaken plain `gn gen`.
+        shutil.rmtree(out_dir / STATE_DIR, ignore_errors=True)
         print(f"gn gen {out_dir} (root {args.root}; in-process ThinLTO)")
         tools.gn_gen(out_dir, root, args.args, log=log)
     else:

@@ -1,4 +1,8 @@
-"""[foundation] The bundled example builds with in-process ThinLTO and every binary passes its self-check."""
+"""[foundation]/[graph] The README main command builds the bundled example and every binary passes its self-check.
+
+By default through the gn-thinlto graph (reporting backend jobs and cache hits); --in-process switches the
+same build directory back to GN's own in-process ThinLTO links.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,24 @@ from tests.conftest import EXAMPLE_ROOT, REPO
 pytestmark = pytest.mark.slow
 
 MIN_TRANSLATION_UNITS = 80
+EXAMPLE_BINARIES = 9
+
+
+def example(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gn_thinlto.cli", "example", *args], cwd=REPO, capture_output=True, text=True
+    )
+
+
+def query(out: Path, target: str) -> str:
+    return subprocess.run(["ninja", "-C", str(out), "-t", "query", target], capture_output=True, text=True).stdout
+
+
+def assert_all_self_checks_passed(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert f"self-checks {EXAMPLE_BINARIES}/{EXAMPLE_BINARIES} passed" in summary, summary
+    assert "FAIL" not in proc.stdout
 
 
 def test_example_has_chromium_shape() -> None:
@@ -21,27 +43,21 @@ def test_example_has_chromium_shape() -> None:
     assert any(p.suffix == ".c" for p in units) and any(p.suffix == ".S" for p in units)
 
 
-def test_example_command_builds_and_self_checks(tmp_path: Path) -> None:
+def test_example_builds_through_the_graph_then_in_process(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "gn_thinlto.cli", "example", "--root", str(EXAMPLE_ROOT), "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    summary = proc.stdout.strip().splitlines()[-1]
-    assert "self-checks" in summary and "FAIL" not in proc.stdout
-    checked, total = summary.split("self-checks ")[1].split(" ")[0].split("/")
-    assert checked == total and int(total) >= 6
-    # In-process ThinLTO at this stage: the link lines carry -flto=thin and lld.
-    commands = subprocess.run(["ninja", "-C", str(out), "-t", "commands"], capture_output=True, text=True, check=True)
-    links = [c for c in commands.stdout.splitlines() if " -o " in c and "-fuse-ld=lld" in c]
-    assert links and all("-flto=thin" in c for c in links)
+    graph = example("--root", str(EXAMPLE_ROOT), "--out", str(out))
+    assert_all_self_checks_passed(graph)
+    backends = next(line for line in graph.stdout.splitlines() if line.startswith("ThinLTO backends: "))
+    assert int(backends.split()[2]) > 0 and " cache hits" in backends
+    assert "input: gn_thinlto_final_link" in query(out, "calc")
+
+    in_process = example("--root", str(EXAMPLE_ROOT), "--out", str(out), "--in-process")
+    assert_all_self_checks_passed(in_process)
+    assert "input: link\n" in query(out, "calc")
+    assert not (out / "gn-thinlto").exists()
 
 
 def test_example_command_rejects_a_root_without_dot_gn(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gn_thinlto.cli", "example", "--root", str(tmp_path), "--out", str(tmp_path / "o")],
-        cwd=REPO, capture_output=True, text=True,
-    )
+    proc = example("--root", str(tmp_path), "--out", str(tmp_path / "o"))
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no .gn file" in proc.stderr
