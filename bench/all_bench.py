@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import results
+from bench import prereqs, results
 from bench.fsio import REPO
 from bench.ninja_sdist import DEFAULT_CACHE
 
@@ -52,6 +52,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md and the plots")
     args = p.parse_args(argv)
+    prereqs.ensure()
     from bench.__main__ import BENCHMARKS
 
     chosen = set(args.only.split(",")) if args.only else {step for step, *_ in PLAN}

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import cluster_tool, results, subjects, variants
+from bench import cluster_tool, prereqs, results, subjects, variants
 from bench.fsio import remove
 from bench.measure import Sample, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
@@ -211,6 +211,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
+    prereqs.ensure()
     ctx = results.context()
     print(f"machine: {ctx['machine'].one_line()}")
     chosen = [Variant(x) for x in args.variants]

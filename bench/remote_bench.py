@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import cluster_tool, graph_tool, results, subjects, variants
+from bench import cluster_tool, graph_tool, prereqs, results, subjects, variants
 from bench.fsio import remove
 from bench.measure import ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
@@ -77,6 +77,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
+    prereqs.ensure()
     ctx = results.context()
     print(f"machine: {ctx['machine'].one_line()}")
     missing = graph_tool.available() or cluster_tool.available()

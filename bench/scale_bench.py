@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench import graph_tool, naive, ninja_tools, results, synth
+from bench import graph_tool, naive, ninja_tools, prereqs, results, synth
 from bench.fsio import ninja_files, remove, write_if_changed, write_workspace
 from bench.measure import BenchError, Sample, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
@@ -162,6 +162,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--hook-timeout", type=int, default=1200, help="seconds one hook run may take (%(default)s)")
     p.add_argument("--name", default="scale", help="results file name (the report shows scale and scale-large)")
     args = p.parse_args(argv)
+    prereqs.ensure()
     if args.sizes:
         sizes = tuple(tuple(int(x) for x in s.split(":")) for s in args.sizes.split(","))
     else:
