@@ -1,7 +1,9 @@
-"""The backend build step (`python -m gn_thinlto.backend --cache DIR --log LOG -- CLANG …`), run per object.
+"""The backend build step (`python -m gn_thinlto.backend --cache DIR --log LOG [--launcher] -- [LAUNCHER… --] CLANG …`).
 
 A job whose key (see backend_cache) is cached is not run again: the cached native object is copied into
-place. The output is only rewritten when its content changes (the edge has restat = 1).
+place. The output is only rewritten when its content changes (the edge has restat = 1). With --launcher, a
+miss runs `LAUNCHER… -- CLANG …` (the REAPI wrapper, goma-ext run) with the real output path, so the remote
+action is the same on every machine; the wrapper itself replaces the output atomically and only on change.
 """
 
 from __future__ import annotations
@@ -17,13 +19,20 @@ from gn_thinlto.backend_cache import BackendCache, BackendJob, CacheEvent, cache
 from gn_thinlto.fsutil import replace_if_changed
 
 
-def run(job: BackendJob, cache: BackendCache, log: Path) -> int:
+def run(job: BackendJob, cache: BackendCache, log: Path, launcher: Sequence[str] = ()) -> int:
     key = cache_key(job)
     out = Path(job.output)
     if cache.fetch(key, out):
         record(log, CacheEvent.HIT, key, job.output)
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
+    if launcher:
+        rc = subprocess.run([*launcher, *job.argv]).returncode
+        if rc != 0:
+            return rc
+        cache.store(key, out.read_bytes())
+        record(log, CacheEvent.MISS, key, job.output)
+        return 0
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = str(tmp)
@@ -41,12 +50,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gn_thinlto.backend")
     p.add_argument("--cache", type=Path, required=True)
     p.add_argument("--log", type=Path, required=True)
+    p.add_argument("--launcher", action="store_true", help="the command starts with a launcher ending in `--`")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    launcher: list[str] = []
+    if args.launcher:
+        if "--" not in command:
+            print("gn-thinlto: error: backend: --launcher given but the launcher has no closing `--`", file=sys.stderr)
+            return 2
+        split = command.index("--") + 1
+        launcher, command = command[:split], command[split:]
     try:
         job = BackendJob.parse(command)
-        return run(job, BackendCache(args.cache), args.log)
+        return run(job, BackendCache(args.cache), args.log, launcher)
     except (ValueError, OSError) as e:
         print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from gn_thinlto import __version__, example, explain, gen
 from gn_thinlto.errors import GnThinltoError
+from goma_ext.remote import report_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     example.add_parser(commands)
     gen.add_parser(commands)
     explain.add_parser(commands)
+    report_cli.add_parser(commands)
     return parser
 
 

@@ -13,6 +13,8 @@ Example (every key optional):
     thin_link_pool_depth: 2       # ninja pool depth for thin links (0: no pool)
     minimized_bitcode: false
     cache_dir: gn-thinlto/cache   # relative to the build dir, or absolute
+    remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
+      endpoint: grpc://127.0.0.1:8980
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Config:
     thin_link_pool_depth: int = 2
     minimized_bitcode: bool = False
     cache_dir: str = "gn-thinlto/cache"
+    remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
     source: str = field(default="(defaults)", compare=False)
 
     def selects(self, label: str) -> bool:
@@ -67,7 +70,10 @@ def label_matches(pattern: str, label: str) -> bool:
     return fnmatch.fnmatchcase(label, pattern)
 
 
-_KEYS = {"targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir"}
+_KEYS = {
+    "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
+    "remote",
+}
 
 
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
@@ -76,10 +82,11 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _check_keys(value: Any, allowed: set[str], where: str) -> Mapping[str, Any]:
+def _check_keys(value: Any, allowed: set[str] | None, where: str) -> Mapping[str, Any]:
+    """VALUE as a mapping with only ALLOWED keys (None: any key; another module owns that schema)."""
     if not isinstance(value, dict):
         raise GnThinltoError(f"{where}: expected a mapping, got {type(value).__name__}")
-    unknown = sorted(set(value) - allowed)
+    unknown = sorted(set(value) - allowed) if allowed is not None else []
     if unknown:
         raise GnThinltoError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(allowed))})")
     return value
@@ -109,6 +116,7 @@ def parse_config(data: Any, source: str) -> Config:
     cache_dir = top.get("cache_dir", Config.cache_dir)
     if not isinstance(cache_dir, str) or not cache_dir:
         raise GnThinltoError(f"{source}: cache_dir: expected a non-empty path")
+    remote = _check_keys(top.get("remote", {}), None, f"{source}: remote")
     return Config(
         include=_str_list(targets.get("include", ["//*"]), f"{source}: targets.include"),
         exclude=_str_list(targets.get("exclude", []), f"{source}: targets.exclude"),
@@ -119,6 +127,7 @@ def parse_config(data: Any, source: str) -> Config:
         thin_link_pool_depth=depth,
         minimized_bitcode=minimized,
         cache_dir=cache_dir,
+        remote=tuple(sorted(remote.items())),
         source=source,
     )
 

@@ -13,6 +13,8 @@ from gn_thinlto import gen, tools
 from gn_thinlto.backend_cache import read_stats
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import STATE_DIR
+from goma_ext.remote import stats
+from goma_ext.remote.config import DEFAULT_STATS_LOG
 
 DEFAULT_ROOT = Path("examples/chromium_style")
 SELF_CHECK_TIMEOUT_S = 60
@@ -34,6 +36,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--args", default="", help="extra GN args, as for `gn gen --args`")
     p.add_argument("--in-process", action="store_true",
                    help="build GN's own graph (lld runs ThinLTO in-process) instead of the gn-thinlto graph")
+    gen.add_remote_argument(p)
     p.set_defaults(run=run)
 
 
@@ -62,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     log.write_text("")
     start = time.monotonic()
     backend_log = out_dir / STATE_DIR / "backend.log"
+    if args.in_process and args.remote:
+        raise GnThinltoError("--remote runs the graph's backends remotely; it cannot go with --in-process")
+    remote_log = out_dir / DEFAULT_STATS_LOG
+    remote_offset = len(stats.read(remote_log)) if remote_log.exists() else 0
     if args.in_process:
         # Asking for GN's own links in a gn-thinlto directory is explicit: drop our state, which the
         # example's GN guard (build/gn_thinlto_guard.py) would otherwise take as a mistaken plain `gn gen`.
@@ -70,15 +77,21 @@ def run(args: argparse.Namespace) -> int:
         tools.gn_gen(out_dir, root, args.args, log=log)
     else:
         print(f"gn-thinlto gen {out_dir} (root {args.root}; ThinLTO phases in the ninja graph)")
-        for line in gen.gen(out_dir, root, args.args, None, log=log):
+        for line in gen.gen(out_dir, root, args.args, None, log=log, remote=args.remote):
             print(f"  {line}")
     log_offset = backend_log.stat().st_size if backend_log.exists() else 0
     print(f"ninja -C {out_dir}   (log: {log})")
     build = tools.ninja_build(out_dir, log=log)
     if not args.in_process:
-        stats = read_stats(backend_log, log_offset)
-        print(f"ThinLTO backends: {stats.hits + stats.misses} jobs run, {stats.hits} cache hits, "
-              f"{stats.misses} compiled (cache: {out_dir}/gn-thinlto/cache)")
+        backends = read_stats(backend_log, log_offset)
+        print(f"ThinLTO backends: {backends.hits + backends.misses} jobs run, {backends.hits} cache hits, "
+              f"{backends.misses} compiled (cache: {out_dir}/gn-thinlto/cache)")
+    if args.remote:
+        runs = stats.summarize(stats.read(remote_log)[remote_offset:]) if remote_log.exists() else None
+        modes = runs["modes"] if runs else {}
+        print(f"remote ({args.remote}): {modes.get('remote', 0)} executed remotely, "
+              f"{modes.get('cache_hit', 0)} action-cache hits, {modes.get('fallback', 0)} local fallbacks "
+              f"(details: gn-thinlto report {out_dir})")
     executables = tools.gn_ls(out_dir, root, "--type=executable", "--as=output")
     shared = tools.gn_ls(out_dir, root, "--type=shared_library", "--as=output")
     checks = run_self_checks(out_dir, executables)

@@ -25,7 +25,7 @@ import os
 import sys
 
 PYTHON = {python!r}
-os.execv(PYTHON, [PYTHON, "-m", "gn_thinlto.hook", *sys.argv[1:]])
+os.execv(PYTHON, [PYTHON, "-m", "gn_thinlto.hook", *{hook_args!r}, *sys.argv[1:]])
 '''
 
 
@@ -35,19 +35,28 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--root", type=Path, default=Path("."), help="GN source root (default: .)")
     p.add_argument("--args", default="", help="GN build arguments, as for `gn gen --args`")
     p.add_argument("--config", type=Path, help="gn_thinlto.yaml (default: ROOT/gn_thinlto.yaml if present)")
+    add_remote_argument(p)
     p.set_defaults(run=run)
 
 
-def hook_flags(out_dir: Path, config: Path | None) -> list[str]:
-    """Write the launcher and return the gn gen flags that install the hook."""
-    write_if_changed(out_dir / HOOK_LAUNCHER, _LAUNCHER_TEXT.format(python=sys.executable))
+def add_remote_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--remote", metavar="URL",
+                   help="run backends over REAPI at grpc://HOST:PORT or grpcs://… (overrides the config's remote:)")
+
+
+def hook_flags(out_dir: Path, config: Path | None, remote: str | None = None) -> list[str]:
+    """Write the launcher (which carries --remote to every later regeneration) and return the hook's gn flags."""
+    hook_args = ["--remote", remote] if remote else []
+    write_if_changed(out_dir / HOOK_LAUNCHER, _LAUNCHER_TEXT.format(python=sys.executable, hook_args=hook_args))
     flags = ["--ide=json", f"--json-ide-script={HOOK_LAUNCHER}"]
     if config is not None:
         flags.append(f"--json-ide-script-args={config.resolve()}")
     return flags
 
 
-def gen(out_dir: Path, root: Path, args: str, config: Path | None, log: Path | None = None) -> list[str]:
+def gen(
+    out_dir: Path, root: Path, args: str, config: Path | None, log: Path | None = None, remote: str | None = None
+) -> list[str]:
     """Run gn gen with the hook; return the hook's `gn-thinlto: …` lines (refusals and the summary)."""
     if not (root / ".gn").is_file():
         raise GnThinltoError(f"--root {root}: no .gn file there; point it at a GN source root")
@@ -55,7 +64,7 @@ def gen(out_dir: Path, root: Path, args: str, config: Path | None, log: Path | N
         raise GnThinltoError(f"--config {config}: no such file")
     out_dir.mkdir(parents=True, exist_ok=True)
     _forget_unmarked_project_json(out_dir)
-    stdout = tools.gn_gen(out_dir, root.resolve(), args, extra=hook_flags(out_dir, config), log=log)
+    stdout = tools.gn_gen(out_dir, root.resolve(), args, extra=hook_flags(out_dir, config, remote), log=log)
     check_graph_in_place(out_dir)
     return [line for line in stdout.splitlines() if line.startswith("gn-thinlto:")]
 
@@ -72,6 +81,6 @@ def _forget_unmarked_project_json(out_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for line in gen(args.out, args.root, args.args, args.config):
+    for line in gen(args.out, args.root, args.args, args.config, remote=args.remote):
         print(line)
     return 0

@@ -22,18 +22,21 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gn_thinlto import ninja_text
-from gn_thinlto.config import CONFIG_FILE_NAME, load_config
+from goma_ext.errors import GomaExtError
+from goma_ext.remote import config as remote_config
+from goma_ext.run import wrap_command
+from gn_thinlto.config import CONFIG_FILE_NAME, Config, load_config
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.fsutil import write_if_changed
 from gn_thinlto.gn_project import parse_project
 from gn_thinlto.gn_link import GnGraph
 from gn_thinlto.plan import plan_graph
-from gn_thinlto.plan_model import GraphPlan
+from gn_thinlto.plan_model import GraphPlan, RemoteBackends
 from gn_thinlto.render import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files, render_files
 
 STATE_DIR = "gn-thinlto"
@@ -76,7 +79,22 @@ class HookResult:
     files_written: int
 
 
-def run_hook(project_json: Path, config_path: Path | None, python: str) -> HookResult:
+def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str]) -> RemoteBackends | None:
+    """How backends launch remotely: the `remote:` section < environment < `gen --remote`; None for local."""
+    overrides = {"endpoint": endpoint} if endpoint else None
+    try:
+        cfg = remote_config.load_config(dict(config.remote), env, overrides)
+    except GomaExtError as e:
+        raise GnThinltoError(f"{config.source}: remote: {e}") from e
+    if cfg is None:
+        return None
+    launcher = wrap_command([], cfg)
+    if launcher[-1:] != ["--"]:
+        raise GnThinltoError(f"goma_ext.run.wrap_command gave {launcher!r}, which does not end in `--`")
+    return RemoteBackends(launcher=tuple(launcher[:-1]), jobs=cfg.jobs)
+
+
+def run_hook(project_json: Path, config_path: Path | None, python: str, remote: str | None = None) -> HookResult:
     out_dir = project_json.resolve().parent
     raw = project_json.read_text()
     try:
@@ -95,7 +113,7 @@ def run_hook(project_json: Path, config_path: Path | None, python: str) -> HookR
         _add_regeneration_input(out_dir, config_file)
     config = load_config(config_path, root)
     build_text = (out_dir / "build.ninja").read_text()
-    plan = plan_graph(graph, config, python)
+    plan = replace(plan_graph(graph, config, python), remote=remote_backends(config, remote, os.environ))
     written = 0
     for rel, text in sorted(render_files(plan).items()):
         written += write_if_changed(out_dir / rel, text)
@@ -151,11 +169,15 @@ def report_error(line: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    remote = None
+    if args[:1] == ["--remote"] and len(args) >= 2:
+        remote, args = args[1], args[2:]
     if not 1 <= len(args) <= 2:
-        print("usage: hook.py OUT/project.json [CONFIG.yaml]", file=sys.stderr)
+        print("usage: hook.py [--remote URL] OUT/project.json [CONFIG.yaml]", file=sys.stderr)
         return 2
     try:
-        result = run_hook(Path(args[0]), Path(args[1]) if len(args) == 2 and args[1] else None, sys.executable)
+        config = Path(args[1]) if len(args) == 2 and args[1] else None
+        result = run_hook(Path(args[0]), config, sys.executable, remote)
     except GnThinltoError as e:
         report_error(f"gn-thinlto: error: {e}")
         return 2

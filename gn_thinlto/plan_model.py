@@ -109,6 +109,14 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class RemoteBackends:
+    """Backends run through the REAPI wrapper: LAUNCHER + `--naive-inputs RSP --` + the backend command."""
+
+    launcher: tuple[str, ...]  # e.g. (python, -m, goma_ext.run, --remote, URL, …), without the final `--`
+    jobs: int  # depth of the ninja pool for remote backends
+
+
+@dataclass(frozen=True)
 class GraphPlan:
     targets: tuple[TargetPlan, ...]
     refusals: tuple[Refusal, ...]
@@ -119,3 +127,4 @@ class GraphPlan:
     thin_link_pool_depth: int = 2
     rules_file: str = "gn-thinlto/rules.ninja"
     targets_file: str = "gn-thinlto/targets.ninja"
+    remote: RemoteBackends | None = None

@@ -6,10 +6,12 @@ from collections.abc import Mapping, Sequence
 
 from gn_thinlto import __version__
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.plan_model import GraphPlan, TargetPlan
+from gn_thinlto.plan_model import Backend, GraphPlan, TargetPlan
 from gn_thinlto.templating import render
 
 SHARED_FILE = "gn-thinlto/shared.ninja"
+SHARED_NAIVE_RSP = "gn-thinlto/shared.naive_inputs.rsp"
+NAIVE_RSP_NAME = "naive_inputs.rsp"  # per target: every bitcode object of the link, for the remote stats
 BUILD_EDIT_MARKER = "# gn-thinlto: ThinLTO graph"
 THIN_LINK_MODULE = "gn_thinlto.thinlink"
 BACKEND_MODULE = "gn_thinlto.backend"
@@ -20,7 +22,7 @@ def _common(source: str) -> dict[str, object]:
 
 
 def render_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str]:
-    """Every ninja file gn-thinlto owns, keyed by path relative to the build directory."""
+    """Every file gn-thinlto owns (ninja, and with remote backends their naive-input lists), by path in OUT."""
     ctx = _common(source)
     files = {
         plan.rules_file: render(
@@ -32,10 +34,18 @@ def render_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str
         ),
         plan.targets_file: render("targets.ninja.j2", plan=plan, shared_file=SHARED_FILE, **ctx),
     }
+    naive: dict[str, Sequence[Backend]] = {}
     if plan.shared_backends:
-        files[SHARED_FILE] = render("shared_backends.ninja.j2", plan=plan, **ctx)
+        naive[SHARED_NAIVE_RSP] = plan.shared_backends
+        files[SHARED_FILE] = render("shared_backends.ninja.j2", plan=plan, naive_rsp=SHARED_NAIVE_RSP, **ctx)
     for t in plan.targets:
-        files[t.ninja_file] = render("target.ninja.j2", t=t, **ctx)
+        naive[f"{t.directory}/{NAIVE_RSP_NAME}"] = t.backends
+        files[t.ninja_file] = render(
+            "target.ninja.j2", t=t, remote=plan.remote, naive_rsp=f"{t.directory}/{NAIVE_RSP_NAME}", **ctx
+        )
+    if plan.remote is not None:
+        for rsp, backends in naive.items():
+            files[rsp] = render("naive_inputs.rsp.j2", bitcode=sorted({b.bitcode for b in backends}))
     return files
 
 

@@ -1,0 +1,65 @@
+"""Backends rendered through the REAPI wrapper when remote execution is configured (gen --remote / remote:)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gn_thinlto.config import Config, parse_config
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.hook import remote_backends
+from gn_thinlto.ninja_text import parse
+from gn_thinlto.plan_model import RemoteBackends
+from gn_thinlto.render import NAIVE_RSP_NAME, render_files
+
+from .test_plan import basic_plan
+
+LAUNCHER = ("/py", "-m", "goma_ext.run", "--remote", "grpc://h:1", "--exec-root", ".")
+
+
+def remote_files() -> tuple[dict[str, str], object]:
+    plan = replace(basic_plan(Config()), remote=RemoteBackends(LAUNCHER, jobs=7))
+    return render_files(plan), plan
+
+
+def test_backend_rule_runs_through_the_wrapper_in_a_remote_pool() -> None:
+    files, plan = remote_files()
+    rules = files[plan.rules_file]
+    assert "pool gn_thinlto_remote\n  depth = 7\n" in rules
+    backend_rule = rules.split("rule gn_thinlto_backend\n", 1)[1].split("\n\n", 1)[0]
+    assert "--launcher -- /py -m goma_ext.run --remote grpc://h:1 --exec-root . --naive-inputs $naive_rsp -- $argv" in backend_rule
+    assert "pool = gn_thinlto_remote" in backend_rule
+    parse(rules)
+
+
+def test_every_target_names_its_naive_input_list() -> None:
+    files, plan = remote_files()
+    for t in plan.targets:
+        rsp = f"{t.directory}/{NAIVE_RSP_NAME}"
+        assert f"\nnaive_rsp = {rsp}\n" in files[t.ninja_file]
+        assert files[rsp].split() == sorted({b.bitcode for b in t.backends})
+
+
+def test_local_rendering_has_no_remote_traces() -> None:
+    files = render_files(basic_plan(Config()))
+    assert not any(name.endswith(NAIVE_RSP_NAME) for name in files)
+    assert not any("naive_rsp" in text or "gn_thinlto_remote" in text for text in files.values())
+
+
+def test_remote_section_endpoint_environment_and_flag_merge() -> None:
+    config = parse_config({"remote": {"endpoint": "grpc://127.0.0.1:9", "jobs": 5}}, "g.yaml")
+    got = remote_backends(config, None, {})
+    assert got is not None and got.jobs == 5
+    assert got.launcher[got.launcher.index("--remote") + 1] == "grpc://127.0.0.1:9"
+    flag = remote_backends(config, "grpcs://other:443", {})
+    assert flag is not None and "grpcs://other:443" in flag.launcher
+    assert remote_backends(config, None, {"GOMA_EXT_REMOTE": "off"}) is None
+    assert remote_backends(Config(), None, {}) is None
+
+
+def test_bad_remote_settings_are_one_line_errors_naming_the_file() -> None:
+    with pytest.raises(GnThinltoError, match=r"^g\.yaml: remote: .*endpoint"):
+        remote_backends(parse_config({"remote": {"endpoint": "http://x"}}, "g.yaml"), None, {})
+    with pytest.raises(GnThinltoError, match=r"^g\.yaml: remote: expected a mapping"):
+        parse_config({"remote": "grpc://x:1"}, "g.yaml")
