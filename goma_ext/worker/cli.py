@@ -57,8 +57,8 @@ def _serve_one(args: argparse.Namespace) -> int:
     bot_id = f"{args.bot_id}-{args.index}"
     s = WorkerSettings(cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id)
     (s.work_dir / "sandboxes").mkdir(parents=True, exist_ok=True)
-    for stale in (s.work_dir / "sandboxes").iterdir():
-        subprocess.run(["rm", "-rf", str(stale)], check=False)
+    for stale in (s.work_dir / "sandboxes").iterdir():  # left by a killed predecessor with this bot id
+        shutil.rmtree(stale, ignore_errors=True)
     worker = BotWorker(s)
 
     def stop(_n: int, _f: FrameType | None) -> None:
