@@ -60,8 +60,8 @@ class LinkRss:
     modules: int | None
 
 
-def ninja(out_dir: Path) -> Sample:
-    return run(["ninja", "-C", str(out_dir), "-d", "keeprsp"])
+def ninja(out_dir: Path, env: dict[str, str] | None = None) -> Sample:
+    return run(["ninja", "-C", str(out_dir), "-d", "keeprsp"], env=env)
 
 
 def link_outputs(edges: Sequence[tuple[str, str]]) -> list[str]:
@@ -108,9 +108,9 @@ def replay_links(subject: Subject, variant: Variant, out_dir: Path, binaries: Se
 
 
 def measured_build(subject: Subject, variant: Variant, out_dir: Path, case: str, gen_s: float | None,
-                   modules: dict[str, int]) -> Build:
+                   modules: dict[str, int], salt: str = "") -> Build:
     before = variants.counters(out_dir)
-    s = ninja(out_dir)
+    s = ninja(out_dir, variants.build_env(variant, salt))
     after = variants.counters(out_dir)
     edges = variants.edges_run(s.output)
     relinked = link_outputs(edges)
@@ -135,8 +135,8 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
     modules: dict[str, int] = {}
     for v in chosen:
         remove(outs[v])
-        gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint, salt)
-        b = measured_build(subject, v, outs[v], "clean", gen_s, {})
+        gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint)
+        b = measured_build(subject, v, outs[v], "clean", gen_s, {}, salt)
         log.append(f"{subject.name} {v.title} clean: {subjects.check(subject, outs[v])}")
         binaries = _binaries(subject, outs[v])
         if v in (Variant.IN_PROCESS, Variant.GRAPH):
@@ -150,7 +150,7 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
     for case in CASES:
         {"comment": subject.edit_comment, "body": subject.edit_body, "leaf": subject.touch_leaf}[case]()
         for v in chosen:
-            b = measured_build(subject, v, outs[v], case, None, modules)
+            b = measured_build(subject, v, outs[v], case, None, modules, salt)
             builds.append(b)
             print(f"  {subject.name} {v.title}: {case} {b.wall_s:.1f}s, {b.backend_jobs} backend jobs", flush=True)
     for v in chosen:

@@ -41,8 +41,8 @@ class Row:
 
 def one_build(subject: subjects.Subject, variant: Variant, out: Path, endpoint: str | None, salt: str, tag: str) -> Row:
     remove(out)
-    variants.configure(variant, out, subject.root, subject.gn_args, endpoint, salt)
-    s = run(["ninja", "-C", str(out)])
+    variants.configure(variant, out, subject.root, subject.gn_args, endpoint)
+    s = run(["ninja", "-C", str(out)], env=variants.build_env(variant, salt))
     subjects.check(subject, out)
     durations = variants.backend_durations_ms(out)
     mean = statistics.mean(durations) if durations else 0.0

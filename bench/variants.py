@@ -9,7 +9,6 @@ from __future__ import annotations
 import enum
 import json
 import re
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +33,7 @@ class Variant(enum.Enum):
         return {"a": "(a) in-process", "b": "(b) +lld cache", "c": "(c) graph", "d": "(d) graph+remote"}[self.value]
 
 
-def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None,
-              salt: str = "") -> float:
+def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None) -> float:
     """Create OUT_DIR for VARIANT; return the generation wall time (gn gen, plus the hook for c/d)."""
     if variant in (Variant.IN_PROCESS, Variant.LLD_CACHE):
         s = graph_tool.gn_gen(out_dir, root, gn_args)
@@ -45,44 +43,11 @@ def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoin
     cmd = [sys.executable, "-m", "gn_thinlto.cli", "gen", str(out_dir), "--root", str(root)]
     if gn_args:
         cmd += ["--args", gn_args]
-    wall = run(cmd).wall_s
     if variant is Variant.REMOTE:
         if endpoint is None:
             raise ValueError("variant d needs a cluster endpoint")
-        enable_remote(out_dir, endpoint, salt)
-    return wall
-
-
-_BACKEND_COMMAND = re.compile(r"^(rule gn_thinlto_backend\n  command = ).*$", re.MULTILINE)
-_BACKEND_BITCODE = re.compile(r"^build \S+: gn_thinlto_backend (\S+)", re.MULTILINE)
-
-
-def enable_remote(out_dir: Path, endpoint: str, salt: str) -> None:
-    """(d): backends run through `goma-ext run` on the cluster instead of the local backend step.
-
-    [graph] does not wire goma-ext in yet, so the benchmark edits the generated rules: the backend rule's
-    command becomes the wrapper, and each link's ninja file names a response file of all its bitcode
-    objects (--naive-inputs: what a naive remote backend would upload, for the bytes comparison)."""
-    rules = out_dir / "gn-thinlto" / "rules.ninja"
-    wrapper = shlex.join([sys.executable, "-m", "goma_ext.cli", "run", "--remote", endpoint, "--exec-root", "."])
-    text, n = _BACKEND_COMMAND.subn(lambda m: f"{m.group(1)}{salt_env(salt)}{wrapper} --naive-inputs $naive_rsp -- $argv",
-                                    rules.read_text())
-    if n != 1:
-        raise ValueError(f"{rules}: no gn_thinlto_backend rule to route through goma-ext")
-    rules.write_text(text)
-    for target in sorted((out_dir / "gn-thinlto").glob("*/build.ninja")):
-        ninja = target.read_text()
-        bitcode = _BACKEND_BITCODE.findall(ninja)
-        if not bitcode:
-            continue
-        rsp = target.parent.relative_to(out_dir) / "naive_inputs.rsp"
-        (out_dir / rsp).write_text("\n".join(bitcode) + "\n")
-        target.write_text(f"naive_rsp = {rsp}\n" + ninja)
-
-
-def salt_env(salt: str) -> str:
-    """A cache salt keeps one benchmark run's remote actions apart from earlier runs' (cold cache)."""
-    return f"env GOMA_EXT_CACHE_SALT={shlex.quote(salt)} " if salt else ""
+        cmd += ["--remote", endpoint]
+    return run(cmd).wall_s
 
 
 def add_lld_cache(out_dir: Path) -> None:
@@ -93,6 +58,12 @@ def add_lld_cache(out_dir: Path) -> None:
     if n != 2:
         raise ValueError(f"{path}: expected a link and a solink rule to add the ThinLTO cache to, found {n}")
     path.write_text(text)
+
+
+def build_env(variant: Variant, salt: str) -> dict[str, str] | None:
+    """Environment for ninja: (d) gets a cache salt, so one benchmark run's actions start from a cold action
+    cache (the wrapper reads GOMA_EXT_CACHE_SALT)."""
+    return {"GOMA_EXT_CACHE_SALT": salt} if variant is Variant.REMOTE and salt else None
 
 
 @dataclass(frozen=True)
@@ -114,15 +85,17 @@ def counters(out_dir: Path) -> Counters:
 
 
 def remote_log_counts(out_dir: Path, since: Counters) -> tuple[int, int]:
-    """(d): (compiler runs, remote or local fallback; action-cache hits) logged by goma-ext since SINCE."""
+    """(d): (compiler runs, remote or local fallback; cache hits, the action cache's plus our local backend
+    cache's, which sits in front of the wrapper) logged since SINCE."""
+    _, local_hits = backend_log_misses(out_dir, since)
     log = out_dir / REMOTE_STATS_LOG
     if not log.is_file():
-        return 0, 0
+        return 0, local_hits
     with log.open("rb") as f:
         f.seek(since.remote_log_bytes)
         modes = [json.loads(line)["mode"] for line in f.read().decode().splitlines() if line.strip()]
     hits = sum(m == "cache_hit" for m in modes)
-    return len(modes) - hits, hits
+    return len(modes) - hits, hits + local_hits
 
 
 def backend_durations_ms(out_dir: Path) -> list[int]:
