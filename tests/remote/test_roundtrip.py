@@ -1,4 +1,5 @@
-"""A real cluster answers Capabilities and runs a trivial action quickly."""
+"""A real cluster answers Capabilities and runs trivial actions (round trips are printed; the <100 ms target is a
+benchmark number, bench/remote_bench.py and docs/benchmarks.md, never a test assertion)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_status_reports_every_component_running(cluster: Cluster) -> None:
     assert str(info["capabilities"]).startswith("ok")
 
 
-def test_trivial_action_round_trip_is_fast(cluster: Cluster, tmp_path: Path) -> None:
+def test_trivial_actions_execute_remotely(cluster: Cluster, tmp_path: Path) -> None:
     ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE))
     ident = identify("clang-19", tmp_path)
     times = []
@@ -29,8 +30,4 @@ def test_trivial_action_round_trip_is_fast(cluster: Cluster, tmp_path: Path) -> 
         times.append(time.monotonic() - t)
         assert res.exit_code == 0 and not res.cache_hit
     ex.close()
-    best = min(times)
     print(f"round trips (ms): {[round(x * 1000) for x in times]}")
-    # Target: < 100 ms on an idle machine (about 70-90 ms measured with other builds running); the assert keeps
-    # a margin for CI machines shared with parallel builds, and catches regressions such as polling sleeps.
-    assert best < 0.2, f"best round trip {best * 1000:.0f} ms: {[round(x * 1000) for x in times]}"
