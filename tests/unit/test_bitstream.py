@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from goma_ext.bitcursor import BitCursor
@@ -259,7 +259,7 @@ def abbreviated_records(draw: st.DrawFn) -> tuple[list, list, tuple, bytes | Non
     return scalars + tail, written, tuple(decoded), blob
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(abbreviated_records(), min_size=1, max_size=4), st.integers(3, 8))
 def test_abbreviated_records_round_trip(records: list, width: int) -> None:
     """Whatever the writer encodes with any abbreviation, the reader decodes to the same values."""
