@@ -210,6 +210,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--variants", default="abc", help="letters of the variants to run (d needs the cluster)")
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    p.add_argument("--name", default="builds", help="results file name (the report also shows builds-quiet)")
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
@@ -247,8 +248,10 @@ def main(argv: Sequence[str]) -> int:
     print(f"ld.lld --version alone (libLLVM mapped, no work): {floor:.1f} MiB")
     print("\n".join(checks))
     command = "python -m bench builds" + (" --quick" if args.quick else "") + \
-        ("" if args.variants == "abc" else f" --variants {args.variants}")
-    path = results.write(args.results, "builds", dict(ctx, builds=builds, link_rss=rss, ratios=rat, checks=checks, lld_floor_mib=floor,
+        ("" if args.subjects == "example,ninja" else f" --subjects {args.subjects}") + \
+        ("" if args.variants == "abc" else f" --variants {args.variants}") + \
+        ("" if args.name == "builds" else f" --name {args.name}")
+    path = results.write(args.results, args.name, dict(ctx, builds=builds, link_rss=rss, ratios=rat, checks=checks, lld_floor_mib=floor,
                                                       command=command))
     print(f"results: {path}")
     return 0
