@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -84,23 +84,25 @@ def measure_dir(ws_name: str, mode: str, links: int, out_dir: Path, tools: ninja
 
 def bench_workspace(ws: synth.Workspace, work: Path, tools: ninja_tools.NinjaTools, repeat: int,
                     naive_max_links: int, keep: bool, hook_timeout_s: int | None,
-                    failures: list[str]) -> list[Row]:
-    """Every mode on WS; a mode that fails (e.g. the hook over its time or memory limit) is noted in FAILURES."""
+                    failures: list[str], rows: list[Row], save: Callable[[], None]) -> None:
+    """Every mode on WS, appended to ROWS and saved after each (a long run killed late keeps what it measured);
+    a mode that fails (e.g. the hook over its time or memory limit) is noted in FAILURES."""
     root = write_workspace(ws, work / ws.name / "src")
-    rows = []
     out = work / ws.name / "out_gn"
     remove(out)
     gen = graph_tool.gn_gen(out, root)
     rows.append(measure_dir(ws.name, "gn", len(ws.links), out, tools, repeat, gen.wall_s, None))
+    save()
     out = work / ws.name / "out_naive"
     remove(out)
     capped = ws.links[:naive_max_links]
     write_if_changed(out / "build.ninja", naive.ninja_text(capped, "../src/"))
     rows.append(measure_dir(ws.name, "naive", len(capped), out, tools, repeat, None, None))
+    save()
     if graph_tool.available() is None:
         config = work / ws.name / "null_index.yaml"
         write_if_changed(config, graph_tool.NULL_INDEX_CONFIG)
-        for mode, cfg in (("null_index", config), ("graph", None)):
+        for mode, cfg in (("graph", None), ("null_index", config)):
             out = work / ws.name / f"out_{mode}"
             remove(out)
             try:
@@ -111,12 +113,12 @@ def bench_workspace(ws: synth.Workspace, work: Path, tools: ninja_tools.NinjaToo
                 failures.append(f"{ws.name} {mode}: " + (f"the hook did not finish within {hook_timeout_s} s"
                                                         if timed_out else str(e)[:400]))
                 print(f"  {failures[-1]}", flush=True)
+            save()
             if not keep:
                 remove(out)  # a 1,000 x 1,000 graph directory holds millions of files
     if not keep:
         for mode in ("gn", "graph", "null_index", "naive"):
             remove(work / ws.name / f"out_{mode}")
-    return rows
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -177,21 +179,29 @@ def main(argv: Sequence[str]) -> int:
         workspaces.append(synth.mix(components=c, per_component=n))
     rows: list[Row] = []
     failures: list[str] = []
-    for ws in workspaces:
-        rows += bench_workspace(ws, args.cache / "scale", tools, args.repeat, args.naive_max_links, args.keep,
-                                args.hook_timeout, failures)
-        print(table([r for r in rows if r.workspace == ws.name]), flush=True)
-    order = {"gn": 0, "graph": 1, "null_index": 2, "naive": 3}
-    rows.sort(key=lambda r: (workspaces.index(next(w for w in workspaces if w.name == r.workspace)), order[r.mode]))
-    rat = ratios(rows)
-    print(render(["workspace", "mode", "parse/be vs naive", "RSS/be vs naive", "hook/parse", "no-op vs GN",
-                  "bytes vs GN"], [list(r.values()) for r in rat]))
     note = graph_tool.available()
     command = "python -m bench scale" + (" --quick" if args.quick else "") + \
-        (f" --sizes {args.sizes}" if args.sizes else "") + (f" --mix '{args.mix}'" if args.mix != "20:40" else "")
-    path = results.write(args.results, args.name, dict(ctx, rows=rows, ratios=rat, ninja=f"{tools.version} (sdist build)",
-                                                     source=graph_tool.source_state(), graph_missing=note, failures=failures,
-                                                     command=command + (f" --name {args.name}" if args.name != "scale" else "")))
+        (f" --sizes {args.sizes}" if args.sizes else "") + (f" --mix '{args.mix}'" if args.mix != "20:40" else "") + \
+        (f" --name {args.name}" if args.name != "scale" else "")
+
+    def save() -> Path:
+        order = {"gn": 0, "graph": 1, "null_index": 2, "naive": 3}
+        names = [w.name for w in workspaces]
+        done = sorted(rows, key=lambda r: (names.index(r.workspace), order[r.mode]))
+        return results.write(args.results, args.name, dict(
+            ctx, rows=done, ratios=ratios(done), ninja=f"{tools.version} (sdist build)", source=graph_tool.source_state(),
+            graph_missing=note, failures=failures, command=command))
+
+    for ws in workspaces:
+        bench_workspace(ws, args.cache / "scale", tools, args.repeat, args.naive_max_links, args.keep,
+                        args.hook_timeout, failures, rows, save)
+        print(table([r for r in rows if r.workspace == ws.name]), flush=True)
+    path = save()
+    rat = results.read(args.results, args.name)["ratios"]
+    print(render(["workspace", "mode", "parse/be vs naive", "RSS/be vs naive", "hook/parse", "no-op vs GN",
+                  "bytes vs GN"],
+                 [[r[k] for k in ("workspace", "mode", "parse_per_backend_vs_naive", "rss_per_backend_vs_naive",
+                                  "hook_s_vs_ninja_parse_s", "noop_vs_gn_alone", "ninja_bytes_vs_gn_alone")] for r in rat]))
     if note:
         print(f"not measured: GN + our graph, null-index mode: {note}")
     print(f"results: {path}")
