@@ -9,14 +9,18 @@ action is the same on every machine; the wrapper itself replaces the output atom
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gn_thinlto.backend_cache import BackendCache, BackendJob, CacheEvent, cache_key, record
-from gn_thinlto.fsutil import replace_if_changed
+from gn_thinlto.backend_cache import BackendCache, BackendJob, CacheEvent, cache_key, content_key, record
+from gn_thinlto.fsutil import replace_if_changed, write_if_changed
+
+REMOTE_STAGE = Path("gn-thinlto/remote-stage")  # relative to the build directory, the same everywhere
 
 
 def run(job: BackendJob, cache: BackendCache, log: Path, launcher: Sequence[str] = ()) -> int:
@@ -27,12 +31,7 @@ def run(job: BackendJob, cache: BackendCache, log: Path, launcher: Sequence[str]
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     if launcher:
-        rc = subprocess.run([*launcher, *job.argv]).returncode
-        if rc != 0:
-            return rc
-        cache.store(key, out.read_bytes())
-        record(log, CacheEvent.MISS, key, job.output)
-        return 0
+        return run_launched(job, key, cache, log, launcher)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = str(tmp)
@@ -42,6 +41,39 @@ def run(job: BackendJob, cache: BackendCache, log: Path, launcher: Sequence[str]
         return proc.returncode
     cache.store(key, tmp.read_bytes())
     replace_if_changed(tmp, out)
+    record(log, CacheEvent.MISS, key, job.output)
+    return 0
+
+
+def run_launched(job: BackendJob, key: str, cache: BackendCache, log: Path, launcher: Sequence[str]) -> int:
+    """A miss through the launcher (remote execution), run under paths named by the job's content key.
+
+    Identical backends of different binaries differ only in their index and output paths; staged at
+    REMOTE_STAGE/<content key>/ they are one REAPI action in every build directory and on every machine, so a
+    fresh build directory is served from the action cache whichever of them ninja happens to start first.
+    A per-key lock makes a concurrent identical job wait, then take the result from the local cache.
+    """
+    stage = REMOTE_STAGE / content_key(job)
+    stage.mkdir(parents=True, exist_ok=True)
+    out = Path(job.output)
+    with open(stage / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cache.fetch(key, out):
+            record(log, CacheEvent.HIT, key, job.output)
+            return 0
+        index, native = stage / "index.thinlto.bc", stage / "native.o"
+        if job.index:
+            shutil.copyfile(job.index, index)
+        try:
+            rc = subprocess.run([*launcher, *job.relocated(str(index), str(native))]).returncode
+            if rc != 0:
+                return rc
+            data = native.read_bytes()
+            cache.store(key, data)
+            write_if_changed(out, data)
+        finally:
+            index.unlink(missing_ok=True)
+            native.unlink(missing_ok=True)
     record(log, CacheEvent.MISS, key, job.output)
     return 0
 

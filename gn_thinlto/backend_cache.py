@@ -45,6 +45,13 @@ class BackendJob:
         index = next((a.split("=", 1)[1] for a in args if a.startswith("-fthinlto-index=")), "")
         return cls(tuple(args), bitcode, index, output)
 
+    def relocated(self, index: str, output: str) -> tuple[str, ...]:
+        """The same command reading its index from INDEX and writing OUTPUT (the bitcode path is kept)."""
+        names = {self.output: output}
+        if self.index:
+            names[f"-fthinlto-index={self.index}"] = f"-fthinlto-index={index}"
+        return tuple(names.get(a, a) for a in self.argv)
+
     def flags_for_key(self) -> list[str]:
         """The command with its three paths replaced by placeholders (paths do not affect the output)."""
         names = {self.output: "<out>", self.bitcode: "<bitcode>", f"-fthinlto-index={self.index}": "<index>"}
@@ -62,12 +69,22 @@ def _file_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else "-"
 
 
-def cache_key(job: BackendJob) -> str:
+def _digest(parts: Sequence[str]) -> str:
     h = hashlib.sha256(KEY_VERSION)
-    for part in (compiler_identity(job.argv[0]), *job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index)):
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def content_key(job: BackendJob) -> str:
+    """What the job computes, the same on every machine: flags without paths, bitcode and index contents."""
+    return _digest([*job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index)])
+
+
+def cache_key(job: BackendJob) -> str:
+    """The local cache key: the content key and this machine's compiler binary."""
+    return _digest([compiler_identity(job.argv[0]), content_key(job)])
 
 
 @dataclass(frozen=True)

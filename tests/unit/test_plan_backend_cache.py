@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.backend import run
-from gn_thinlto.backend_cache import BackendCache, BackendJob, cache_key, read_stats
+from gn_thinlto.backend_cache import BackendCache, BackendJob, cache_key, content_key, read_stats
 
 
 @pytest.fixture
@@ -72,3 +72,26 @@ def test_unchanged_output_keeps_its_mtime(tmp_path: Path, compiler: Path) -> Non
 def test_parse_rejects_non_backend_commands() -> None:
     with pytest.raises(ValueError, match="not a backend command"):
         BackendJob.parse(["clang", "-c", "x.cc"])
+
+
+def test_launched_jobs_run_once_under_a_path_named_by_their_content(
+    tmp_path: Path, compiler: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Remote misses: identical jobs of two links are one launch, with index and output paths that depend only
+    on the job's content (so they are one REAPI action in every build directory)."""
+    monkeypatch.chdir(tmp_path)
+    launcher = tmp_path / "launcher"
+    launcher.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/launched\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "a.o").write_bytes(b"BITCODE")
+    cache, log = BackendCache(tmp_path / "cache"), tmp_path / "backend.log"
+    one, two = _job(compiler, tmp_path, "app"), _job(compiler, tmp_path, "tool")
+    assert content_key(one) == content_key(two)
+    for job in (one, two):
+        assert run(job, cache, log, [str(launcher), "--remote", "x", "--"]) == 0
+    launched = (tmp_path / "launched").read_text().splitlines()
+    stage = f"gn-thinlto/remote-stage/{content_key(one)}"
+    assert len(launched) == 1 and f"-o {stage}/native.o" in launched[0]
+    assert f"-fthinlto-index={stage}/index.thinlto.bc" in launched[0] and str(tmp_path / "a.o") in launched[0]
+    assert (tmp_path / "app/a.native.o").read_bytes() == (tmp_path / "tool/a.native.o").read_bytes() == b"native(BITCODE)"
+    assert sorted(p.name for p in (tmp_path / stage).iterdir()) == [".lock"]
