@@ -33,7 +33,7 @@ def start(state: Path) -> str:
 def stop(state: Path) -> None:
     from goma_ext.cluster import manager
 
-    manager.stop(state.resolve())
+    manager.destroy(state.resolve())  # also removes PostgreSQL data kept outside STATE (the /tmp fallback)
 
 
 def report(out_dir: Path) -> dict[str, Any]:
