@@ -24,14 +24,15 @@ REMOTE_STAGE = Path("gn-thinlto/remote-stage")  # relative to the build director
 
 
 def run(job: BackendJob, cache: BackendCache, log: Path, launcher: Sequence[str] = ()) -> int:
-    key = cache_key(job)
+    content = content_key(job)  # hashes the bitcode and index once, for both keys
+    key = cache_key(job, content)
     out = Path(job.output)
     if cache.fetch(key, out):
         record(log, CacheEvent.HIT, key, job.output)
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     if launcher:
-        return run_launched(job, key, cache, log, launcher)
+        return run_launched(job, key, content, cache, log, launcher)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = str(tmp)
@@ -45,7 +46,9 @@ def run(job: BackendJob, cache: BackendCache, log: Path, launcher: Sequence[str]
     return 0
 
 
-def run_launched(job: BackendJob, key: str, cache: BackendCache, log: Path, launcher: Sequence[str]) -> int:
+def run_launched(
+    job: BackendJob, key: str, content: str, cache: BackendCache, log: Path, launcher: Sequence[str]
+) -> int:
     """A miss through the launcher (remote execution), run under paths named by the job's content key.
 
     Identical backends of different binaries differ only in their index and output paths; staged at
@@ -53,7 +56,7 @@ def run_launched(job: BackendJob, key: str, cache: BackendCache, log: Path, laun
     fresh build directory is served from the action cache whichever of them ninja happens to start first.
     A per-key lock makes a concurrent identical job wait, then take the result from the local cache.
     """
-    stage = REMOTE_STAGE / content_key(job)
+    stage = REMOTE_STAGE / content
     stage.mkdir(parents=True, exist_ok=True)
     out = Path(job.output)
     with open(stage / ".lock", "w") as lock:

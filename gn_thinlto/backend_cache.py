@@ -82,9 +82,9 @@ def content_key(job: BackendJob) -> str:
     return _digest([*job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index)])
 
 
-def cache_key(job: BackendJob) -> str:
-    """The local cache key: the content key and this machine's compiler binary."""
-    return _digest([compiler_identity(job.argv[0]), content_key(job)])
+def cache_key(job: BackendJob, content: str | None = None) -> str:
+    """The local cache key: the content key (CONTENT, when already computed) and this machine's compiler binary."""
+    return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])
 
 
 @dataclass(frozen=True)
