@@ -29,6 +29,7 @@ from bench.ninja_sdist import DEFAULT_CACHE
 from bench.subjects import Subject
 from bench.table import render
 from bench.variants import Variant
+from gn_thinlto.render import THIN_LINK_STEP
 
 CASES = ("comment", "body", "leaf")
 LINK_WORDS = ("LINK", "SOLINK")
@@ -98,7 +99,7 @@ def replay_links(subject: Subject, variant: Variant, out_dir: Path, binaries: Se
         else:
             thin_rss = None
             for c in commands(out_dir, binary, final_only=False):
-                if "gn_thinlto.thinlink" in c:
+                if f"/{THIN_LINK_STEP}.py " in c:
                     manifest = json.loads((out_dir / shlex.split(c)[-1]).read_text())
                     lld = linker_command(shlex.join(manifest["argv"]), out_dir)
                     thin_rss = max(thin_rss or 0.0, run(lld, cwd=out_dir).max_rss_mib)

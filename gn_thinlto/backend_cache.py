@@ -3,36 +3,48 @@
 The key covers everything the native object depends on: the compiler's identity, the backend flags, the
 bitcode's content and the index's content (which names every module the backend imports from together with
 its module hash, so an imported module's change changes the key).
+
+The backend step imports this once per backend edge, and a cache hit costs less than importing pathlib,
+dataclasses or enum: the records here are plain slotted classes and the module needs only os and hashlib.
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import os
-import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from gn_thinlto.fsutil import write_if_changed
+from gn_thinlto.fsutil import read_bytes, write_if_changed
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
 
 
-class CacheEvent(enum.Enum):
+class CacheEvent:
+    """The two events the backend log records (the first word of each line)."""
+
     HIT = "hit"
     MISS = "miss"
 
 
-@dataclass(frozen=True)
 class BackendJob:
-    """One backend command split into its parts: the paths it reads/writes and everything else."""
+    """One backend command split into its parts: the paths it reads/writes and everything else (immutable)."""
 
-    argv: tuple[str, ...]
-    bitcode: str
-    index: str
-    output: str
+    __slots__ = ("argv", "bitcode", "index", "output")
+
+    def __init__(self, argv: tuple[str, ...], bitcode: str, index: str, output: str) -> None:
+        self.argv, self.bitcode, self.index, self.output = argv, bitcode, index, output
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BackendJob) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"BackendJob(argv={self.argv!r}, bitcode={self.bitcode!r}, index={self.index!r}, output={self.output!r})"
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.argv, self.bitcode, self.index, self.output)
 
     @classmethod
     def parse(cls, argv: Sequence[str]) -> BackendJob:
@@ -59,14 +71,18 @@ class BackendJob:
 
 
 def compiler_identity(compiler: str) -> str:
-    path = shutil.which(compiler) or compiler
+    path = compiler
+    if os.sep not in compiler:
+        import shutil  # only for a bare command name
+
+        path = shutil.which(compiler) or compiler
     real = os.path.realpath(path)
     st = os.stat(real)
     return f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
 
 
 def _file_digest(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else "-"
+    return hashlib.sha256(read_bytes(path)).hexdigest() if path else "-"
 
 
 def _digest(parts: Sequence[str]) -> str:
@@ -87,17 +103,21 @@ def cache_key(job: BackendJob, content: str | None = None) -> str:
     return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])
 
 
-@dataclass(frozen=True)
 class BackendCache:
-    root: Path
+    """The cache directory: one native object per key, under a two-character fan-out directory."""
 
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.o"
+    __slots__ = ("root",)
 
-    def fetch(self, key: str, dest: Path) -> bool:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], f"{key}.o")
+
+    def fetch(self, key: str, dest: str | os.PathLike[str]) -> bool:
         """Copy the cached object to DEST (keeping DEST's mtime if equal); False when not cached."""
         try:
-            data = self.path(key).read_bytes()
+            data = read_bytes(self.path(key))
         except FileNotFoundError:
             return False
         write_if_changed(dest, data)
@@ -107,27 +127,38 @@ class BackendCache:
         write_if_changed(self.path(key), data)
 
 
-def record(log: Path, event: CacheEvent, key: str, output: str) -> None:
-    """Append one line; O_APPEND writes of one short line are atomic enough for concurrent backends."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as f:
-        f.write(f"{event.value} {key} {output}\n")
+def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:
+    """Append one line (EVENT is a CacheEvent); O_APPEND writes of one short line are atomic enough."""
+    parent = os.path.dirname(os.fspath(log))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(log, "a") as f:
+        f.write(f"{event} {key} {output}\n")
 
 
-@dataclass(frozen=True)
 class CacheStats:
-    hits: int
-    misses: int
+    """Hit and miss counts of one build (or of the whole log)."""
+
+    __slots__ = ("hits", "misses")
+
+    def __init__(self, hits: int, misses: int) -> None:
+        self.hits, self.misses = hits, misses
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CacheStats) and (self.hits, self.misses) == (other.hits, other.misses)
+
+    def __repr__(self) -> str:
+        return f"CacheStats(hits={self.hits}, misses={self.misses})"
 
 
-def read_stats(log: Path, offset: int = 0) -> CacheStats:
+def read_stats(log: str | os.PathLike[str], offset: int = 0) -> CacheStats:
     """Hit/miss counts from the log, starting at byte OFFSET (to count one build)."""
     try:
-        with log.open("rb") as f:
+        with open(log, "rb") as f:
             f.seek(offset)
             lines = f.read().decode().splitlines()
     except FileNotFoundError:
         return CacheStats(0, 0)
-    hits = sum(1 for line in lines if line.startswith(CacheEvent.HIT.value + " "))
-    misses = sum(1 for line in lines if line.startswith(CacheEvent.MISS.value + " "))
+    hits = sum(1 for line in lines if line.startswith(CacheEvent.HIT + " "))
+    misses = sum(1 for line in lines if line.startswith(CacheEvent.MISS + " "))
     return CacheStats(hits, misses)

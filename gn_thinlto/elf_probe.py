@@ -8,8 +8,8 @@ Layout: ELF-64 Object File Format (System V gABI), Elf64_Ehdr / Elf64_Shdr / Elf
 from __future__ import annotations
 
 import enum
+import os
 import struct
-from pathlib import Path
 
 from gn_thinlto.errors import GnThinltoError
 
@@ -28,9 +28,10 @@ class SymbolType(enum.IntEnum):
     FILE = 4
 
 
-def has_real_symbols(path: Path) -> bool:
+def has_real_symbols(path: str | os.PathLike[str]) -> bool:
     """True when the object's .symtab holds a symbol other than the null, FILE and SECTION entries."""
-    data = path.read_bytes()
+    with open(path, "rb") as f:
+        data = f.read()
     if len(data) < _EHDR.size or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise GnThinltoError(f"{path}: not a little-endian ELF64 object")
     fields = _EHDR.unpack_from(data)

@@ -1,11 +1,12 @@
-"""File writes for generated outputs: write-if-changed with an atomic replace, so mtimes only move on change."""
+"""File writes for generated outputs: write-if-changed with an atomic replace, so mtimes only move on change.
+
+Imported by the build steps, which run once per backend edge: stdlib `os` only (no pathlib or tempfile,
+whose imports cost more than a backend cache hit).
+"""
 
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
-
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -13,37 +14,51 @@ def _umask() -> int:
     return mask
 
 
-def write_if_changed(path: Path, content: bytes | str) -> bool:
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _same_content(path: str | os.PathLike[str], data: bytes) -> bool:
+    try:
+        if os.stat(path).st_size != len(data):
+            return False
+        return read_bytes(path) == data
+    except OSError:
+        return False
+
+
+def write_if_changed(path: str | os.PathLike[str], content: bytes | str) -> bool:
     """Write CONTENT to PATH unless it already holds exactly that; atomic (temp file + replace). True if written."""
     data = content.encode() if isinstance(content, str) else content
+    if _same_content(path, data):
+        return False
+    path = os.fspath(path)
+    parent, name = os.path.split(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 & ~_umask())
     try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
         raise
     return True
 
 
-def replace_if_changed(src: Path, dst: Path) -> bool:
+def replace_if_changed(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
     """Move SRC over DST unless their contents are equal (then SRC is removed and DST keeps its mtime)."""
-    data = src.read_bytes()
-    try:
-        same = dst.read_bytes() == data
-    except OSError:
-        same = False
-    if same:
-        src.unlink()
+    if _same_content(dst, read_bytes(src)):
+        os.unlink(src)
         return False
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    parent = os.path.dirname(os.fspath(dst))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
     os.replace(src, dst)
     return True

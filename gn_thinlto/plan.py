@@ -259,6 +259,8 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
                    f"{tdir}/index/{b}.imports")
         for b in bitcode
     )
+    objects = [minimized.get(p, p) for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
+    files_read = (*objects, *(i for i in items if not i.startswith("-")), *link.edge.implicit)
     manifest = ThinLinkManifest(
         target=target.label, argv=tuple(argv), rsp_path=rsp,
         rsp_lines=(*link.rsp_prefix, *items, *link.rsp_suffix), stage_dir=stage, staged_used_list=staged_used,
@@ -269,8 +271,8 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
                            for m, k in i.members if k is not InputKind.BITCODE),
         final_rsp_suffix=link.rsp_suffix, natives=tuple((b, native_of[b]) for b in bitcode),
         dyndep=f"{tdir}/final.dd", minimized=tuple(sorted((v, k) for k, v in minimized.items())),
+        inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",
     )
-    objects = [minimized.get(p, p) for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
     implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + [split[1]]
     manifest_path = f"{tdir}/thinlink.json"
     return ThinLink(

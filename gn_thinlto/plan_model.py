@@ -48,6 +48,10 @@ class ThinLinkManifest:
     natives: tuple[tuple[str, str], ...]  # (bitcode, native) for every bitcode object
     dyndep: str
     minimized: tuple[tuple[str, str], ...] = ()  # (minimized thin-link input, full bitcode)
+    # Every file the thin link reads that ninja or the response file names (objects, archive members, archives,
+    # GN's implicit inputs): their contents and the manifest decide whether lld must run again.
+    inputs: tuple[str, ...] = ()
+    state: str = ""  # the step's record of the last successful run (fingerprint and per-file digests)
 
 
 @dataclass(frozen=True)

@@ -7,21 +7,9 @@ from importlib import resources
 
 import jinja2
 
+from gn_thinlto.ninja_escape import ninja_path, ninja_value
+
 TEMPLATE_PACKAGE = "gn_thinlto.templates"
-
-
-def ninja_path(value: str) -> str:
-    """Escape a path for a ninja build/inputs/outputs list ('$', ' ', ':' and newline are special)."""
-    if "\n" in value:
-        raise ValueError(f"newline in ninja path {value!r}")
-    return value.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
-
-
-def ninja_value(value: str) -> str:
-    """Escape a string for a ninja variable value, e.g. a command line (only '$' is special)."""
-    if "\n" in value:
-        raise ValueError(f"newline in ninja value {value!r}")
-    return value.replace("$", "$$")
 
 
 def shell_join(args: list[str] | tuple[str, ...]) -> str:

@@ -1,43 +1,52 @@
-"""The thin-link build step (`python -m gn_thinlto.thinlink MANIFEST`), run by the gn_thinlto_thin_link rule.
+"""The thin-link build step (`python -S …/gn_thinlto/thinlink.py MANIFEST`), run by the gn_thinlto_thin_link rule.
 
 lld writes every index file on every run, so it writes into a staging directory; only files whose content
 changed replace the kept copies (the edge has restat = 1, so unchanged backends do not rerun). The step then
 writes the final link's response file and the dyndep file naming the natives of the bitcode lld used.
+
+Before running lld the step fingerprints the manifest and the content of every file the thin link reads
+(each file hashed again only when its size, mtime or inode moved). When the fingerprint equals that of the
+last successful run and every output is in place, lld would write the same files again: the step stops
+there, and restat lets ninja skip everything downstream. That is the common case of a recompile that did
+not change the bitcode (a comment edit, a touched file).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shlex
-import shutil
-import subprocess
+import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from gn_thinlto.elf_probe import has_real_symbols
-from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.fsutil import replace_if_changed, write_if_changed
+if __name__ == "__main__" and not __package__:  # run as a script (see render.step_command)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+import hashlib  # noqa: E402 (after the script-mode path set-up)
+import json  # noqa: E402
+import stat  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import Any  # noqa: E402
+
+from gn_thinlto.errors import GnThinltoError  # noqa: E402
+from gn_thinlto.fsutil import read_bytes, replace_if_changed, write_if_changed  # noqa: E402
+
+FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
 
 
 def used_bitcode(staged_used_list: str, stage_dir: str) -> list[str]:
     """lld's --thinlto-index-only list names each used object with the prefix replaced; map it back."""
     prefix = stage_dir.rstrip("/") + "/"
     used = []
-    for line in Path(staged_used_list).read_text().splitlines():
+    for line in read_bytes(staged_used_list).decode().splitlines():
         if line:
             used.append(line[len(prefix):] if line.startswith(prefix) else line)
     return used
 
 
-def read_why_extract(path: Path) -> list[tuple[str, str]]:
+def read_why_extract(path: str) -> list[tuple[str, str]]:
     """lld --why-extract: (reference, extracted) pairs in extraction order (header line skipped)."""
-    if not path.is_file():
+    if not os.path.isfile(path):
         return []
     pairs = []
-    for line in path.read_text().splitlines()[1:]:
+    for line in read_bytes(path).decode().splitlines()[1:]:
         parts = line.split("\t")
         if len(parts) >= 2:
             pairs.append((parts[0], parts[1]))
@@ -93,12 +102,78 @@ def final_rsp_lines(m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[
     return [*m["final_rsp_prefix"], *compose_final_inputs(m, used, why, with_split), *m["final_rsp_suffix"]]
 
 
-def run(manifest_path: Path) -> int:
-    m = json.loads(manifest_path.read_text())
-    write_if_changed(Path(m["rsp_path"]), "\n".join(shlex.quote(x) for x in m["rsp_lines"]) + "\n")
-    stage = Path(m["stage_dir"])
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fingerprint(manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]]) -> tuple[str, dict[str, list[Any]]] | None:
+    """The digest of MANIFEST and the contents of INPUTS, and the per-file records to keep for the next run.
+
+    KNOWN holds the previous run's records ([size, mtime_ns, inode, sha256] by path): a file whose first three
+    are unchanged is not read again. None when an input is not a regular file (a phony name, or missing):
+    such an edge always runs lld, as ninja alone would decide.
+    """
+    h = hashlib.sha256(FINGERPRINT_VERSION)
+    h.update(hashlib.sha256(manifest).digest())
+    files: dict[str, list[Any]] = {}
+    for path in inputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        signature = [st.st_size, st.st_mtime_ns, st.st_ino]
+        previous = known.get(path)
+        digest = previous[3] if previous is not None and previous[:3] == signature else _file_sha256(path)
+        files[path] = [*signature, digest]
+        h.update(f"{path}\0{digest}\0".encode())
+    return h.hexdigest(), files
+
+
+def _outputs(m: dict[str, Any]) -> list[str]:
+    kept = [f for x in m["index_files"] for f in (x["index"], x["imports"])]
+    return [*kept, m["split_object"][1], m["used_list"], m["final_rsp"], m["dyndep"], m["rsp_path"]]
+
+
+def _read_state(path: str) -> dict[str, Any]:
+    try:
+        state = json.loads(read_bytes(path))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def run(manifest_path: str) -> int:
+    raw = read_bytes(manifest_path)
+    m = json.loads(raw)
+    state_path = m["state"]
+    state = _read_state(state_path)
+    current = fingerprint(raw, m["inputs"], state.get("files", {}))
+    if current is not None and state.get("fingerprint") == current[0] and all(map(os.path.isfile, _outputs(m))):
+        return 0  # same inputs as the last successful run: lld would write the same files
+    if os.path.exists(state_path):
+        os.unlink(state_path)  # a failed run below must not leave a record of success
+    rc = thin_link(m)
+    if rc == 0 and current is not None:
+        write_if_changed(state_path, json.dumps({"fingerprint": current[0], "files": current[1]}))
+    return rc
+
+
+def thin_link(m: dict[str, Any]) -> int:
+    """Run lld's thin link and keep its outputs (only changed files move), then the final rsp and dyndep."""
+    import shlex
+    import shutil
+    import subprocess
+
+    write_if_changed(m["rsp_path"], "\n".join(shlex.quote(x) for x in m["rsp_lines"]) + "\n")
+    stage = m["stage_dir"]
     shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
+    os.makedirs(stage)
     proc = subprocess.run(m["argv"], capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout + proc.stderr)
@@ -108,39 +183,40 @@ def run(manifest_path: Path) -> int:
         sys.stderr.write(proc.stderr)
     for f in m["index_files"]:
         for staged, kept in ((f["staged_index"], f["index"]), (f["staged_imports"], f["imports"])):
-            if not Path(staged).is_file():
+            if not os.path.isfile(staged):
                 raise GnThinltoError(f"thin link of {m['target']}: lld wrote no {staged}")
-            replace_if_changed(Path(staged), Path(kept))
+            replace_if_changed(staged, kept)
     staged, kept = m["split_object"]
-    if not Path(staged).is_file():
+    if not os.path.isfile(staged):
         raise GnThinltoError(f"thin link of {m['target']}: lld wrote no regular-LTO object {staged}")
-    replace_if_changed(Path(staged), Path(kept))
-    with_split = has_real_symbols(Path(kept))
+    replace_if_changed(staged, kept)
+    from gn_thinlto.dyndep import dyndep_text
+    from gn_thinlto.elf_probe import has_real_symbols
+
+    with_split = has_real_symbols(kept)
     used = used_bitcode(m["staged_used_list"], m["stage_dir"])
-    write_if_changed(Path(m["used_list"]), "".join(f"{u}\n" for u in used))
+    write_if_changed(m["used_list"], "".join(f"{u}\n" for u in used))
     unknown = sorted(set(used) - {b for b, _ in m["natives"]})
     if unknown:
         raise GnThinltoError(f"thin link of {m['target']}: lld used {unknown[0]}, which gn-thinlto did not plan")
     full = dict(m["minimized"])
-    why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(Path(m["why_extract"]))]
+    why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(m["why_extract"])]
     rsp = "\n".join(shlex.quote(x) for x in final_rsp_lines(m, used, why, with_split)) + "\n"
-    write_if_changed(Path(m["final_rsp"]), rsp)
-    from gn_thinlto.render import render_dyndep  # jinja2 only when needed
-
+    write_if_changed(m["final_rsp"], rsp)
     natives = [m["split_object"][1], *(dict(m["natives"])[u] for u in used)]
     # The rsp digest makes the dyndep file (the final link's only input from this edge) change with the rsp.
     digest = hashlib.sha256(rsp.encode()).hexdigest()
-    write_if_changed(Path(m["dyndep"]), render_dyndep(m["final_output"], natives, digest))
+    write_if_changed(m["dyndep"], dyndep_text(m["final_output"], natives, digest))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m gn_thinlto.thinlink MANIFEST.json", file=sys.stderr)
+        print("usage: thinlink.py MANIFEST.json", file=sys.stderr)
         return 2
     try:
-        return run(Path(args[0]))
+        return run(args[0])
     except (GnThinltoError, OSError, KeyError, TypeError, ValueError) as e:
         print(f"gn-thinlto: error: {e}", file=sys.stderr)
         return 2

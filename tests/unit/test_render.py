@@ -12,7 +12,8 @@ import pytest
 from gn_thinlto.config import Config
 from gn_thinlto.config import TestonlyMode as Mode
 from gn_thinlto.ninja_text import parse
-from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_dyndep, render_files
+from gn_thinlto.dyndep import dyndep_text
+from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_files
 from gn_thinlto.templating import ninja_path, ninja_value
 
 from .test_plan import BASIC_GN, GOLDEN, basic_graph, basic_plan
@@ -33,7 +34,7 @@ def _check_golden(name: str, text: str) -> None:
 def _all_files(config: Config) -> dict[str, str]:
     plan = basic_plan(config)
     graph, texts = basic_graph()
-    files = dict(render_files(plan))
+    files = dict(render_files(plan, step_dir="/site/gn_thinlto"))
     files.update({f"gn-edited/{k}": v for k, v in edit_gn_target_files(texts, plan).items()})
     files["gn-edited/build.ninja"] = edit_build_ninja((BASIC_GN / "build.ninja").read_text(), plan)
     return files
@@ -71,7 +72,7 @@ def test_gn_edits_remove_exactly_the_planned_link_edges() -> None:
 
 
 def test_dyndep_and_escaping() -> None:
-    text = render_dyndep("./a b", ["n/x:y.o", "n/$z.o"], "0" * 64)
+    text = dyndep_text("./a b", ["n/x:y.o", "n/$z.o"], "0" * 64)
     assert "build ./a$ b: dyndep | n/x$:y.o n/$$z.o\n" in text
     assert text.startswith("ninja_dyndep_version = 1\n")
     assert ninja_path("a b:$") == "a$ b$:$$" and ninja_value("x $y") == "x $$y"

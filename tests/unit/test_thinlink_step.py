@@ -1,0 +1,100 @@
+"""The thin-link step skips lld when the manifest and the content of every input are those of its last success."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gn_thinlto import thinlink
+
+
+def _manifest(tmp: Path, inputs: list[str]) -> Path:
+    m = {
+        "target": "//app:app", "inputs": inputs, "state": str(tmp / "state.json"),
+        "index_files": [{"index": str(tmp / "a.o.thinlto.bc"), "imports": str(tmp / "a.o.imports")}],
+        "split_object": [str(tmp / "stage/lto.split.o"), str(tmp / "lto.split.o")],
+        "used_list": str(tmp / "used.txt"), "final_rsp": str(tmp / "final.rsp"), "dyndep": str(tmp / "final.dd"),
+        "rsp_path": str(tmp / "thinlink.rsp"),
+    }
+    path = tmp / "thinlink.json"
+    path.write_text(json.dumps(m))
+    return path
+
+
+@pytest.fixture
+def links(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace lld's run by one that writes every output and records the target (or fails, once asked to)."""
+    calls: list[str] = []
+
+    def fake(m: dict[str, Any]) -> int:
+        calls.append(m["target"])
+        if os.environ.get("FAKE_THIN_LINK_FAILS"):
+            return 1
+        for path in thinlink._outputs(m):
+            Path(path).write_text("out")
+        return 0
+
+    monkeypatch.setattr(thinlink, "thin_link", fake)
+    return calls
+
+
+def test_unchanged_inputs_skip_lld_and_changed_ones_do_not(tmp_path: Path, links: list[str]) -> None:
+    a, b = tmp_path / "a.o", tmp_path / "b.o"
+    a.write_bytes(b"BITCODE A")
+    b.write_bytes(b"BITCODE B")
+    manifest = _manifest(tmp_path, [str(a), str(b)])
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 1
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 1  # nothing changed
+    a.write_bytes(b"BITCODE A")  # rewritten with the same content (a comment edit): new mtime, same bytes
+    os.utime(a, ns=(1, 1))
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 1
+    b.write_bytes(b"BITCODE B2")
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 2
+    (tmp_path / "a.o.imports").unlink()  # an output is missing: ninja reran the edge for it
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 3
+    manifest.write_text(manifest.read_text().replace("//app:app", "//app:app2"))  # regenerated plan
+    assert thinlink.run(str(manifest)) == 0 and links[-1] == "//app:app2"
+
+
+def test_a_failed_run_leaves_no_record(tmp_path: Path, links: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    a = tmp_path / "a.o"
+    a.write_bytes(b"A")
+    manifest = _manifest(tmp_path, [str(a)])
+    thinlink.run(str(manifest))
+    a.write_bytes(b"A2")
+    monkeypatch.setenv("FAKE_THIN_LINK_FAILS", "1")
+    assert thinlink.run(str(manifest)) == 1
+    assert not (tmp_path / "state.json").exists()
+    a.write_bytes(b"A")  # back to the recorded content: still runs, since the failed run removed the record
+    monkeypatch.delenv("FAKE_THIN_LINK_FAILS")
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 3
+
+
+def test_inputs_that_are_not_files_always_run(tmp_path: Path, links: list[str]) -> None:
+    """A phony input (or a missing one) hides what it stands for, so the step cannot vouch for it."""
+    manifest = _manifest(tmp_path, [str(tmp_path / "phony_group")])
+    thinlink.run(str(manifest))
+    thinlink.run(str(manifest))
+    (tmp_path / "phony_group").mkdir()
+    thinlink.run(str(manifest))
+    assert len(links) == 3
+
+
+def test_fingerprint_reads_only_files_whose_stat_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = tmp_path / "a.o", tmp_path / "b.o"
+    a.write_bytes(b"A")
+    b.write_bytes(b"B")
+    first = thinlink.fingerprint(b"M", [str(a), str(b)], {})
+    assert first is not None
+    read: list[str] = []
+    real = thinlink._file_sha256
+    monkeypatch.setattr(thinlink, "_file_sha256", lambda p: read.append(p) or real(p))
+    os.utime(b, ns=(5, 5))
+    second = thinlink.fingerprint(b"M", [str(a), str(b)], first[1])
+    assert second is not None and second[0] == first[0] and read == [str(b)]
+    other = thinlink.fingerprint(b"M2", [str(a), str(b)], second[1])
+    assert other is not None and other[0] != first[0]  # the manifest is part of it
