@@ -75,7 +75,7 @@ def sharing(d: Data, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
     _grouped(ax, labels, {
         "binaries × objects": [r["binaries_x_objects"] for r in rows],
-        "compiler runs, sharing off": [r["backend_edges_run"] for r in rows],
+        "compiler runs, sharing off": [r["compiler_runs_off"] for r in rows],
         "compiler runs, sharing on": [r["compiler_runs"] for r in rows],
     }, "backend jobs")
     ax.set_title("Duplicate codegen across binaries")

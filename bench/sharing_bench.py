@@ -1,11 +1,11 @@
 """`python -m bench sharing`: duplicate codegen across binaries — backend jobs run vs binaries × objects.
 
-Per workspace, clean builds with our graph: (1) thin link per binary with the content-addressed backend
-cache (sharing on: compiler runs = cache misses; sharing off: every backend edge ninja ran would run the
-compiler, i.e. misses + hits, as the cache is the only thing that dedupes them), and (2) test-only binaries
-on shared null-index backends (`testonly: shared_null_index`: one backend edge per object and flag set,
-shared by every test binary at the ninja level; no thin link). binaries × objects is the sum, over link
-targets, of the bitcode objects each links: what per-binary backends would compile without any sharing.
+Per workspace, clean builds with our graph, each twice, with the content-addressed backend cache (sharing
+on) and with `backend_cache: false` (sharing off; compiler runs = backend edges ninja ran): (1) thin link
+per binary, and (2) test-only binaries on shared null-index backends (`testonly: shared_null_index`: one
+backend edge per object and flag set, shared by every test binary at the ninja level; no thin link).
+binaries × objects is the number of backend edges of the thin-link graph (one per bitcode object per link
+target): what per-binary backends compile without any sharing.
 """
 
 from __future__ import annotations
@@ -26,6 +26,18 @@ FULL = ("grid:10:100", "mix:6:20", "example")
 QUICK = ("grid:4:20", "mix:3:6")
 
 
+MODE_CONFIG = {"thin_link": "", "null_index": graph_tool.NULL_INDEX_CONFIG}
+CACHE_OFF_CONFIG = "backend_cache: false\n"
+
+
+@dataclass(frozen=True)
+class Build:
+    binaries: int
+    backend_edges_run: int
+    compiler_runs: int
+    wall_s: float
+
+
 @dataclass(frozen=True)
 class Row:
     workspace: str
@@ -33,12 +45,10 @@ class Row:
     binaries: int
     binaries_x_objects: int  # backend edges of the thin-link graph
     backend_edges_run: int
-    compiler_runs: int
+    compiler_runs: int  # sharing on (backend cache)
     wall_s: float
-
-    @property
-    def sharing_off_runs(self) -> int:
-        return self.backend_edges_run
+    compiler_runs_off: int  # sharing off (backend_cache: false), measured
+    wall_off_s: float
 
 
 def workspace_root(spec: str, cache: Path) -> tuple[str, Path]:
@@ -49,20 +59,18 @@ def workspace_root(spec: str, cache: Path) -> tuple[str, Path]:
     return ws.name, write_workspace(ws, cache / "sharing" / ws.name / "src")
 
 
-def build(name: str, root: Path, mode: str, work: Path) -> Row:
-    out = work / name / f"out_{mode}"
+def build(name: str, root: Path, mode: str, work: Path, cache: bool) -> Build:
+    label = mode if cache else f"{mode}_nocache"
+    out = work / name / f"out_{label}"
     remove(out)
-    cmd = [sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(root)]
-    if mode == "null_index":
-        config = work / name / "null_index.yaml"
-        write_if_changed(config, graph_tool.NULL_INDEX_CONFIG)
-        cmd += ["--config", str(config)]
-    run(cmd)
+    config = work / name / f"{label}.yaml"
+    write_if_changed(config, MODE_CONFIG[mode] + ("" if cache else CACHE_OFF_CONFIG))
+    run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(root), "--config", str(config)])
     s = run(["ninja", "-C", str(out)])
     edges = variants.edges_run(s.output)
-    misses, hits = variants.backend_log_misses(out, variants.Counters(0, 0, 0))
+    misses, _hits = variants.backend_log_misses(out, variants.Counters(0, 0, 0))
     binaries = sum(1 for word, _ in edges if word in ("LINK", "SOLINK"))
-    return Row(name, mode, binaries, 0, sum(1 for w, _ in edges if w == "BACKEND"), misses, s.wall_s)
+    return Build(binaries, sum(1 for w, _ in edges if w == "BACKEND"), misses, s.wall_s)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -84,17 +92,19 @@ def main(argv: Sequence[str]) -> int:
     rows: list[Row] = []
     for spec in specs:
         name, root = workspace_root(spec, args.cache)
-        thin = build(name, root, "thin_link", args.cache / "sharing")
-        total = thin.backend_edges_run
-        rows.append(Row(**{**thin.__dict__, "binaries_x_objects": total}))
-        null = build(name, root, "null_index", args.cache / "sharing")
-        rows.append(Row(**{**null.__dict__, "binaries_x_objects": total}))
-        print(f"  {name}: done", flush=True)
-    print(render(["workspace", "mode", "binaries", "binaries×objects", "edges run (sharing off)", "compiler runs",
-                  "runs/(b×o) on", "runs/(b×o) off", "wall s"],
-                 [[r.workspace, r.mode, r.binaries, r.binaries_x_objects, r.sharing_off_runs, r.compiler_runs,
-                   ratio(r.compiler_runs, r.binaries_x_objects), ratio(r.sharing_off_runs, r.binaries_x_objects),
-                   r.wall_s] for r in rows]))
+        total = 0
+        for mode in MODE_CONFIG:
+            on = build(name, root, mode, args.cache / "sharing", cache=True)
+            off = build(name, root, mode, args.cache / "sharing", cache=False)
+            total = total or on.backend_edges_run  # the thin-link graph comes first
+            rows.append(Row(name, mode, on.binaries, total, on.backend_edges_run, on.compiler_runs, on.wall_s,
+                            off.compiler_runs, off.wall_s))
+            print(f"  {name} {mode}: compiler runs {on.compiler_runs} on, {off.compiler_runs} off", flush=True)
+    print(render(["workspace", "mode", "binaries", "binaries×objects", "edges run", "runs off", "runs on",
+                  "off/(b×o)", "on/(b×o)", "wall off s", "wall on s"],
+                 [[r.workspace, r.mode, r.binaries, r.binaries_x_objects, r.backend_edges_run, r.compiler_runs_off,
+                   r.compiler_runs, ratio(r.compiler_runs_off, r.binaries_x_objects),
+                   ratio(r.compiler_runs, r.binaries_x_objects), r.wall_off_s, r.wall_s] for r in rows]))
     path = results.write(args.results, "sharing", dict(ctx, rows=rows, source=graph_tool.source_state(),
                                                        command="python -m bench sharing" + (" --quick" if args.quick else "")))
     print(f"results: {path}")

@@ -1,4 +1,6 @@
-"""The backend build step (`python -S …/gn_thinlto/backend.py --cache DIR --log LOG [--launcher] -- [LAUNCHER… --] CLANG …`).
+"""The backend build step (`python -S …/gn_thinlto/backend.py --cache DIR|--no-cache --log LOG [--launcher] -- …`).
+
+The command after `--` is `[LAUNCHER… --] CLANG …`.
 
 A job whose key (see backend_cache) is cached is not run again: the cached native object is copied into
 place. The output is only rewritten when its content changes (the edge has restat = 1). With --launcher, a
@@ -31,7 +33,7 @@ from gn_thinlto.backend_cache import (  # noqa: E402
 from gn_thinlto.fsutil import read_bytes, replace_if_changed, write_if_changed  # noqa: E402
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
-USAGE = "usage: backend.py --cache DIR --log LOG [--launcher] -- [LAUNCHER… --] CLANG …"
+USAGE = "usage: backend.py --cache DIR|--no-cache --log LOG [--launcher] -- [LAUNCHER… --] CLANG …"
 
 
 def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launcher: Sequence[str] = ()) -> int:
@@ -102,7 +104,7 @@ def run_launched(
 
 
 def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str]]:
-    """(cache dir, log, launcher argv ending in `--` or empty, backend command); ValueError on bad usage.
+    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command); ValueError on bad usage.
 
     Hand-parsed: the arguments come from our own ninja rule, and argparse's import costs more than a hit.
     """
@@ -113,12 +115,14 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str]]:
         flag = rest.pop(0)
         if flag == "--launcher":
             launched = True
+        elif flag == "--no-cache":
+            opts["--cache"] = ""
         elif flag in ("--cache", "--log") and rest:
             opts[flag] = rest.pop(0)
         else:
             raise ValueError(f"unexpected argument {flag!r}")
     if "--cache" not in opts or "--log" not in opts:
-        raise ValueError("--cache and --log are required")
+        raise ValueError("--cache (or --no-cache) and --log are required")
     command = rest[1:]
     launcher: list[str] = []
     if launched:

@@ -104,7 +104,10 @@ def cache_key(job: BackendJob, content: str | None = None) -> str:
 
 
 class BackendCache:
-    """The cache directory: one native object per key, under a two-character fan-out directory."""
+    """The cache directory: one native object per key, under a two-character fan-out directory.
+
+    With an empty root the cache is off (config `backend_cache: false`): nothing is found or stored.
+    """
 
     __slots__ = ("root",)
 
@@ -116,6 +119,8 @@ class BackendCache:
 
     def fetch(self, key: str, dest: str | os.PathLike[str]) -> bool:
         """Copy the cached object to DEST (keeping DEST's mtime if equal); False when not cached."""
+        if not self.root:
+            return False
         try:
             data = read_bytes(self.path(key))
         except FileNotFoundError:
@@ -124,7 +129,8 @@ class BackendCache:
         return True
 
     def store(self, key: str, data: bytes) -> None:
-        write_if_changed(self.path(key), data)
+        if self.root:
+            write_if_changed(self.path(key), data)
 
 
 def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:

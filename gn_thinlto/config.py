@@ -13,6 +13,7 @@ Example (every key optional):
     thin_link_pool_depth: 2       # ninja pool depth for thin links (0: no pool)
     minimized_bitcode: false
     cache_dir: gn-thinlto/cache   # relative to the build dir, or absolute
+    backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
 """
@@ -53,6 +54,7 @@ class Config:
     thin_link_pool_depth: int = 2
     minimized_bitcode: bool = False
     cache_dir: str = "gn-thinlto/cache"
+    backend_cache: bool = True
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
     source: str = field(default="(defaults)", compare=False)
 
@@ -72,7 +74,7 @@ def label_matches(pattern: str, label: str) -> bool:
 
 _KEYS = {
     "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
-    "remote",
+    "backend_cache", "remote",
 }
 
 
@@ -116,6 +118,9 @@ def parse_config(data: Any, source: str) -> Config:
     cache_dir = top.get("cache_dir", Config.cache_dir)
     if not isinstance(cache_dir, str) or not cache_dir:
         raise GnThinltoError(f"{source}: cache_dir: expected a non-empty path")
+    backend_cache = top.get("backend_cache", True)
+    if not isinstance(backend_cache, bool):
+        raise GnThinltoError(f"{source}: backend_cache: expected true or false, got {backend_cache!r}")
     remote = _check_keys(top.get("remote", {}), None, f"{source}: remote")
     return Config(
         include=_str_list(targets.get("include", ["//*"]), f"{source}: targets.include"),
@@ -127,6 +132,7 @@ def parse_config(data: Any, source: str) -> Config:
         thin_link_pool_depth=depth,
         minimized_bitcode=minimized,
         cache_dir=cache_dir,
+        backend_cache=backend_cache,
         remote=tuple(sorted(remote.items())),
         source=source,
     )

@@ -313,5 +313,5 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     return GraphPlan(
         targets=tuple(targets), refusals=tuple(refusals),
         shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
-        cache_dir=config.cache_dir, thin_link_pool_depth=config.thin_link_pool_depth,
+        cache_dir=config.cache_dir if config.backend_cache else "", thin_link_pool_depth=config.thin_link_pool_depth,
     )

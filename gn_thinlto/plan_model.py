@@ -126,7 +126,7 @@ class GraphPlan:
     refusals: tuple[Refusal, ...]
     shared_backends: tuple[Backend, ...] = field(default=())
     python: str = "python3"
-    cache_dir: str = "gn-thinlto/cache"
+    cache_dir: str = "gn-thinlto/cache"  # empty: no backend cache (config backend_cache: false)
     backend_log: str = "gn-thinlto/backend.log"
     thin_link_pool_depth: int = 2
     rules_file: str = "gn-thinlto/rules.ninja"

@@ -36,7 +36,8 @@ def step_command(python: str, step: str, step_dir: str = STEP_DIR) -> list[str]:
 def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = STEP_DIR) -> dict[str, str]:
     """Every file gn-thinlto owns (ninja, and with remote backends their naive-input lists), by path in OUT."""
     ctx = _common(source)
-    backend = [*step_command(plan.python, BACKEND_STEP, step_dir), "--cache", plan.cache_dir, "--log", plan.backend_log]
+    cache = ["--cache", plan.cache_dir] if plan.cache_dir else ["--no-cache"]
+    backend = [*step_command(plan.python, BACKEND_STEP, step_dir), *cache, "--log", plan.backend_log]
     files = {
         plan.rules_file: render(
             "rules.ninja.j2",

@@ -50,6 +50,7 @@ def test_sharing_smallest(tmp_path: Path) -> None:
     thin, null = rows
     assert thin["binaries_x_objects"] == 2 * 4 == thin["backend_edges_run"]
     assert 0 < thin["compiler_runs"] <= thin["backend_edges_run"] and null["mode"] == "null_index"
+    assert thin["compiler_runs_off"] == thin["backend_edges_run"]  # with the cache off every edge compiles
 
 
 def test_remote_smallest(tmp_path: Path) -> None:

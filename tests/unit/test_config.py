@@ -23,12 +23,14 @@ def test_full_config(tmp_path: Path) -> None:
         "target_dir: 'lto/{name}'\ntestonly: shared_null_index\n"
         "backend_flags: {add: ['-g1'], remove: ['-fdata-sections']}\n"
         "thin_link_pool_depth: 1\nminimized_bitcode: true\ncache_dir: /tmp/cache\n"
+        "backend_cache: false\n"
     )
     c = load_config(None, tmp_path)
     assert c.include == ("//apps/*",) and c.exclude == ("//apps/big:*",)
     assert c.selects("//apps/calc:calc") and not c.selects("//apps/big:big") and not c.selects("//base:base")
     assert c.testonly is Mode.SHARED_NULL_INDEX and c.minimized_bitcode and c.thin_link_pool_depth == 1
     assert c.backend_flags_add == ("-g1",) and c.cache_dir == "/tmp/cache" and c.target_dir == "lto/{name}"
+    assert not c.backend_cache and Config().backend_cache
 
 
 @pytest.mark.parametrize(
@@ -39,6 +41,7 @@ def test_full_config(tmp_path: Path) -> None:
         ({"thin_link_pool_depth": -1}, "thin_link_pool_depth: expected an integer >= 0"),
         ({"targets": {"include": "//x"}}, "targets.include: expected a list of strings"),
         ({"minimized_bitcode": "yes"}, "minimized_bitcode: expected true or false"),
+        ({"backend_cache": "off"}, "backend_cache: expected true or false"),
         ({"target_dir": "fixed"}, "target_dir: must be a string containing"),
         ([1, 2], "expected a mapping"),
     ],

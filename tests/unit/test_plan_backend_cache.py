@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.backend import run
+from gn_thinlto.backend import parse_args, run
 from gn_thinlto.backend_cache import BackendCache, BackendJob, cache_key, content_key, read_stats
 
 
@@ -95,3 +95,26 @@ def test_launched_jobs_run_once_under_a_path_named_by_their_content(
     assert f"-fthinlto-index={stage}/index.thinlto.bc" in launched[0] and str(tmp_path / "a.o") in launched[0]
     assert (tmp_path / "app/a.native.o").read_bytes() == (tmp_path / "tool/a.native.o").read_bytes() == b"native(BITCODE)"
     assert sorted(p.name for p in (tmp_path / stage).iterdir()) == [".lock"]
+
+
+def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler: Path) -> None:
+    """`backend_cache: false` (sharing off): identical jobs of two links both compile; outputs still restat."""
+    (tmp_path / "a.o").write_bytes(b"BITCODE")
+    cache, log = BackendCache(""), tmp_path / "backend.log"
+    one, two = _job(compiler, tmp_path, "app"), _job(compiler, tmp_path, "tool")
+    assert run(one, cache, log) == 0 and run(two, cache, log) == 0
+    os.utime(two.output, (1, 1))
+    assert run(two, cache, log) == 0
+    assert (tmp_path / "runs").read_text().count("run") == 3
+    assert Path(two.output).stat().st_mtime == 1 and read_stats(log).misses == 3
+    assert not (tmp_path / "cache").exists()
+
+
+def test_backend_command_line(tmp_path: Path) -> None:
+    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == ("", "l", [], ["clang", "-c"])
+    assert parse_args(["--cache", "c", "--log", "l", "--launcher", "--", "w", "--", "clang"]) == (
+        "c", "l", ["w", "--"], ["clang"])
+    for bad in (["--log", "l", "--", "clang"], ["--cache", "c", "--log", "l", "--launcher", "--", "clang"],
+                ["--frob", "--", "x"]):
+        with pytest.raises(ValueError):
+            parse_args(bad)

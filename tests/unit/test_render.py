@@ -11,8 +11,8 @@ import pytest
 
 from gn_thinlto.config import Config
 from gn_thinlto.config import TestonlyMode as Mode
-from gn_thinlto.ninja_text import parse
 from gn_thinlto.dyndep import dyndep_text
+from gn_thinlto.ninja_text import parse
 from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_files
 from gn_thinlto.templating import ninja_path, ninja_value
 
@@ -78,3 +78,8 @@ def test_dyndep_and_escaping() -> None:
     assert ninja_path("a b:$") == "a$ b$:$$" and ninja_value("x $y") == "x $$y"
     with pytest.raises(ValueError):
         ninja_path("a\nb")
+
+
+def test_backend_cache_off_renders_no_cache_backends() -> None:
+    rules = render_files(basic_plan(Config(backend_cache=False)), step_dir="/s")["gn-thinlto/rules.ninja"]
+    assert "/s/backend.py --no-cache --log gn-thinlto/backend.log -- $argv" in rules and "--cache" not in rules
