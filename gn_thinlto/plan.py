@@ -11,7 +11,7 @@ from gn_thinlto import linkline
 from gn_thinlto.config import Config, TestonlyMode
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.gn_project import GnProject, GnTarget
-from gn_thinlto.gn_link import GnGraph, GnLink, LinkInput, Producer, classify, gn_link, producers_of, rules_of
+from gn_thinlto.gn_link import GnGraph, GnLink, InputClassifier, LinkInput, Producer, gn_link, producers_of, rules_of
 from gn_thinlto.linkline import LtoMode, Refused
 from gn_thinlto.ninja_text import Rule
 from gn_thinlto.plan_model import (
@@ -147,9 +147,9 @@ class _LinkFacts:
 
 
 def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
-             rules: Mapping[str, Rule]) -> _LinkFacts:
+             rules: Mapping[str, Rule], classifier: InputClassifier) -> _LinkFacts:
     link = gn_link(target, graph, producers, rules)
-    inputs = tuple(classify(p, producers, graph, rules) for p in link.edge.inputs)
+    inputs = tuple(classifier.classify(p) for p in link.edge.inputs)
     analysis = linkline.analyze(_expanded_argv(link, [i.path for i in inputs]))
     if analysis.lto is not LtoMode.THIN:
         raise Refused("link does not use -flto=thin")
@@ -183,10 +183,14 @@ def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
 
 
 def plan_target(
-    target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer], rules: Mapping[str, Rule]
+    target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer], rules: Mapping[str, Rule],
+    classifier: InputClassifier | None = None,
 ) -> tuple[TargetPlan, tuple[Backend, ...]]:
-    """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too."""
-    f = _analyze(target, graph, config, producers, rules)
+    """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too.
+
+    CLASSIFIER, shared by the links of one plan, classifies each input once (default: a new one)."""
+    classifier = classifier or InputClassifier(graph, producers, rules)
+    f = _analyze(target, graph, config, producers, rules, classifier)
     link, output = f.link, target.outputs[0]
     native_root = _shared_dir(f.flags, f.compiler) if f.null_index else f"{f.tdir}/native"
     native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
@@ -292,6 +296,7 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     """Plan every selected link target; refusals keep GN's edge and carry their reason."""
     producers = producers_of(graph)
     rules = rules_of(graph)
+    classifier = InputClassifier(graph, producers, rules)
     targets: list[TargetPlan] = []
     refusals: list[Refusal] = []
     shared: dict[str, Backend] = {}
@@ -299,7 +304,7 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
         if "-flto=thin" not in target.ldflags:
             continue
         try:
-            plan, backends = plan_target(target, graph, config, producers, rules)
+            plan, backends = plan_target(target, graph, config, producers, rules, classifier)
         except Refused as e:
             refusals.append(Refusal(target.label, target.outputs[0], e.reason))
             continue
