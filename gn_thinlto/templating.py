@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shlex
 from importlib import resources
 
@@ -34,6 +35,15 @@ def make_environment() -> jinja2.Environment:
     return env
 
 
+@functools.cache
+def _shared_environment() -> jinja2.Environment:
+    """One environment per process, so each template is parsed and compiled once, not once per rendered file.
+
+    Not mutable state in the sense that matters: its configuration is fixed, and what it caches (compiled
+    templates, reloaded when a template file changes) does not change what any render returns."""
+    return make_environment()
+
+
 def render(template: str, **context: object) -> str:
     """Render one template by name (e.g. 'header.ninja.j2') with the given plan data."""
-    return make_environment().get_template(template).render(**context)
+    return _shared_environment().get_template(template).render(**context)
