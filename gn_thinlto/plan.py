@@ -16,6 +16,7 @@ from gn_thinlto.linkline import LtoMode, Refused
 from gn_thinlto.ninja_text import Rule
 from gn_thinlto.plan_model import (
     Backend,
+    BackendCommand,
     FinalLink,
     GraphPlan,
     IndexFiles,
@@ -121,9 +122,13 @@ def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
     return list(seen)
 
 
-def _backend_argv(compiler: str, bitcode: str, index: str, native: str, flags: Sequence[str]) -> tuple[str, ...]:
+def _backend_command(compiler: str, flags: Sequence[str]) -> BackendCommand:
+    return BackendCommand((compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
+
+
+def _backend_object_args(bitcode: str, index: str, native: str) -> tuple[str, ...]:
     index_flag = (f"-fthinlto-index={index}",) if index else ()
-    return (compiler, "-c", "-x", "ir", bitcode, *index_flag, "-o", native, "-Wno-unused-command-line-argument", *flags)
+    return (bitcode, *index_flag, "-o", native)
 
 
 def _shared_dir(flags: Sequence[str], compiler: str) -> str:
@@ -168,8 +173,9 @@ def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...
     def index(b: str) -> str:
         return "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc"
 
+    command = _backend_command(f.compiler, f.flags)
     return tuple(
-        Backend(b, index(b), native_of[b], _backend_argv(f.compiler, b, index(b), native_of[b], f.flags),
+        Backend(b, index(b), native_of[b], command, _backend_object_args(b, index(b), native_of[b]),
                 f"BACKEND {native_of[b]}")
         for b in f.bitcode
     )

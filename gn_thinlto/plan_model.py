@@ -67,14 +67,28 @@ class ThinLink:
 
 
 @dataclass(frozen=True)
+class BackendCommand:
+    """What the clang commands of a link's backends (or of one shared flag set) have in common: HEAD before
+    each object's own arguments, FLAGS after them. A ninja file binds both once for all its backend edges."""
+
+    head: tuple[str, ...]  # clang -c -x ir
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Backend:
-    """One backend compile: BITCODE + INDEX (empty: null index) → NATIVE."""
+    """One backend compile: BITCODE + INDEX (empty: null index) → NATIVE, run as argv."""
 
     bitcode: str
     index: str
     native: str
-    argv: tuple[str, ...]
+    command: BackendCommand  # shared by every backend of the link
+    object_args: tuple[str, ...]  # this backend's part of argv: bitcode, index and output
     description: str
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (*self.command.head, *self.object_args, *self.command.flags)
 
 
 @dataclass(frozen=True)

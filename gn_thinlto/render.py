@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from gn_thinlto import __version__
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.plan_model import Backend, GraphPlan, TargetPlan
+from gn_thinlto.plan_model import Backend, BackendCommand, GraphPlan, TargetPlan
 from gn_thinlto.templating import render
 
 SHARED_FILE = "gn-thinlto/shared.ninja"
@@ -21,6 +23,29 @@ BACKEND_STEP = "backend"
 
 def _common(source: str) -> dict[str, object]:
     return {"version": __version__, "source": source}
+
+
+@dataclass(frozen=True)
+class BackendGroup:
+    """Consecutive backend edges of one ninja file with the same BackendCommand. The file binds the command's
+    parts once, as top-level variables HEAD_VAR and FLAGS_VAR (scoped to the file: GN's build.ninja reaches
+    ours through subninja); ninja expands them in each edge's argv when it parses the edge, so the commands
+    ninja runs and hashes are the same as with the whole argv on every edge."""
+
+    head_var: str
+    flags_var: str
+    command: BackendCommand
+    backends: tuple[Backend, ...]
+
+
+def backend_groups(backends: Sequence[Backend]) -> list[BackendGroup]:
+    """BACKENDS in runs sharing a command; variables are numbered when a file has more than one run."""
+    runs = [(command, tuple(run)) for command, run in itertools.groupby(backends, key=lambda b: b.command)]
+    groups = []
+    for n, (command, run) in enumerate(runs, 1):
+        suffix = f"_{n}" if len(runs) > 1 else ""
+        groups.append(BackendGroup(f"gn_thinlto_backend_head{suffix}", f"gn_thinlto_backend_flags{suffix}", command, run))
+    return groups
 
 
 def step_command(python: str, step: str, step_dir: str = STEP_DIR) -> list[str]:
@@ -51,11 +76,13 @@ def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = 
     naive: dict[str, Sequence[Backend]] = {}
     if plan.shared_backends:
         naive[SHARED_NAIVE_RSP] = plan.shared_backends
-        files[SHARED_FILE] = render("shared_backends.ninja.j2", plan=plan, naive_rsp=SHARED_NAIVE_RSP, **ctx)
+        files[SHARED_FILE] = render("shared_backends.ninja.j2", plan=plan, naive_rsp=SHARED_NAIVE_RSP,
+                                    backend_groups=backend_groups(plan.shared_backends), **ctx)
     for t in plan.targets:
         naive[f"{t.directory}/{NAIVE_RSP_NAME}"] = t.backends
         files[t.ninja_file] = render(
-            "target.ninja.j2", t=t, remote=plan.remote, naive_rsp=f"{t.directory}/{NAIVE_RSP_NAME}", **ctx
+            "target.ninja.j2", t=t, remote=plan.remote, naive_rsp=f"{t.directory}/{NAIVE_RSP_NAME}",
+            backend_groups=backend_groups(t.backends), **ctx
         )
     if plan.remote is not None:
         for rsp, backends in naive.items():

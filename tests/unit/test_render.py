@@ -6,6 +6,7 @@ Set GN_THINLTO_UPDATE_GOLDEN=1 to rewrite tests/golden/basic/expected after an i
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -13,8 +14,15 @@ from gn_thinlto.config import Config
 from gn_thinlto.config import TestonlyMode as Mode
 from gn_thinlto.dyndep import dyndep_text
 from gn_thinlto.ninja_text import parse
-from gn_thinlto.render import edit_build_ninja, edit_gn_target_files, render_files
-from gn_thinlto.templating import ninja_path, ninja_value
+from gn_thinlto.plan_model import BackendCommand
+from gn_thinlto.render import (
+    SHARED_FILE,
+    backend_groups,
+    edit_build_ninja,
+    edit_gn_target_files,
+    render_files,
+)
+from gn_thinlto.templating import ninja_path, ninja_value, shell_join
 
 from .test_plan import BASIC_GN, GOLDEN, basic_graph, basic_plan
 
@@ -83,3 +91,32 @@ def test_dyndep_and_escaping() -> None:
 def test_backend_cache_off_renders_no_cache_backends() -> None:
     rules = render_files(basic_plan(Config(backend_cache=False)), step_dir="/s")["gn-thinlto/rules.ninja"]
     assert "/s/backend.py --no-cache --log gn-thinlto/backend.log -- $argv" in rules and "--cache" not in rules
+
+
+def _edge_argvs(text: str) -> dict[str, str]:
+    """Backend output -> its argv binding as ninja evaluates it (edge bindings expand file variables)."""
+    return {e.outputs[0]: e.bindings["argv"] for e in parse(text).edges if e.rule == "gn_thinlto_backend"}
+
+
+@pytest.mark.parametrize("mode", [Mode.THIN_LINK, Mode.SHARED_NULL_INDEX], ids=lambda m: m.value)
+def test_backend_edges_expand_to_the_whole_backend_argv(mode: Mode) -> None:
+    plan = basic_plan(Config(testonly=mode))
+    files = render_files(plan)
+    backends = [*plan.shared_backends, *(b for t in plan.targets for b in t.backends)]
+    expanded = {k: v for text in files.values() for k, v in _edge_argvs(text).items()}
+    assert expanded == {b.native: shell_join(b.argv) for b in backends}
+
+
+def test_backends_with_different_commands_bind_numbered_variables() -> None:
+    plan = basic_plan(Config(testonly=Mode.SHARED_NULL_INDEX))
+    shared = list(plan.shared_backends)
+    other = BackendCommand(("/other/clang $x", "-c", "-x", "ir"), ("-O0", "a b"))
+    shared[2:] = [replace(b, command=other) for b in shared[2:]]
+    groups = backend_groups(shared)
+    assert [(g.head_var, g.flags_var, len(g.backends)) for g in groups] == [
+        ("gn_thinlto_backend_head_1", "gn_thinlto_backend_flags_1", 2),
+        ("gn_thinlto_backend_head_2", "gn_thinlto_backend_flags_2", len(shared) - 2),
+    ]
+    text = render_files(replace(plan, shared_backends=tuple(shared)))[SHARED_FILE]
+    assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in shared}
+    assert "'/other/clang $$x' -c -x ir" in text
