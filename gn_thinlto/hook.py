@@ -22,11 +22,11 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gn_thinlto import ninja_text
+from gn_thinlto import ninja_text, records_json
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
 from goma_ext.run import wrap_command
@@ -119,7 +119,7 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
         written += write_if_changed(out_dir / rel, text)
     for t in plan.targets:
         if t.thin_link is not None:
-            manifest = json.dumps(asdict(t.thin_link.manifest), indent=1, sort_keys=True) + "\n"
+            manifest = records_json.dumps(t.thin_link.manifest, indent=1) + "\n"
             written += write_if_changed(out_dir / t.thin_link.manifest_path, manifest)
     for rel, text in edit_gn_target_files(texts, plan).items():
         written += write_if_changed(out_dir / rel, text)
