@@ -71,6 +71,8 @@ def _logical_lines(text: str) -> list[tuple[int, int, str]]:
 
 def _split_paths(text: str) -> list[str]:
     """Split an escaped path list on unescaped spaces and unescape `$ `, `$:`, `$$`."""
+    if "$" not in text:  # nothing escaped (GN's usual paths): every space separates
+        return [p for p in text.split(" ") if p]
     paths: list[str] = []
     cur: list[str] = []
     i = 0

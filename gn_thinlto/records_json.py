@@ -65,6 +65,12 @@ class _Writer:
             self._out.append("{}")
             return
         inner = newline + self._step
+        try:  # a record of strings (IndexFiles), in one join
+            self._out.append("{" + inner + ("," + inner).join(
+                encode_basestring_ascii(k) + ": " + encode_basestring_ascii(v) for k, v in items) + newline + "}")
+            return
+        except TypeError:
+            pass
         self._out.append("{")
         for n, (key, item) in enumerate(items):
             if not isinstance(key, str):

@@ -15,7 +15,7 @@ TEMPLATE_PACKAGE = "gn_thinlto.templates"
 
 def shell_join(args: list[str] | tuple[str, ...]) -> str:
     """Quote an argument vector for /bin/sh, the way ninja runs commands."""
-    return " ".join(shlex.quote(a) for a in args)
+    return " ".join(map(shlex.quote, args))
 
 
 def make_environment() -> jinja2.Environment:

@@ -37,3 +37,11 @@ def test_rule_binding_evaluation() -> None:
 
 def test_evaluate_escapes() -> None:
     assert evaluate("a$$b$ c$:d ${x}$y", {"x": "X", "y": "Y"}) == "a$b c:d XY"
+
+
+def test_path_lists_with_and_without_escapes() -> None:
+    f = parse("build a  b$ c d$:e f$$g: r  x y$ z || o\n")
+    e = f.edges[0]
+    assert e.outputs == ("a", "b c", "d:e", "f$g")
+    assert e.inputs == ("x", "y z") and e.order_only == ("o",)
+    assert parse("build a b: r x  y\n").edges[0].outputs == ("a", "b")
