@@ -170,15 +170,12 @@ def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mappin
 
 
 def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...]:
-    def index(b: str) -> str:
-        return "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc"
-
     command = _backend_command(f.compiler, f.flags)
-    return tuple(
-        Backend(b, index(b), native_of[b], command, _backend_object_args(b, index(b), native_of[b]),
-                f"BACKEND {native_of[b]}")
-        for b in f.bitcode
-    )
+    backends = []
+    for b in f.bitcode:
+        index, native = "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc", native_of[b]
+        backends.append(Backend(b, index, native, command, _backend_object_args(b, index, native), f"BACKEND {native}"))
+    return tuple(backends)
 
 
 def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
