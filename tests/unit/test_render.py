@@ -120,3 +120,8 @@ def test_backends_with_different_commands_bind_numbered_variables() -> None:
     text = render_files(replace(plan, shared_backends=tuple(shared)))[SHARED_FILE]
     assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in shared}
     assert "'/other/clang $$x' -c -x ir" in text
+    # Empty parts leave no stray spaces in the argv.
+    for command in (BackendCommand(("clang",), ()), BackendCommand((), ("-O0",))):
+        bare = [replace(b, command=command) for b in shared]
+        text = render_files(replace(plan, shared_backends=tuple(bare)))[SHARED_FILE]
+        assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in bare}
