@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -13,6 +14,7 @@ from gn_thinlto.gn_link import GnGraph, shell_split
 from gn_thinlto.gn_project import parse_project
 from gn_thinlto.ninja_text import parse
 from gn_thinlto.plan import plan_graph
+from gn_thinlto.plan_model import GraphPlan
 
 from .test_plan_refusals import TOOLCHAIN
 
@@ -20,7 +22,7 @@ from .test_plan_refusals import TOOLCHAIN
 _COMMAND_CHARS = st.sampled_from(list("ab-=/.$ \t\r\n'\"\\#;\x0b\x0c\x1c\xa0\u2003"))
 
 
-def _split_or_error(split, text: str) -> list[str] | str:
+def _split_or_error(split: Callable[[str], list[str]], text: str) -> list[str] | str:
     try:
         return split(text)
     except ValueError as e:
@@ -49,7 +51,7 @@ build ./y: link obj/x/a.o obj/x/b.o
 """
 
 
-def _plan_two_links(cflags_b: str):
+def _plan_two_links(cflags_b: str) -> GraphPlan:
     project = parse_project({
         "build_settings": {"build_dir": "/OUT/", "root_path": "/SRC", "default_toolchain": "//tc:tc"},
         "targets": {f"//x:{n}": {"type": "executable", "toolchain": "//tc:tc", "outputs": [f"/OUT/{n}"],
