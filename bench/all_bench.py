@@ -27,7 +27,8 @@ PLAN: tuple[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], ...] = (
     ("index", "index", ("--sizes", "200", "--repeat", "10"), ("--sizes", "200,2000", "--repeat", "30")),
     ("sharing", "sharing", ("--quick",), ()),
     ("remote", "remote", ("--subjects", "tiny"), ()),
-    ("builds", "builds", ("--subjects", "tiny", "--variants", "abcd"), ("--variants", "abcd")),
+    ("builds", "builds", ("--subjects", "tiny", "--variants", "abcd", "--repeat", "1"),
+     ("--variants", "abcd")),
     ("scale", "scale", ("--quick",), ("--sizes", "100:1000")),
     ("scale-large", "scale", None, ("--sizes", "1000:1000", "--mix", "", "--name", "scale-large")),
 )

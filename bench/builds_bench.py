@@ -4,8 +4,9 @@ Variants (bench/variants.py): (a) in-process ThinLTO (lld, --thinlto-jobs=all, i
 (b) (a) with --thinlto-cache-dir, (c) our graph locally, (d) our graph with remote backends (when available).
 Per variant: clean build wall/CPU time; the peak RSS of link-phase processes (replayed one by one after the
 build: the in-process LTO link for a/b, the thin link and the final link for c); then three incremental
-builds, each after one edit applied to the shared source tree and built by every variant in turn:
-a comment-only edit and a function-body edit in a widely imported .cc, and a touch of a leaf .cc.
+cases, each an edit applied to the shared source tree and built by every variant in turn: a comment-only
+edit and a function-body edit in a widely imported .cc, and a touch of a leaf .cc; each case is repeated
+(--repeat, default 3: a fresh comment, a new statement, another touch) and its median wall time reported.
 Backend jobs run: (a) modules the relinked links compile (counted once per link by replaying it with an
 empty lld cache), (b) new lld cache entries, (c) compiler runs logged by our backend step (cache misses).
 """
@@ -13,6 +14,7 @@ empty lld cache), (b) new lld cache entries, (c) compiler runs logged by our bac
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -49,6 +51,7 @@ class Build:
     backend_jobs: int
     backend_cache_hits: int
     relinked: int
+    wall_samples: tuple[float, ...] = ()  # incremental cases: every repetition's wall time (this is the median)
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,14 @@ def measured_build(subject: Subject, variant: Variant, out_dir: Path, case: str,
                  len(relinked))
 
 
+def median_build(samples: Sequence[Build]) -> Build:
+    """The repetition with the median wall time (the upper one of an even count), carrying every wall time."""
+    ordered = sorted(samples, key=lambda b: b.wall_s)
+    return dataclasses.replace(ordered[len(ordered) // 2], wall_samples=tuple(b.wall_s for b in samples))
+
+
 def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: list[str],
-                  endpoint: str | None = None, salt: str = "") -> tuple[list[Build], list[LinkRss]]:
+                  endpoint: str | None = None, salt: str = "", repeat: int = 1) -> tuple[list[Build], list[LinkRss]]:
     outs = {v: work / subject.name / f"out_{v.value}" for v in chosen}
     builds: list[Build] = []
     rss: list[LinkRss] = []
@@ -149,11 +158,17 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
         builds.append(b)
         print(f"  {subject.name} {v.title}: clean {b.wall_s:.1f}s", flush=True)
     for case in CASES:
-        {"comment": subject.edit_comment, "body": subject.edit_body, "leaf": subject.touch_leaf}[case]()
+        samples: dict[Variant, list[Build]] = {v: [] for v in chosen}
+        for _ in range(repeat):
+            {"comment": subject.edit_comment, "body": subject.edit_body, "leaf": subject.touch_leaf}[case]()
+            for v in chosen:
+                samples[v].append(measured_build(subject, v, outs[v], case, None, modules, salt))
         for v in chosen:
-            b = measured_build(subject, v, outs[v], case, None, modules, salt)
+            b = median_build(samples[v])
             builds.append(b)
-            print(f"  {subject.name} {v.title}: {case} {b.wall_s:.1f}s, {b.backend_jobs} backend jobs", flush=True)
+            walls = ", ".join(f"{x:.1f}" for x in b.wall_samples)
+            print(f"  {subject.name} {v.title}: {case} {b.wall_s:.1f}s (of {walls}), {b.backend_jobs} backend jobs",
+                  flush=True)
     for v in chosen:
         log.append(f"{subject.name} {v.title} after the edits: {subjects.check(subject, outs[v])}")
     return builds, rss
@@ -212,6 +227,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--name", default="builds", help="results file name (the report also shows builds-quiet)")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each incremental case (the median is reported)")
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
@@ -233,7 +249,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         for name in names:
             subject = subjects.SUBJECTS[name](args.cache)
-            b, r = bench_subject(subject, chosen, args.cache / "builds", checks, endpoint, salt)
+            b, r = bench_subject(subject, chosen, args.cache / "builds", checks, endpoint, salt, max(1, args.repeat))
             builds += b
             rss += r
     finally:
@@ -251,7 +267,8 @@ def main(argv: Sequence[str]) -> int:
     command = "python -m bench builds" + (" --quick" if args.quick else "") + \
         ("" if args.subjects == "example,ninja" else f" --subjects {args.subjects}") + \
         ("" if args.variants == "abc" else f" --variants {args.variants}") + \
-        ("" if args.name == "builds" else f" --name {args.name}")
+        ("" if args.name == "builds" else f" --name {args.name}") + \
+        ("" if args.repeat == 3 else f" --repeat {args.repeat}")
     path = results.write(args.results, args.name, dict(ctx, builds=builds, link_rss=rss, ratios=rat, checks=checks, lld_floor_mib=floor,
                                                       command=command))
     print(f"results: {path}")

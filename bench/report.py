@@ -50,6 +50,10 @@ def scale_block(d: Data) -> str:
     return f"{_run_line(d)} Source: {d.get('source', '?')}; no-ops timed with ninja {d.get('ninja', '?')}.\n\n{main}\n\n{rat}{missing}"
 
 
+def _wall_range(b: Data | None) -> str:
+    return ", ".join(f"{x:.2f}" for x in b.get("wall_samples", ())) if b else ""
+
+
 def builds_block(d: Data) -> str:
     by = {(b["subject"], b["case"], b["variant"]): b for b in d["builds"]}
     variants = sorted({b["variant"] for b in d["builds"]})
@@ -64,6 +68,10 @@ def builds_block(d: Data) -> str:
             rows.append(row)
         headers = ["case"] + [f"{h} ({v})" for v in variants for h in ("wall s", "CPU s", "backend jobs")]
         out.append(f"**{subject}**\n\n" + render(headers, rows, markdown=True))
+        spread = [[case, *(_wall_range(by.get((subject, case, v))) for v in variants)] for case in ("comment", "body", "leaf")]
+        if any(cell for row in spread for cell in row[1:]):
+            out.append("Incremental cases: the median of each case's runs above; every run's wall s:\n\n"
+                       + render(["case", *(f"runs ({v})" for v in variants)], spread, markdown=True))
     rss = d.get("link_rss", [])
     peaks = []
     for subject in dict.fromkeys(r["subject"] for r in rss):

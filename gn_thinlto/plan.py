@@ -318,6 +318,9 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     if len(set(dirs)) != len(dirs):
         dup = sorted(d for d in set(dirs) if dirs.count(d) > 1)[0]
         raise GnThinltoError(f"target_dir {config.target_dir!r} gives two targets the directory {dup}")
+    # ninja (1.11) starts ready edges in the order they were declared, so the links with the most backends
+    # come first: their thin link, backends and final link are the longest chain of an incremental build.
+    targets.sort(key=lambda t: (-len(t.backends), t.label))
     return GraphPlan(
         targets=tuple(targets), refusals=tuple(refusals),
         shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,

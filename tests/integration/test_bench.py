@@ -36,12 +36,14 @@ def test_scale_smallest(tmp_path: Path) -> None:
 
 
 def test_builds_smallest(tmp_path: Path) -> None:
-    out = bench("builds", "--subjects", "tiny", "--variants", "abcd", results=tmp_path)
+    out = bench("builds", "--subjects", "tiny", "--variants", "abcd", "--repeat", "2", results=tmp_path)
     data = json.loads((tmp_path / "builds.json").read_text())
     cases = {(b["variant"], b["case"]) for b in data["builds"]}
     variants = "abcd" if "not measured: (d)" not in out else "abc"
     assert cases == {(v, c) for v in variants for c in ("clean", "comment", "body", "leaf")}
     assert all("self-checks OK" in c for c in data["checks"]) and "c/a wall" in out
+    incremental = [b for b in data["builds"] if b["case"] != "clean"]
+    assert all(len(b["wall_samples"]) == 2 and b["wall_s"] in b["wall_samples"] for b in incremental)
 
 
 def test_sharing_smallest(tmp_path: Path) -> None:
