@@ -5,8 +5,9 @@ Variants (bench/variants.py): (a) in-process ThinLTO (lld, --thinlto-jobs=all, i
 Per variant: clean build wall/CPU time; the peak RSS of link-phase processes (replayed one by one after the
 build: the in-process LTO link for a/b, the thin link and the final link for c); then three incremental
 cases, each an edit applied to the shared source tree and built by every variant in turn: a comment-only
-edit and a function-body edit in a widely imported .cc, and a touch of a leaf .cc; each case is repeated
-(--repeat, default 3: a fresh comment, a new statement, another touch) and its median wall time reported.
+edit and a function-body edit in a widely imported .cc, and a touch of a leaf .cc. Clean builds and each
+incremental case are repeated (--repeat, default 3; the variants interleaved; a fresh comment, a new
+statement, another touch each time) and the run with the median wall time is reported.
 Backend jobs run: (a) modules the relinked links compile (counted once per link by replaying it with an
 empty lld cache), (b) new lld cache entries, (c) compiler runs logged by our backend step (cache misses).
 """
@@ -51,7 +52,7 @@ class Build:
     backend_jobs: int
     backend_cache_hits: int
     relinked: int
-    wall_samples: tuple[float, ...] = ()  # incremental cases: every repetition's wall time (this is the median)
+    wall_samples: tuple[float, ...] = ()  # every repetition's wall time (this build is the median one)
 
 
 @dataclass(frozen=True)
@@ -138,15 +139,21 @@ def median_build(samples: Sequence[Build]) -> Build:
 
 
 def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: list[str],
-                  endpoint: str | None = None, salt: str = "", repeat: int = 1) -> tuple[list[Build], list[LinkRss]]:
+                  endpoint: str | None = None, base_salt: str = "", repeat: int = 1) -> tuple[list[Build], list[LinkRss]]:
     outs = {v: work / subject.name / f"out_{v.value}" for v in chosen}
     builds: list[Build] = []
     rss: list[LinkRss] = []
     modules: dict[str, int] = {}
+    cleans: dict[Variant, list[Build]] = {v: [] for v in chosen}
+    salt = base_salt
+    for rep in range(repeat):  # interleaved, so a drift in the machine's speed hits every variant alike
+        salt = f"{base_salt}-{rep}"  # (d): every clean build starts from a cold action cache
+        for v in chosen:
+            remove(outs[v])
+            gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint)
+            cleans[v].append(measured_build(subject, v, outs[v], "clean", gen_s, {}, salt))
     for v in chosen:
-        remove(outs[v])
-        gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint)
-        b = measured_build(subject, v, outs[v], "clean", gen_s, {}, salt)
+        b = median_build(cleans[v])
         log.append(f"{subject.name} {v.title} clean: {subjects.check(subject, outs[v])}")
         binaries = _binaries(subject, outs[v])
         if v in (Variant.IN_PROCESS, Variant.GRAPH):
@@ -156,7 +163,8 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
                 modules = {r.binary: r.modules or 0 for r in rows}
                 b = measured_build_jobs(b, sum(modules.values()))
         builds.append(b)
-        print(f"  {subject.name} {v.title}: clean {b.wall_s:.1f}s", flush=True)
+        walls = ", ".join(f"{x:.1f}" for x in b.wall_samples)
+        print(f"  {subject.name} {v.title}: clean {b.wall_s:.1f}s (of {walls})", flush=True)
     for case in CASES:
         samples: dict[Variant, list[Build]] = {v: [] for v in chosen}
         for _ in range(repeat):
@@ -175,8 +183,7 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
 
 
 def measured_build_jobs(b: Build, jobs: int) -> Build:
-    return Build(b.subject, b.variant, b.case, b.wall_s, b.cpu_s, b.max_rss_mib, b.gen_s, b.edges, jobs,
-                 b.backend_cache_hits, b.relinked)
+    return dataclasses.replace(b, backend_jobs=jobs)
 
 
 def _binaries(subject: Subject, out_dir: Path) -> list[str]:
@@ -227,7 +234,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--name", default="builds", help="results file name (the report also shows builds-quiet)")
-    p.add_argument("--repeat", type=int, default=3, help="runs of each incremental case (the median is reported)")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each clean build and incremental case (median)")
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()

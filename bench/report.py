@@ -68,9 +68,10 @@ def builds_block(d: Data) -> str:
             rows.append(row)
         headers = ["case"] + [f"{h} ({v})" for v in variants for h in ("wall s", "CPU s", "backend jobs")]
         out.append(f"**{subject}**\n\n" + render(headers, rows, markdown=True))
-        spread = [[case, *(_wall_range(by.get((subject, case, v))) for v in variants)] for case in ("comment", "body", "leaf")]
+        spread = [[case, *(_wall_range(by.get((subject, case, v))) for v in variants)]
+                  for case in ("clean", "comment", "body", "leaf")]
         if any(cell for row in spread for cell in row[1:]):
-            out.append("Incremental cases: the median of each case's runs above; every run's wall s:\n\n"
+            out.append("Each row above is the run with the median wall time; every run's wall s:\n\n"
                        + render(["case", *(f"runs ({v})" for v in variants)], spread, markdown=True))
     rss = d.get("link_rss", [])
     peaks = []
