@@ -2,7 +2,7 @@
 
 --quick runs each at a small size (builds and remote on a 2 × 4 synthetic workspace; under 10 minutes on 2 cores);
 without it the sizes of docs/benchmarks.md (graph scale up to 1,000 × 1,000, the example and ninja's sources,
-remote cluster), which takes one to two hours on 2 cores.
+remote cluster), which takes about 40 minutes on 2 cores.
 Order: counts and per-edge costs first, the timing-sensitive side-by-side builds last.
 """
 
