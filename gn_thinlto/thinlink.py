@@ -151,7 +151,9 @@ def _read_state(path: str) -> dict[str, Any]:
 def run(manifest_path: str) -> int:
     raw = read_bytes(manifest_path)
     m = json.loads(raw)
-    state_path = m["state"]
+    state_path = m.get("state", "")  # absent from manifests written before the fingerprint, until gn reruns the hook
+    if not state_path:
+        return thin_link(m)
     state = _read_state(state_path)
     current = fingerprint(raw, m["inputs"], state.get("files", {}))
     if current is not None and state.get("fingerprint") == current[0] and all(map(os.path.isfile, _outputs(m))):
