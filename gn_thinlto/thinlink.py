@@ -25,6 +25,7 @@ import stat  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
+from gn_thinlto.backend_cache import compiler_identity  # noqa: E402
 from gn_thinlto.errors import GnThinltoError  # noqa: E402
 from gn_thinlto.fsutil import read_bytes, replace_if_changed, write_if_changed  # noqa: E402
 
@@ -110,8 +111,10 @@ def _file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def fingerprint(manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]]) -> tuple[str, dict[str, list[Any]]] | None:
-    """The digest of MANIFEST and the contents of INPUTS, and the per-file records to keep for the next run.
+def fingerprint(manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]],
+                linker: str = "") -> tuple[str, dict[str, list[Any]]] | None:
+    """The digest of MANIFEST, the LINKER's identity and the contents of INPUTS, and the per-file records to
+    keep for the next run.
 
     KNOWN holds the previous run's records ([size, mtime_ns, inode, sha256] by path): a file whose first three
     are unchanged is not read again. None when an input is not a regular file (a phony name, or missing):
@@ -119,6 +122,7 @@ def fingerprint(manifest: bytes, inputs: Sequence[str], known: dict[str, list[An
     """
     h = hashlib.sha256(FINGERPRINT_VERSION)
     h.update(hashlib.sha256(manifest).digest())
+    h.update(linker.encode())
     files: dict[str, list[Any]] = {}
     for path in inputs:
         try:
@@ -155,7 +159,11 @@ def run(manifest_path: str) -> int:
     if not state_path:
         return thin_link(m)
     state = _read_state(state_path)
-    current = fingerprint(raw, m["inputs"], state.get("files", {}))
+    try:  # a new toolchain under the same path makes the next thin link run lld again
+        linker = compiler_identity(m["argv"][0])
+    except OSError:
+        linker = ""
+    current = fingerprint(raw, m["inputs"], state.get("files", {}), linker) if linker else None
     if current is not None and state.get("fingerprint") == current[0] and all(map(os.path.isfile, _outputs(m))):
         return 0  # same inputs as the last successful run: lld would write the same files
     if os.path.exists(state_path):

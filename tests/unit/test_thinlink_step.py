@@ -13,8 +13,11 @@ from gn_thinlto import thinlink
 
 
 def _manifest(tmp: Path, inputs: list[str]) -> Path:
+    linker = tmp / "clang++"
+    if not linker.exists():
+        linker.write_text("a linker")
     m = {
-        "target": "//app:app", "inputs": inputs, "state": str(tmp / "state.json"),
+        "target": "//app:app", "argv": [str(linker), "-o", "x"], "inputs": inputs, "state": str(tmp / "state.json"),
         "index_files": [{"index": str(tmp / "a.o.thinlto.bc"), "imports": str(tmp / "a.o.imports")}],
         "split_object": [str(tmp / "stage/lto.split.o"), str(tmp / "lto.split.o")],
         "used_list": str(tmp / "used.txt"), "final_rsp": str(tmp / "final.rsp"), "dyndep": str(tmp / "final.dd"),
@@ -57,7 +60,10 @@ def test_unchanged_inputs_skip_lld_and_changed_ones_do_not(tmp_path: Path, links
     (tmp_path / "a.o.imports").unlink()  # an output is missing: ninja reran the edge for it
     assert thinlink.run(str(manifest)) == 0 and len(links) == 3
     manifest.write_text(manifest.read_text().replace("//app:app", "//app:app2"))  # regenerated plan
-    assert thinlink.run(str(manifest)) == 0 and links[-1] == "//app:app2"
+    assert thinlink.run(str(manifest)) == 0 and links[-1] == "//app:app2" and len(links) == 4
+    (tmp_path / "clang++").write_text("a newer linker")  # a toolchain update under the same path
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 5
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 5
 
 
 def test_a_failed_run_leaves_no_record(tmp_path: Path, links: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
