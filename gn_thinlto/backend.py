@@ -30,7 +30,13 @@ from gn_thinlto.backend_cache import (  # noqa: E402
     content_key,
     record,
 )
-from gn_thinlto.fsutil import read_bytes, replace_if_changed, write_if_changed  # noqa: E402
+from gn_thinlto.fsutil import (  # noqa: E402
+    make_parent,
+    read_bytes,
+    remove_if_exists,
+    replace_if_changed,
+    write_if_changed,
+)
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
 USAGE = "usage: backend.py --cache DIR|--no-cache --log LOG [--launcher] -- [LAUNCHER… --] CLANG …"
@@ -42,20 +48,18 @@ def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launc
     if cache.fetch(key, job.output):
         record(log, CacheEvent.HIT, key, job.output)
         return 0
-    parent, name = os.path.split(job.output)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
+    make_parent(job.output)
     if launcher:
         return run_launched(job, key, content, cache, log, launcher)
     import subprocess
 
+    parent, name = os.path.split(job.output)
     tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = tmp
     proc = subprocess.run(argv)
     if proc.returncode != 0:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        remove_if_exists(tmp)
         return proc.returncode
     cache.store(key, read_bytes(tmp))
     replace_if_changed(tmp, job.output)
@@ -96,9 +100,8 @@ def run_launched(
             cache.store(key, data)
             write_if_changed(job.output, data)
         finally:
-            for f in (index, native):
-                if os.path.exists(f):
-                    os.unlink(f)
+            remove_if_exists(index)
+            remove_if_exists(native)
     record(log, CacheEvent.MISS, key, job.output)
     return 0
 

@@ -14,7 +14,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from gn_thinlto.fsutil import read_bytes, write_if_changed
+from gn_thinlto.fsutil import file_sha256, make_parent, read_bytes, write_if_changed
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
 
@@ -82,7 +82,7 @@ def compiler_identity(compiler: str) -> str:
 
 
 def _file_digest(path: str) -> str:
-    return hashlib.sha256(read_bytes(path)).hexdigest() if path else "-"
+    return file_sha256(path) if path else "-"
 
 
 def _digest(parts: Sequence[str]) -> str:
@@ -135,9 +135,7 @@ class BackendCache:
 
 def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:
     """Append one line (EVENT is a CacheEvent); O_APPEND writes of one short line are atomic enough."""
-    parent = os.path.dirname(os.fspath(log))
-    if parent:
-        os.makedirs(parent, exist_ok=True)
+    make_parent(log)
     with open(log, "a") as f:
         f.write(f"{event} {key} {output}\n")
 

@@ -6,7 +6,9 @@ whose imports cost more than a backend cache hit).
 
 from __future__ import annotations
 
+import hashlib
 import os
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -17,6 +19,29 @@ def _umask() -> int:
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex SHA-256 of a file's content, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def make_parent(path: str | os.PathLike[str]) -> None:
+    """Create PATH's directory (and its parents) if missing."""
+    parent = os.path.dirname(os.fspath(path))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+
+
+def remove_if_exists(path: str | os.PathLike[str]) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _same_content(path: str | os.PathLike[str], data: bytes) -> bool:
@@ -34,9 +59,8 @@ def write_if_changed(path: str | os.PathLike[str], content: bytes | str) -> bool
     if _same_content(path, data):
         return False
     path = os.fspath(path)
+    make_parent(path)
     parent, name = os.path.split(path)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 & ~_umask())
     try:
@@ -57,8 +81,6 @@ def replace_if_changed(src: str | os.PathLike[str], dst: str | os.PathLike[str])
     if _same_content(dst, read_bytes(src)):
         os.unlink(src)
         return False
-    parent = os.path.dirname(os.fspath(dst))
-    if parent:
-        os.makedirs(parent, exist_ok=True)
+    make_parent(dst)
     os.replace(src, dst)
     return True

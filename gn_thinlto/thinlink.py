@@ -27,7 +27,13 @@ from typing import Any  # noqa: E402
 
 from gn_thinlto.backend_cache import compiler_identity  # noqa: E402
 from gn_thinlto.errors import GnThinltoError  # noqa: E402
-from gn_thinlto.fsutil import read_bytes, replace_if_changed, write_if_changed  # noqa: E402
+from gn_thinlto.fsutil import (  # noqa: E402
+    file_sha256,
+    read_bytes,
+    remove_if_exists,
+    replace_if_changed,
+    write_if_changed,
+)
 
 FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
 
@@ -103,14 +109,6 @@ def final_rsp_lines(m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[
     return [*m["final_rsp_prefix"], *compose_final_inputs(m, used, why, with_split), *m["final_rsp_suffix"]]
 
 
-def _file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fingerprint(manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]],
                 linker: str = "") -> tuple[str, dict[str, list[Any]]] | None:
     """The digest of MANIFEST, the LINKER's identity and the contents of INPUTS, and the per-file records to
@@ -133,7 +131,7 @@ def fingerprint(manifest: bytes, inputs: Sequence[str], known: dict[str, list[An
             return None
         signature = [st.st_size, st.st_mtime_ns, st.st_ino]
         previous = known.get(path)
-        digest = previous[3] if previous is not None and previous[:3] == signature else _file_sha256(path)
+        digest = previous[3] if previous is not None and previous[:3] == signature else file_sha256(path)
         files[path] = [*signature, digest]
         h.update(f"{path}\0{digest}\0".encode())
     return h.hexdigest(), files
@@ -166,8 +164,7 @@ def run(manifest_path: str) -> int:
     current = fingerprint(raw, m["inputs"], state.get("files", {}), linker) if linker else None
     if current is not None and state.get("fingerprint") == current[0] and all(map(os.path.isfile, _outputs(m))):
         return 0  # same inputs as the last successful run: lld would write the same files
-    if os.path.exists(state_path):
-        os.unlink(state_path)  # a failed run below must not leave a record of success
+    remove_if_exists(state_path)  # a failed run below must not leave a record of success
     rc = thin_link(m)
     if rc == 0 and current is not None:
         write_if_changed(state_path, json.dumps({"fingerprint": current[0], "files": current[1]}))

@@ -97,8 +97,8 @@ def test_fingerprint_reads_only_files_whose_stat_moved(tmp_path: Path, monkeypat
     first = thinlink.fingerprint(b"M", [str(a), str(b)], {})
     assert first is not None
     read: list[str] = []
-    real = thinlink._file_sha256
-    monkeypatch.setattr(thinlink, "_file_sha256", lambda p: read.append(p) or real(p))
+    real = thinlink.file_sha256
+    monkeypatch.setattr(thinlink, "file_sha256", lambda p: read.append(p) or real(p))
     os.utime(b, ns=(5, 5))
     second = thinlink.fingerprint(b"M", [str(a), str(b)], first[1])
     assert second is not None and second[0] == first[0] and read == [str(b)]
