@@ -21,7 +21,13 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHMARKS:
         print(f"usage: python -m bench {{{','.join(sorted(BENCHMARKS))}}} [ARGS…]", file=sys.stderr)
         return 2
-    return int(importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]))
+    from bench.measure import BenchError
+
+    try:
+        return int(importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]))
+    except BenchError as e:
+        print(f"bench: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

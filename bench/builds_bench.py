@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench import cluster_tool, prereqs, results, subjects, variants
 from bench.fsio import remove
-from bench.measure import Sample, ratio, run
+from bench.measure import Sample, progress, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
 from bench.subjects import Subject
 from bench.table import render
@@ -164,7 +164,7 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
                 b = measured_build_jobs(b, sum(modules.values()))
         builds.append(b)
         walls = ", ".join(f"{x:.1f}" for x in b.wall_samples)
-        print(f"  {subject.name} {v.title}: clean {b.wall_s:.1f}s (of {walls})", flush=True)
+        progress(f"  {subject.name} {v.title}: clean {b.wall_s:.1f}s (of {walls})")
     for case in CASES:
         samples: dict[Variant, list[Build]] = {v: [] for v in chosen}
         for _ in range(repeat):
@@ -175,8 +175,7 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
             b = median_build(samples[v])
             builds.append(b)
             walls = ", ".join(f"{x:.1f}" for x in b.wall_samples)
-            print(f"  {subject.name} {v.title}: {case} {b.wall_s:.1f}s (of {walls}), {b.backend_jobs} backend jobs",
-                  flush=True)
+            progress(f"  {subject.name} {v.title}: {case} {b.wall_s:.1f}s (of {walls}), {b.backend_jobs} backend jobs")
     for v in chosen:
         log.append(f"{subject.name} {v.title} after the edits: {subjects.check(subject, outs[v])}")
     return builds, rss
@@ -245,8 +244,9 @@ def main(argv: Sequence[str]) -> int:
     rss: list[LinkRss] = []
     checks: list[str] = []
     endpoint = None
+    remote_missing = ""
     if Variant.REMOTE in chosen:
-        missing = cluster_tool.available()
+        missing = remote_missing = cluster_tool.available()
         if missing:
             print(f"not measured: (d) {missing}")
             chosen.remove(Variant.REMOTE)
@@ -277,6 +277,6 @@ def main(argv: Sequence[str]) -> int:
         ("" if args.name == "builds" else f" --name {args.name}") + \
         ("" if args.repeat == 3 else f" --repeat {args.repeat}")
     path = results.write(args.results, args.name, dict(ctx, builds=builds, link_rss=rss, ratios=rat, checks=checks, lld_floor_mib=floor,
-                                                      command=command))
+                                                      command=command, remote_missing=remote_missing))
     print(f"results: {path}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,11 @@ TIME = "/usr/bin/time"
 
 class BenchError(Exception):
     """A benchmark step failed; the message is one line naming the command."""
+
+
+def progress(line: str) -> None:
+    """A progress line: on stderr, so stdout holds only the results a user or a script reads."""
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)

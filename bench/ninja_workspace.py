@@ -19,7 +19,7 @@ BINARIES = ("ninja", "ninja_test") + ninja_sdist.PERF_BINARIES
 def prepare(cache: Path) -> Path:
     """Return the workspace root, (re)creating it from pristine sources: edits of earlier runs are undone."""
     if not (GOOGLETEST / "src" / "gtest-all.cc").is_file():
-        raise BenchError(f"{GOOGLETEST}: missing; apt-get install googletest")
+        raise BenchError(f"{GOOGLETEST}: missing (Debian googletest); run ./dev setup")
     upstream = ninja_sdist.fetch(cache)
     root = cache / f"ninja-{ninja_sdist.VERSION}-gn"
     sync(upstream / "src", root / "src")

@@ -1,28 +1,18 @@
-"""Debian packages the benchmarks need beyond the README's set-up, installed on first use like ./dev does."""
+"""What the benchmarks need from Debian beyond Python: checked, never installed (./dev installs it)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from bench.measure import BenchError
 
-# package -> a path it provides
+# Debian package -> a path it provides. Each is also in ./dev's package list (tests/unit/test_dev_packages.py).
 PACKAGES = {"time": Path("/usr/bin/time"), "googletest": Path("/usr/src/googletest/googletest/src/gtest-all.cc")}
 
 
 def ensure() -> None:
+    """Fail with one line naming ./dev as the fix when a package the benchmarks use is missing."""
     missing = sorted(p for p, path in PACKAGES.items() if not path.exists())
-    if not missing:
-        return
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    if sudo and shutil.which("sudo") is None:
-        raise BenchError(f"bench needs the Debian packages {', '.join(missing)}: apt-get install {' '.join(missing)}")
-    print(f"bench: installing Debian packages {', '.join(missing)}", flush=True)
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in ([*sudo, "apt-get", "update"], [*sudo, "apt-get", "install", "-y", "--no-install-recommends", *missing]):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BenchError(f"{' '.join(cmd)} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    if missing:
+        raise BenchError(f"missing Debian packages {', '.join(missing)}: run ./dev setup, which installs every "
+                         "package the example, the tests and the benchmarks need")

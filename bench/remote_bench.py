@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench import cluster_tool, graph_tool, prereqs, results, subjects, variants
 from bench.fsio import remove
-from bench.measure import ratio, run
+from bench.measure import progress, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
@@ -79,11 +79,12 @@ def main(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
+    command = "python -m bench remote" + (" --quick" if args.quick else "")
     print(f"machine: {ctx['machine'].one_line()}")
     missing = graph_tool.available() or cluster_tool.available()
     if missing:
         print(f"not measured: {missing}")
-        results.write(args.results, "remote", dict(ctx, rows=[], missing=missing))
+        results.write(args.results, "remote", dict(ctx, rows=[], missing=missing, command=command))
         return 0
     names = ["example"] if args.quick else args.subjects.split(",")
     salt = f"bench-{time.time_ns()}"
@@ -97,7 +98,7 @@ def main(argv: Sequence[str]) -> int:
             rows.append(one_build(subject, Variant.GRAPH, work / "out_c", None, salt, "c"))
             rows.append(one_build(subject, Variant.REMOTE, work / "out_d1", endpoint, salt, "d1"))
             rows.append(one_build(subject, Variant.REMOTE, work / "out_d2", endpoint, salt, "d2"))
-            print(f"  {name}: done", flush=True)
+            progress(f"  {name}: done")
     finally:
         cluster_tool.stop(state)
         remove(state)
@@ -109,6 +110,6 @@ def main(argv: Sequence[str]) -> int:
     print(render(["subject", "uploaded/naive", "inputs/naive", "hit rate (fresh dir)", "overhead ms/action", "remote/local per action",
                   "clean d/c"], [list(r.values()) for r in rat]))
     path = results.write(args.results, "remote", dict(ctx, rows=rows, ratios=rat, source=graph_tool.source_state(),
-                                                      command="python -m bench remote" + (" --quick" if args.quick else "")))
+                                                      command=command))
     print(f"results: {path}")
     return 0

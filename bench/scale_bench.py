@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import graph_tool, naive, ninja_tools, prereqs, results, synth
 from bench.fsio import ninja_files, remove, write_if_changed, write_workspace
-from bench.measure import BenchError, Sample, ratio, run
+from bench.measure import BenchError, Sample, progress, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
@@ -112,7 +112,7 @@ def bench_workspace(ws: synth.Workspace, work: Path, tools: ninja_tools.NinjaToo
                 timed_out = " exited 124" in str(e)
                 failures.append(f"{ws.name} {mode}: " + (f"the hook did not finish within {hook_timeout_s} s"
                                                         if timed_out else str(e)[:400]))
-                print(f"  {failures[-1]}", flush=True)
+                progress(f"  {failures[-1]}")
             save()
             if not keep:
                 remove(out)  # a 1,000 x 1,000 graph directory holds millions of files
@@ -195,7 +195,7 @@ def main(argv: Sequence[str]) -> int:
     for ws in workspaces:
         bench_workspace(ws, args.cache / "scale", tools, args.repeat, args.naive_max_links, args.keep,
                         args.hook_timeout, failures, rows, save)
-        print(table([r for r in rows if r.workspace == ws.name]), flush=True)
+        progress(table([r for r in rows if r.workspace == ws.name]))
     path = save()
     rat = results.read(args.results, args.name)["ratios"]
     print(render(["workspace", "mode", "parse/be vs naive", "RSS/be vs naive", "hook/parse", "no-op vs GN",

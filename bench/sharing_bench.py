@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench import graph_tool, prereqs, results, subjects, synth, variants
 from bench.fsio import remove, write_if_changed, write_workspace
-from bench.measure import ratio, run
+from bench.measure import progress, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
@@ -82,11 +82,12 @@ def main(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
+    command = "python -m bench sharing" + (" --quick" if args.quick else "")
     print(f"machine: {ctx['machine'].one_line()}")
     missing = graph_tool.available()
     if missing:
         print(f"not measured: {missing}")
-        results.write(args.results, "sharing", dict(ctx, rows=[], graph_missing=missing))
+        results.write(args.results, "sharing", dict(ctx, rows=[], graph_missing=missing, command=command))
         return 0
     specs = args.workspaces.split(",") if args.workspaces else (QUICK if args.quick else FULL)
     rows: list[Row] = []
@@ -99,13 +100,13 @@ def main(argv: Sequence[str]) -> int:
             total = total or on.backend_edges_run  # the thin-link graph comes first
             rows.append(Row(name, mode, on.binaries, total, on.backend_edges_run, on.compiler_runs, on.wall_s,
                             off.compiler_runs, off.wall_s))
-            print(f"  {name} {mode}: compiler runs {on.compiler_runs} on, {off.compiler_runs} off", flush=True)
+            progress(f"  {name} {mode}: compiler runs {on.compiler_runs} on, {off.compiler_runs} off")
     print(render(["workspace", "mode", "binaries", "binaries×objects", "edges run", "runs off", "runs on",
                   "off/(b×o)", "on/(b×o)", "wall off s", "wall on s"],
                  [[r.workspace, r.mode, r.binaries, r.binaries_x_objects, r.backend_edges_run, r.compiler_runs_off,
                    r.compiler_runs, ratio(r.compiler_runs_off, r.binaries_x_objects),
                    ratio(r.compiler_runs, r.binaries_x_objects), r.wall_off_s, r.wall_s] for r in rows]))
     path = results.write(args.results, "sharing", dict(ctx, rows=rows, source=graph_tool.source_state(),
-                                                       command="python -m bench sharing" + (" --quick" if args.quick else "")))
+                                                       command=command))
     print(f"results: {path}")
     return 0
