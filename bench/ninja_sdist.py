@@ -51,7 +51,7 @@ def fetch(cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     tarball = cache / SDIST
     if not tarball.is_file():
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:", "--no-deps",
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", "ninja", "--no-deps",
              f"ninja=={VERSION}", "-d", str(cache)])
     got = sha256(tarball)
     if got != SHA256:

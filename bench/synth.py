@@ -32,7 +32,7 @@ class Workspace:
         return len({o for link in self.links for o in link.objects})
 
 
-DOT_GN = 'buildconfig = "//build/config/BUILDCONFIG.gn"\n'
+DOT_GN = 'buildconfig = "//build/config/BUILDCONFIG.gn"\nscript_executable = "python3"\n'
 
 
 def _chain_source(prefix: str, i: int) -> str:

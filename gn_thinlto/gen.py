@@ -9,6 +9,8 @@ so ninja's own re-runs of gn (after a BUILD.gn change) re-apply the graph too.
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -62,11 +64,20 @@ def gen(
         raise GnThinltoError(f"--root {root}: no .gn file there; point it at a GN source root")
     if config is not None and not config.is_file():
         raise GnThinltoError(f"--config {config}: no such file")
+    _check_script_executable(root / ".gn")
     out_dir.mkdir(parents=True, exist_ok=True)
     _forget_unmarked_project_json(out_dir)
     stdout = tools.gn_gen(out_dir, root.resolve(), args, extra=hook_flags(out_dir, config, remote), log=log)
     check_graph_in_place(out_dir)
     return [line for line in stdout.splitlines() if line.startswith("gn-thinlto:")]
+
+
+def _check_script_executable(dot_gn: Path) -> None:
+    """GN runs the hook with the .gn's script_executable, else with `python` from PATH, which Debian 12 lacks:
+    GN's own error for that is only 'Python has quit with exit code 127'."""
+    if shutil.which("python") is None and not re.search(r"^\s*script_executable\s*=", dot_gn.read_text(), re.M):
+        raise GnThinltoError(f"{dot_gn}: no script_executable, so GN would run the hook with `python`, which is not "
+                             'on PATH; add script_executable = "python3" to it')
 
 
 def _forget_unmarked_project_json(out_dir: Path) -> None:
