@@ -32,7 +32,7 @@ from bench.ninja_sdist import DEFAULT_CACHE
 from bench.subjects import Subject
 from bench.table import render
 from bench.variants import Variant
-from gn_thinlto.render import THIN_LINK_STEP
+from gn_thinlto.render.ninja import THIN_LINK_STEP
 
 CASES = ("comment", "body", "leaf")
 LINK_WORDS = ("LINK", "SOLINK")

@@ -14,8 +14,8 @@ WORKERS = 2
 
 def available() -> str | None:
     """None when the cluster and wrapper can run here, else why not (one line for the report)."""
-    if importlib.util.find_spec("goma_ext.cluster.manager") is None or importlib.util.find_spec("goma_ext.run") is None:
-        return "goma_ext.cluster / goma_ext.run not present ([remote] not landed)"
+    if importlib.util.find_spec("goma_ext.cluster.manager") is None or importlib.util.find_spec("goma_ext.remote.wrapper") is None:
+        return "goma_ext.cluster / goma_ext.remote.wrapper not present ([remote] not landed)"
     if not any(Path(d, "pg_ctlcluster").exists() for d in os.environ.get("PATH", "").split(":")):
         return "PostgreSQL (pg_ctlcluster) not installed (./dev test installs it)"
     return None

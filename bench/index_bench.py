@@ -2,7 +2,7 @@
 
 For each size N it builds (once, cached under --workdir) N one-function TUs plus a main calling all of
 them, runs `ld.lld --thinlto-index-only --thinlto-emit-imports-files`, and times, on main's index
-(N + 1 modules): goma_ext.index.read_index (module table only, and full decode with summary counts),
+(N + 1 modules): goma_ext.bitcode.index.read_index (module table only, and full decode with summary counts),
 spawning `llvm-bcanalyzer -dump` and parsing its ENTRY records, and reading main.o.imports.
 """
 
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from goma_ext.index import read_index
+from goma_ext.bitcode.index import read_index
 
 DEFAULT_SIZES = (200, 2000)
 BATCH = 100

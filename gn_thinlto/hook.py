@@ -26,18 +26,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gn_thinlto import ninja_text, records_json
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.gn import ninja_text
+from gn_thinlto.gn.project import parse_project
+from gn_thinlto.plan.config import CONFIG_FILE_NAME, Config, load_config
+from gn_thinlto.plan.links import GnGraph
+from gn_thinlto.plan.model import GraphPlan, RemoteBackends
+from gn_thinlto.plan.planner import plan_graph
+from gn_thinlto.render import records_json
+from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files, render_files
+from gn_thinlto.steps.fsutil import write_if_changed
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
-from goma_ext.run import wrap_command
-from gn_thinlto.config import CONFIG_FILE_NAME, Config, load_config
-from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.fsutil import write_if_changed
-from gn_thinlto.gn_project import parse_project
-from gn_thinlto.gn_link import GnGraph
-from gn_thinlto.plan import plan_graph
-from gn_thinlto.plan_model import GraphPlan, RemoteBackends
-from gn_thinlto.render import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files, render_files
+from goma_ext.remote.wrapper import wrap_command
 
 STATE_DIR = "gn-thinlto"
 PROJECT_COPY = f"{STATE_DIR}/project.json"
@@ -46,7 +47,9 @@ PROJECT_MARKER_KEY = "gn_thinlto"
 EDIT_MARKER = "# gn-thinlto:"
 
 
-def read_gn_ninja(out_dir: Path, toolchain_files: Sequence[str]) -> tuple[dict[str, ninja_text.NinjaFile], dict[str, str]]:
+def read_gn_ninja(
+    out_dir: Path, toolchain_files: Sequence[str]
+) -> tuple[dict[str, ninja_text.NinjaFile], dict[str, str]]:
     """Parse each toolchain.ninja and every file it subninjas (relative to OUT); also return their texts."""
     parsed: dict[str, ninja_text.NinjaFile] = {}
     texts: dict[str, str] = {}
@@ -90,7 +93,7 @@ def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str]
         return None
     launcher = wrap_command([], cfg)
     if launcher[-1:] != ["--"]:
-        raise GnThinltoError(f"goma_ext.run.wrap_command gave {launcher!r}, which does not end in `--`")
+        raise GnThinltoError(f"goma_ext.remote.wrapper.wrap_command gave {launcher!r}, which does not end in `--`")
     return RemoteBackends(launcher=tuple(launcher[:-1]), jobs=cfg.jobs)
 
 
@@ -181,8 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GnThinltoError as e:
         report_error(f"gn-thinlto: error: {e}")
         return 2
-    print(f"gn-thinlto: {len(result.plan.targets)} ThinLTO links in the ninja graph, "
-          f"{len(result.plan.refusals)} left to GN")
+    print(
+        f"gn-thinlto: {len(result.plan.targets)} ThinLTO links in the ninja graph, "
+        f"{len(result.plan.refusals)} left to GN"
+    )
     return 0
 
 

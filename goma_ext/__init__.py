@@ -1,5 +1,7 @@
-"""goma_ext: ThinLTO index decoding, backend input processing and remote execution."""
+"""goma_ext: the goma-side ThinLTO extension: bitcode decoding, backend inputs, remote execution, worker, cluster.
 
-from gn_thinlto import __version__
+Stands alone: imports nothing from gn_thinlto (an import-linter contract). Stages, each importing only those
+before it: bitcode -> inputs -> remote -> worker -> cluster -> cli.
+"""
 
-__all__ = ["__version__"]
+__version__ = "0.1.0"

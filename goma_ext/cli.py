@@ -6,12 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gn_thinlto.cliapp import build_parser as _build_parser
-from gn_thinlto.cliapp import run_cli
-from goma_ext import cmd_index, cmd_inputs, run
+from goma_ext.bitcode import cli as cmd_index
+from goma_ext.cliapp import build_parser as _build_parser
+from goma_ext.cliapp import run_cli
 from goma_ext.cluster import cli as cluster_cli
 from goma_ext.errors import GomaExtError
+from goma_ext.inputs import cli as cmd_inputs
 from goma_ext.remote import report_cli
+from goma_ext.remote import wrapper as run
 from goma_ext.worker import cli as worker_cli
 
 

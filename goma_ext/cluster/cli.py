@@ -12,19 +12,28 @@ DEFAULT_STATE = Path(".state/cluster")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser("cluster", help="start, stop or inspect a local REAPI cluster (PostgreSQL + BuildGrid + workers)")
+    p = commands.add_parser(
+        "cluster", help="start, stop or inspect a local REAPI cluster (PostgreSQL + BuildGrid + workers)"
+    )
     sub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     start = sub.add_parser("start", help="start PostgreSQL, BuildGrid and workers on 127.0.0.1")
     start.add_argument("--port", type=int, default=0, help="BuildGrid port (default: a free one, kept across restarts)")
     start.add_argument("--workers", type=int, default=2, help="worker processes (default: %(default)s)")
     start.add_argument("--instance", default="", help="REAPI instance name (default: empty)")
-    start.add_argument("--server-venv", type=Path, help="venv for BuildGrid (default: STATE/server-venv, created on demand)")
+    start.add_argument(
+        "--server-venv", type=Path, help="venv for BuildGrid (default: STATE/server-venv, created on demand)"
+    )
     start.add_argument("--tls-cert", type=Path, help="PEM certificate: also serve grpcs:// on --tls-port")
     start.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
     start.add_argument("--tls-port", type=int, help="TLS port (default: a free one)")
-    start.add_argument("--compiler", action="append", default=[], help="allow-listed compiler for the workers (repeatable)")
-    for q in (start, sub.add_parser("stop", help="stop workers, BuildGrid and PostgreSQL"),
-              sub.add_parser("status", help="show each component and probe the endpoint")):
+    start.add_argument(
+        "--compiler", action="append", default=[], help="allow-listed compiler for the workers (repeatable)"
+    )
+    for q in (
+        start,
+        sub.add_parser("stop", help="stop workers, BuildGrid and PostgreSQL"),
+        sub.add_parser("status", help="show each component and probe the endpoint"),
+    ):
         q.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state directory (default: %(default)s)")
         q.set_defaults(run=run)
 
@@ -32,12 +41,24 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     state: Path = args.state.resolve()
     if args.cluster_command == "start":
-        st = manager.start(manager.ClusterSpec(
-            state=state, port=args.port, workers=args.workers, instance=args.instance, server_venv=args.server_venv,
-            tls_port=args.tls_port, tls_cert=args.tls_cert, tls_key=args.tls_key, compilers=tuple(args.compiler),
-        ))
+        st = manager.start(
+            manager.ClusterSpec(
+                state=state,
+                port=args.port,
+                workers=args.workers,
+                instance=args.instance,
+                server_venv=args.server_venv,
+                tls_port=args.tls_port,
+                tls_cert=args.tls_cert,
+                tls_key=args.tls_key,
+                compilers=tuple(args.compiler),
+            )
+        )
         tls = f", grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else ""
-        print(f"cluster up: {st.endpoint}{tls} (instance {st.instance!r}, {st.workers} worker{'s' if st.workers != 1 else ''}, state {state})")
+        print(
+            f"cluster up: {st.endpoint}{tls} (instance {st.instance!r}, "
+            f"{st.workers} worker{'s' if st.workers != 1 else ''}, state {state})"
+        )
         print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
         return 0
     if args.cluster_command == "stop":

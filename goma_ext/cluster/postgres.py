@@ -26,7 +26,9 @@ def pg_bin() -> Path:
     """Debian's newest /usr/lib/postgresql/N/bin (needs `apt-get install postgresql`)."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
     if not found:
-        raise ClusterError("PostgreSQL not found (/usr/lib/postgresql/*/bin/initdb); install the Debian package postgresql")
+        raise ClusterError(
+            "PostgreSQL not found (/usr/lib/postgresql/*/bin/initdb); install the Debian package postgresql"
+        )
     return Path(found[-1]).parent
 
 
@@ -67,14 +69,39 @@ class Postgres:
             f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
-        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.data_dir / "server.log"), "-o", opts, "-w", "-t", "60", "start")
-        exists = self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, "-d", "postgres", "-tAc",
-                           f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.data_dir / "server.log"),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+        exists = self._run(
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            DB_USER,
+            "-d",
+            "postgres",
+            "-tAc",
+            f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'",
+        )
         if exists.stdout.strip() != "1":
             self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, DB_NAME)
 
     def running(self) -> bool:
-        return self.initialised() and self._run("pg_ctl", "-D", str(self.data_dir), "status", check=False).returncode == 0
+        return (
+            self.initialised() and self._run("pg_ctl", "-D", str(self.data_dir), "status", check=False).returncode == 0
+        )
 
     def stop(self) -> None:
         if self.running():

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -40,7 +41,14 @@ def ensure_venv(venv: Path) -> Path:
     with open(log, "w") as out:
         steps = [
             [sys.executable, "-m", "venv", str(venv)],
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", *BUILDGRID_REQUIREMENTS],
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                *BUILDGRID_REQUIREMENTS,
+            ],
         ]
         for step in steps:
             if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, check=False).returncode != 0:
@@ -56,7 +64,7 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
-def _represent(dumper: yaml.SafeDumper, data: dict) -> yaml.Node:  # type: ignore[type-arg]
+def _represent(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
     if "__tag__" in data:
         value = data["value"]
         if isinstance(value, dict):
@@ -75,44 +83,68 @@ def render_config(s: ServerSettings) -> str:
         if s.tls_cert is None or s.tls_key is None:
             raise ClusterError("a TLS port needs both a certificate and a key")
         channels.append(
-            _tag("!channel", {
-                "address": f"127.0.0.1:{s.tls_port}", "insecure-mode": False,
-                "credentials": {"tls-server-key": str(s.tls_key), "tls-server-cert": str(s.tls_cert)},
-            })
+            _tag(
+                "!channel",
+                {
+                    "address": f"127.0.0.1:{s.tls_port}",
+                    "insecure-mode": False,
+                    "credentials": {"tls-server-key": str(s.tls_key), "tls-server-cert": str(s.tls_cert)},
+                },
+            )
         )
-    sql = _tag("!sql-connection", {"connection-string": s.db_url, "pool-size": 10, "max-overflow": 20, "pool-timeout": 30})
+    sql = _tag(
+        "!sql-connection", {"connection-string": s.db_url, "pool-size": 10, "max-overflow": 20, "pool-timeout": 30}
+    )
     storage = _tag("!disk-storage", {"path": str(s.cas_dir)})
-    cache = _tag("!lru-action-cache", {
-        "storage": storage, "max-cached-refs": 100000, "allow-updates": True, "cache-failed-actions": False,
-    })
-    scheduler = _tag("!sql-scheduler", {
-        "sql": sql, "storage": storage, "action-cache": cache,
-        "poll-interval": 0.05, "bot-poll-interval": 0.05,
-        "bot-session-keepalive-timeout": s.keepalive_s, "session-expiry-timer-interval": 2.0,
-        "max-execution-timeout": 900, "max-job-attempts": 3,
-        "property-set": _tag("!dynamic-property-set", {"match-property-keys": list(MATCH_PROPERTY_KEYS)}),
-        "assigners": [_tag("!priority-age-assigner", {"count": 1, "interval": 0.01, "jitter-factor": 0.0})],
-    })
+    cache = _tag(
+        "!lru-action-cache",
+        {
+            "storage": storage,
+            "max-cached-refs": 100000,
+            "allow-updates": True,
+            "cache-failed-actions": False,
+        },
+    )
+    scheduler = _tag(
+        "!sql-scheduler",
+        {
+            "sql": sql,
+            "storage": storage,
+            "action-cache": cache,
+            "poll-interval": 0.05,
+            "bot-poll-interval": 0.05,
+            "bot-session-keepalive-timeout": s.keepalive_s,
+            "session-expiry-timer-interval": 2.0,
+            "max-execution-timeout": 900,
+            "max-job-attempts": 3,
+            "property-set": _tag("!dynamic-property-set", {"match-property-keys": list(MATCH_PROPERTY_KEYS)}),
+            "assigners": [_tag("!priority-age-assigner", {"count": 1, "interval": 0.01, "jitter-factor": 0.0})],
+        },
+    )
     doc = {
         "description": "goma-ext local cluster",
         "server": channels,
         "authorization": {"method": "none"},
         "monitoring": {"enabled": False},
         "thread-pool-size": s.thread_pool_size,
-        "instances": [{
-            "name": s.instance,
-            "services": [
-                _tag("!action-cache", {"cache": cache}),
-                _tag("!execution", {"scheduler": scheduler, "operation-stream-keepalive-timeout": 2}),
-                _tag("!cas", {"storage": storage}),
-                _tag("!bytestream", {"storage": storage}),
-            ],
-        }],
+        "instances": [
+            {
+                "name": s.instance,
+                "services": [
+                    _tag("!action-cache", {"cache": cache}),
+                    _tag("!execution", {"scheduler": scheduler, "operation-stream-keepalive-timeout": 2}),
+                    _tag("!cas", {"storage": storage}),
+                    _tag("!bytestream", {"storage": storage}),
+                ],
+            }
+        ],
     }
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False)
 
 
 def migrate(bgd: Path, db_url: str, log: Path) -> None:
     with open(log, "a") as out:
-        if subprocess.run([str(bgd), "migrate", "apply", db_url], stdout=out, stderr=subprocess.STDOUT, check=False).returncode:
+        if subprocess.run(
+            [str(bgd), "migrate", "apply", db_url], stdout=out, stderr=subprocess.STDOUT, check=False
+        ).returncode:
             raise ClusterError(f"bgd migrate apply failed; see {log}")

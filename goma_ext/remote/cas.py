@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import grpc
 
@@ -61,6 +63,10 @@ class Cas:
     def _fits_batch(self, digest: Digest) -> bool:
         return digest.size + BATCH_OVERHEAD <= self._limits.max_batch_bytes
 
+    def _rpc(self, method: Callable[..., Any], request: object, timeout: float) -> Any:
+        """One unary CAS call with this client's metadata (retry.call supplies the timeout)."""
+        return method(request, timeout=timeout, metadata=self._metadata)
+
     def _batches(self, digests: Iterable[Digest]) -> Iterator[list[Digest]]:
         batch: list[Digest] = []
         total = 0
@@ -80,12 +86,11 @@ class Cas:
         missing: set[Digest] = set()
         for i in range(0, len(wanted), FIND_MISSING_CHUNK):
             chunk = wanted[i : i + FIND_MISSING_CHUNK]
-            req = re_pb2.FindMissingBlobsRequest(instance_name=self._instance, blob_digests=[d.to_proto() for d in chunk])
-            resp = retry.call(
-                "FindMissingBlobs",
-                lambda t, r=req: self._cas.FindMissingBlobs(r, timeout=t, metadata=self._metadata),
-                self._policy,
+            req = re_pb2.FindMissingBlobsRequest(
+                instance_name=self._instance, blob_digests=[d.to_proto() for d in chunk]
             )
+            find = functools.partial(self._rpc, self._cas.FindMissingBlobs, req)
+            resp = retry.call("FindMissingBlobs", find, self._policy)
             asked = set(chunk)
             for d in resp.missing_blob_digests:
                 digest = Digest.from_proto(d)
@@ -126,7 +131,9 @@ class Cas:
             requests=[re_pb2.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=b) for d, b in data.items()],
         )
         resp = retry.call(
-            "BatchUpdateBlobs", lambda t: self._cas.BatchUpdateBlobs(req, timeout=t, metadata=self._metadata), self._policy
+            "BatchUpdateBlobs",
+            lambda t: self._cas.BatchUpdateBlobs(req, timeout=t, metadata=self._metadata),
+            self._policy,
         )
         seen: set[Digest] = set()
         for r in resp.responses:
@@ -154,7 +161,9 @@ class Cas:
 
         resp = retry.call("ByteStream.Write", attempt, self._policy)
         if resp.committed_size not in (digest.size, -1):
-            raise RemoteError(f"ByteStream.Write {digest}: server committed {resp.committed_size} bytes", temporary=True)
+            raise RemoteError(
+                f"ByteStream.Write {digest}: server committed {resp.committed_size} bytes", temporary=True
+            )
 
     def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
         """Fetch and verify blobs: batched when small, streamed when large."""
@@ -163,9 +172,8 @@ class Cas:
         small = [d for d in wanted if d.size and self._fits_batch(d)]
         for batch in self._batches(small):
             req = re_pb2.BatchReadBlobsRequest(instance_name=self._instance, digests=[d.to_proto() for d in batch])
-            resp = retry.call(
-                "BatchReadBlobs", lambda t, r=req: self._cas.BatchReadBlobs(r, timeout=t, metadata=self._metadata), self._policy
-            )
+            read = functools.partial(self._rpc, self._cas.BatchReadBlobs, req)
+            resp = retry.call("BatchReadBlobs", read, self._policy)
             for r in resp.responses:
                 digest = Digest.from_proto(r.digest)
                 if digest not in batch:
@@ -174,7 +182,9 @@ class Cas:
                     raise _status_error("BatchReadBlobs", digest, r.status)
                 out[digest] = verify(digest, r.data)
             if lost := set(batch) - set(out):
-                raise RemoteError(f"BatchReadBlobs: no answer for {len(lost)} blob(s), e.g. {min(lost)}", temporary=True)
+                raise RemoteError(
+                    f"BatchReadBlobs: no answer for {len(lost)} blob(s), e.g. {min(lost)}", temporary=True
+                )
         for d in wanted:
             if d not in out:
                 out[d] = self._read_stream(d)

@@ -164,8 +164,11 @@ class RemoteExecutor:
             if not raw and d.hash
         ]
         blobs = self.cas.read_many(wanted + stream_digests)
-        stdout = result.stdout_raw or (blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b"")
-        stderr = result.stderr_raw or (blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b"")
+        stdout_blob = blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b""
+        stdout = result.stdout_raw or stdout_blob
+        stderr = result.stderr_raw or (
+            blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b""
+        )
         if result.exit_code == 0:
             for out in outputs:
                 f = files[out]

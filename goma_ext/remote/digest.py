@@ -52,4 +52,4 @@ EMPTY = Digest.of_bytes(b"")
 
 def serialize(message: object) -> bytes:
     """Deterministic protobuf bytes, so equal messages always get equal digests."""
-    return message.SerializeToString(deterministic=True)  # type: ignore[attr-defined,no-any-return]
+    return message.SerializeToString(deterministic=True)  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable
+from typing import cast
 
 import grpc
 
@@ -15,7 +16,11 @@ from goma_ext.remote.proto import code_pb2, operations_pb2, re_grpc, re_pb2
 
 
 def lookup(
-    channel: grpc.Channel, instance: str, metadata: tuple[tuple[str, str], ...], action: Digest, policy: retry.RetryPolicy
+    channel: grpc.Channel,
+    instance: str,
+    metadata: tuple[tuple[str, str], ...],
+    action: Digest,
+    policy: retry.RetryPolicy,
 ) -> re_pb2.ActionResult | None:
     """The cached ActionResult for `action`, or None on a miss."""
     stub = re_grpc.ActionCacheStub(channel)
@@ -37,7 +42,8 @@ def _done(op: operations_pb2.Operation) -> re_pb2.ExecuteResponse:
     if not op.response.Unpack(resp):
         raise RemoteError(f"execution {op.name}: response is not an ExecuteResponse", temporary=True)
     if resp.status.code != code_pb2.OK:
-        name = code_pb2.Code.Name(resp.status.code) if resp.status.code in code_pb2.Code.values() else "UNKNOWN"
+        code = cast("code_pb2.Code.ValueType", resp.status.code)
+        name = code_pb2.Code.Name(code) if code in code_pb2.Code.values() else "UNKNOWN"
         raise RemoteError(f"execution {op.name}: {name}: {resp.status.message}", temporary=True, code=name)
     return resp
 
@@ -79,14 +85,18 @@ def execute(
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise RemoteError(f"execution of {action} exceeded {total_timeout_s:.0f} s", temporary=True, code="DEADLINE")
+            raise RemoteError(
+                f"execution of {action} exceeded {total_timeout_s:.0f} s", temporary=True, code="DEADLINE"
+            )
         try:
             if names:
                 stream = stub.WaitExecution(
                     re_pb2.WaitExecutionRequest(name=names[0]), timeout=remaining, metadata=metadata
                 )
             else:
-                req = re_pb2.ExecuteRequest(instance_name=instance, action_digest=action.to_proto(), skip_cache_lookup=True)
+                req = re_pb2.ExecuteRequest(
+                    instance_name=instance, action_digest=action.to_proto(), skip_cache_lookup=True
+                )
                 stream = stub.Execute(req, timeout=remaining, metadata=metadata)
             result = _follow(stream, names, queue_deadline)
             if result is not None:

@@ -1,4 +1,4 @@
-"""The exact input and output set of one backend command, from goma_ext.inputs (or a minimal parser until it lands)."""
+"""The exact input and output set of one backend command, from goma_ext.inputs.backend, for the remote action."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class ActionFiles:
 
 def _from_goma_inputs(argv: Sequence[str], cwd: Path) -> ActionFiles | None:
     try:
-        mod = importlib.import_module("goma_ext.inputs")
+        mod = importlib.import_module("goma_ext.inputs.backend")
     except ImportError:
         return None
     fn = getattr(mod, "backend_inputs", None)
@@ -56,7 +56,7 @@ def _expand_rsp(argv: Sequence[str], cwd: Path, files: list[str]) -> list[str]:
 
 def _minimal(argv: Sequence[str], cwd: Path) -> ActionFiles:
     """Enough of clang's backend command line for -fthinlto-index= actions: bitcode, index, imports, -o."""
-    from goma_ext.index import read_index
+    from goma_ext.bitcode.index import read_index
 
     extra: list[str] = []
     args = _expand_rsp(argv[1:], cwd, extra)

@@ -8,6 +8,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import grpc
 
@@ -69,11 +70,15 @@ class _Job:
 
     def _main(self, cas: Cas, payload: re_pb2.Action | Digest | None, s: WorkerSettings) -> None:
         if payload is None:
-            self.outcome = LeaseOutcome(status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message="unknown lease payload"), None)
+            self.outcome = LeaseOutcome(
+                status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message="unknown lease payload"), None
+            )
         else:
             self.outcome = execute_lease(cas, payload, s.allow, s.work_dir / "sandboxes")
         LOG.info(
-            "lease %s: %s in %.0f ms", self.lease_id, code_pb2.Code.Name(self.outcome.status.code),
+            "lease %s: %s in %.0f ms",
+            self.lease_id,
+            code_pb2.Code.Name(cast("code_pb2.Code.ValueType", self.outcome.status.code)),
             (time.monotonic() - self.started) * 1000,
         )
         self.done.set()
@@ -113,7 +118,8 @@ class BotWorker:
             stub = bots_pb2_grpc.BotsStub(channel)
             session = stub.CreateBotSession(
                 bots_pb2.CreateBotSessionRequest(parent=cfg.instance, bot_session=_session(self.s)),
-                timeout=LONG_POLL_S, metadata=metadata,
+                timeout=LONG_POLL_S,
+                metadata=metadata,
             )
             LOG.info("bot %s: session %s", self.s.bot_id, session.name)
             (self.s.work_dir / SESSION_FILE).write_text(session.name + "\n")
@@ -122,7 +128,11 @@ class BotWorker:
                 session = self._sync(stub, cas, session, jobs, metadata)
 
     def _sync(
-        self, stub: bots_pb2_grpc.BotsStub, cas: Cas, session: bots_pb2.BotSession, jobs: dict[str, _Job],
+        self,
+        stub: bots_pb2_grpc.BotsStub,
+        cas: Cas,
+        session: bots_pb2.BotSession,
+        jobs: dict[str, _Job],
         metadata: tuple[tuple[str, str], ...],
     ) -> bots_pb2.BotSession:
         for lease in session.leases:
@@ -146,7 +156,8 @@ class BotWorker:
         busy = any(not j.done.is_set() for j in jobs.values())
         new = stub.UpdateBotSession(
             bots_pb2.UpdateBotSessionRequest(name=session.name, bot_session=session),
-            timeout=BUSY_POLL_S + 5 if busy else LONG_POLL_S, metadata=metadata,
+            timeout=BUSY_POLL_S + 5 if busy else LONG_POLL_S,
+            metadata=metadata,
         )
         for lease in session.leases:
             if lease.state == bots_pb2.LeaseState.COMPLETED:

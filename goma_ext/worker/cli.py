@@ -23,7 +23,12 @@ from goma_ext.worker.policy import Allowlist
 DEFAULT_COMPILERS = tuple(
     f"{prefix}{v}{suffix}"
     for v in (19, 22)
-    for prefix, suffix in (("clang-", ""), ("clang++-", ""), ("/usr/lib/llvm-", "/bin/clang"), ("/usr/lib/llvm-", "/bin/clang++"))
+    for prefix, suffix in (
+        ("clang-", ""),
+        ("clang++-", ""),
+        ("/usr/lib/llvm-", "/bin/clang"),
+        ("/usr/lib/llvm-", "/bin/clang++"),
+    )
 )
 RESTART_DELAY_S = 0.2
 
@@ -37,7 +42,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--bot-id", default=socket.gethostname(), help="stable bot id prefix (default: host name)")
     p.add_argument("--count", type=int, default=1, help="worker processes to run (ids BOT-ID-0 … BOT-ID-N-1)")
     p.add_argument(
-        "--compiler", action="append", default=[], metavar="PROGRAM",
+        "--compiler",
+        action="append",
+        default=[],
+        metavar="PROGRAM",
         help=f"allow-listed compiler (repeatable; default: those of {', '.join(DEFAULT_COMPILERS)} on PATH)",
     )
     p.add_argument("--index", type=int, help=argparse.SUPPRESS)
@@ -73,9 +81,20 @@ def _serve_one(args: argparse.Namespace) -> int:
 
 def _supervise(args: argparse.Namespace) -> int:
     """Keep `count` children alive; a restarted child reuses its bot id, so BuildGrid requeues its lease at once."""
-    base = [sys.executable, "-m", "goma_ext.cli", *sys.argv[sys.argv.index("worker") :]] if "worker" in sys.argv else None
+    base = (
+        [sys.executable, "-m", "goma_ext.cli", *sys.argv[sys.argv.index("worker") :]] if "worker" in sys.argv else None
+    )
     if base is None:
-        base = [sys.executable, "-m", "goma_ext.cli", "worker", "--remote", args.remote, "--work-dir", str(args.work_dir)]
+        base = [
+            sys.executable,
+            "-m",
+            "goma_ext.cli",
+            "worker",
+            "--remote",
+            args.remote,
+            "--work-dir",
+            str(args.work_dir),
+        ]
     children: dict[int, subprocess.Popen[bytes]] = {}
     started: dict[int, float] = {}
     backoff: dict[int, float] = {}
@@ -94,7 +113,9 @@ def _supervise(args: argparse.Namespace) -> int:
             if child is not None and child.poll() is not None:
                 quick = now - started.get(i, now) < 5.0
                 backoff[i] = min(10.0, max(0.2, backoff.get(i, 0.1) * 2)) if quick else 0.0
-                print(f"worker {args.bot_id}-{i} exited with {child.returncode}; restarting", file=sys.stderr, flush=True)
+                print(
+                    f"worker {args.bot_id}-{i} exited with {child.returncode}; restarting", file=sys.stderr, flush=True
+                )
                 del children[i]
                 child = None
             if child is None and now >= started.get(i, 0.0) + backoff.get(i, 0.0):

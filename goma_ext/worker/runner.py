@@ -45,11 +45,19 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _run(argv: list[str], exe: Path, cwd: Path, env: dict[str, str], timeout: float, logs: Path) -> tuple[int, bytes, bytes]:
+def _run(
+    argv: list[str], exe: Path, cwd: Path, env: dict[str, str], timeout: float, logs: Path
+) -> tuple[int, bytes, bytes]:
     out_path, err_path = logs / "stdout", logs / "stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            argv, executable=str(exe), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            argv,
+            executable=str(exe),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
             start_new_session=True,
         )
         # A blocking waitpid plus a timer: Popen.wait(timeout) polls with sleeps of up to 50 ms.

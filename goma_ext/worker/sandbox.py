@@ -105,5 +105,7 @@ def collect_outputs(
         found.append((out, full, bool(st.st_mode & stat.S_IXUSR)))
     digests = {out: Digest.of_file(full) for out, full, _ in found}
     blobs = {digests[out]: BlobSource(path=full) for out, full, _ in found}
-    files = [re_pb2.OutputFile(path=out, digest=digests[out].to_proto(), is_executable=x) for out, _, x in sorted(found)]
+    files = [
+        re_pb2.OutputFile(path=out, digest=digests[out].to_proto(), is_executable=x) for out, _, x in sorted(found)
+    ]
     return files, blobs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.graph_query import backend_outputs
+from gn_thinlto.cli.graph_query import backend_outputs
 
 from .test_graph_support import Build, copy_workspace, defined_functions, disassembly, gen_and_build, gn_thinlto, plain_build, section_bytes, text_size
 
@@ -123,7 +123,7 @@ def test_explain(built: Build) -> None:
 
 
 def test_explain_imports_agree_with_llds_imports_files(built: Build) -> None:
-    from gn_thinlto.explain import explain
+    from gn_thinlto.cli.explain import explain
 
     for target in PLANNED:
         e = explain(built.out, target)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.graph_query import backend_outputs
+from gn_thinlto.cli.graph_query import backend_outputs
 from tests.conftest import EXAMPLE_ROOT
 
 from .test_graph_support import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.elf_probe import has_real_symbols
+from gn_thinlto.steps.elf_probe import has_real_symbols
 
 from .test_graph_support import Build, copy_workspace, disassembly, gen_and_build, gn_thinlto
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.bitcode import inspect
-from goma_ext.bitstream import Bitstream, Block
-from goma_ext.index import imports_file_path, own_module_path, read_index
+from goma_ext.bitcode.objects import inspect
+from goma_ext.bitcode.bitstream import Bitstream, Block
+from goma_ext.bitcode.index import imports_file_path, own_module_path, read_index
 from tests.conftest import LLVM_VERSIONS, Llvm
 from tests.integration.index_workspace import Workspace, bcanalyzer_block_stats, bcanalyzer_dump, build
 

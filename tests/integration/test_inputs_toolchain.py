@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.index import read_index
-from goma_ext.inputs import backend_inputs
+from goma_ext.bitcode.index import read_index
+from goma_ext.inputs.backend import backend_inputs
 from tests.conftest import LLVM_VERSIONS
 from tests.integration.index_workspace import Layout, Workspace, build
 

@@ -54,8 +54,8 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
     assert len(got) > summary["runs"] and sorted(got) == sorted(want)
     assert [name for name in want if got[name] != want[name]] == []
 
-    from gn_thinlto import tools
-    from gn_thinlto.example import run_self_checks
+    from gn_thinlto.cli import tools
+    from gn_thinlto.cli.example import run_self_checks
 
     binaries = tools.gn_ls(remote, EXAMPLE_ROOT, "--type=executable", "--as=output")
     assert binaries and [c for c in run_self_checks(remote, binaries) if not c.ok] == []

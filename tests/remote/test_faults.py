@@ -12,7 +12,7 @@ import pytest
 from goma_ext.cluster import procs
 from goma_ext.remote import stats
 from goma_ext.remote.digest import Digest
-from goma_ext.run import WARNING_PREFIX
+from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote import thin_program
 from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, start_wrapper, wrapper
 from tests.remote.thin_program import ThinProgram

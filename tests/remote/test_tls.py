@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from goma_ext.remote import stats
-from goma_ext.run import WARNING_PREFIX
+from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import Cluster, local_reference, records, wrapper
 from tests.remote.thin_program import ThinProgram
 

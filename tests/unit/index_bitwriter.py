@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from goma_ext.llvm_codes import BITCODE_MAGIC, CHAR6_ALPHABET
+from goma_ext.bitcode.llvm_codes import BITCODE_MAGIC, CHAR6_ALPHABET
 
 # An abbreviation operand as the writer takes it: ("literal", v) | ("fixed", w) | ("vbr", w) | ("array",)
 # | ("char6",) | ("blob",)

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goma_ext.bitcursor import BitCursor
-from goma_ext.bitstream import Bitstream, Block, Record
+from goma_ext.bitcode.bitcursor import BitCursor
+from goma_ext.bitcode.bitstream import Bitstream, Block, Record
 from goma_ext.errors import DecodeError, GomaExtError
-from goma_ext.llvm_codes import CHAR6_ALPHABET, BlockId
+from goma_ext.bitcode.llvm_codes import CHAR6_ALPHABET, BlockId
 from tests.unit.index_bitwriter import BitWriter, stream
 
 DATA = Path(__file__).parent / "index_data"

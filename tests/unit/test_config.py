@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.config import Config
-from gn_thinlto.config import TestonlyMode as Mode, label_matches, load_config, parse_config
+from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.config import TestonlyMode as Mode, label_matches, load_config, parse_config
 from gn_thinlto.errors import GnThinltoError
 
 

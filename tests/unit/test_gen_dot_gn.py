@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto import gen
+from gn_thinlto.cli import gen
 from gn_thinlto.errors import GnThinltoError
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.bitcode import inspect, inspect_bytes
+from goma_ext.bitcode.objects import inspect, inspect_bytes
 from goma_ext.errors import DecodeError, GomaExtError
-from goma_ext.index import imports_file_path, own_module_path, parse_index, read_index
+from goma_ext.bitcode.index import imports_file_path, own_module_path, parse_index, read_index
 from tests.unit.index_bitwriter import stream
 
 DATA = Path(__file__).parent / "index_data"

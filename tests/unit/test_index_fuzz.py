@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goma_ext.bitcode import inspect_bytes
-from goma_ext.bitstream import Bitstream, Block
+from goma_ext.bitcode.objects import inspect_bytes
+from goma_ext.bitcode.bitstream import Bitstream, Block
 from goma_ext.errors import DecodeError
-from goma_ext.index import parse_index
-from goma_ext.llvm_codes import BITCODE_MAGIC
+from goma_ext.bitcode.index import parse_index
+from goma_ext.bitcode.llvm_codes import BITCODE_MAGIC
 
 DATA = Path(__file__).parent / "index_data"
 SEEDS = sorted(p for p in DATA.iterdir() if p.name.startswith("llvm"))

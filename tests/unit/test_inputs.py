@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.clang_args import Role, classify, expand_response_files
+from goma_ext.inputs.clang_args import Role, classify, expand_response_files
 from goma_ext.errors import GomaExtError
-from goma_ext.index import read_index
-from goma_ext.inputs import archive_of, backend_inputs
+from goma_ext.bitcode.index import read_index
+from goma_ext.inputs.backend import archive_of, backend_inputs
 
 DATA = Path(__file__).parent / "index_data"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goma_ext.archive import MemberRef, parse_member_ref, thin_member_path
+from goma_ext.inputs.archive import MemberRef, parse_member_ref, thin_member_path
 from goma_ext.errors import GomaExtError
 
 DATA = Path(__file__).parent / "index_data"

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from gn_thinlto import __version__, cli
-from gn_thinlto.templating import ninja_path, ninja_value, render
+from goma_ext import __version__
+from gn_thinlto.cli import main as cli
+from gn_thinlto.render.templating import ninja_path, ninja_value, render
 
 
 def test_versions_match_across_entry_points(capsys: pytest.CaptureFixture[str]) -> None:
@@ -26,7 +27,7 @@ def test_cli_version_from_unrelated_directory(tmp_path, module: str, name: str) 
 
 
 def test_template_renders_from_unrelated_directory(tmp_path) -> None:
-    code = "from gn_thinlto.templating import render; print(render('header.ninja.j2', version='9', source='x'))"
+    code = "from gn_thinlto.render.templating import render; print(render('header.ninja.j2', version='9', source='x'))"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "ninja_required_version = 1.10" in out.stdout
 

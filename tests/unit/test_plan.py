@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gn_thinlto.config import Config
-from gn_thinlto.config import TestonlyMode as Mode
+from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.config import TestonlyMode as Mode
 from gn_thinlto.hook import load_graph
-from gn_thinlto.plan import GnGraph, plan_graph
-from gn_thinlto.plan_model import GraphPlan, TargetPlan
+from gn_thinlto.plan.planner import GnGraph, plan_graph
+from gn_thinlto.plan.model import GraphPlan, TargetPlan
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 BASIC_GN = GOLDEN / "basic" / "gn"
@@ -134,7 +134,7 @@ def test_plan_is_deterministic() -> None:
 
 
 def test_final_inputs_follow_in_process_section_order() -> None:
-    from gn_thinlto.thinlink import compose_final_inputs
+    from gn_thinlto.steps.thinlink import compose_final_inputs
 
     m = {
         "natives": [["a.bc", "n/a.o"], ["lazy.bc", "n/lazy.o"]],

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.backend import parse_args, run
-from gn_thinlto.backend_cache import BackendCache, BackendJob, cache_key, content_key, read_stats
+from gn_thinlto.steps.backend import parse_args, run
+from gn_thinlto.steps.backend_cache import BackendCache, BackendJob, cache_key, content_key, read_stats
 
 
 @pytest.fixture

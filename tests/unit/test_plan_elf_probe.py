@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.elf_probe import has_real_symbols
+from gn_thinlto.steps.elf_probe import has_real_symbols
 from gn_thinlto.errors import GnThinltoError
 
 STT_FUNC, STT_FILE = 2, 4

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gn_thinlto.config import Config
-from gn_thinlto.gn_link import GnGraph, shell_split
-from gn_thinlto.gn_project import parse_project
-from gn_thinlto.ninja_text import parse
-from gn_thinlto.plan import plan_graph
-from gn_thinlto.plan_model import GraphPlan
+from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.links import GnGraph, shell_split
+from gn_thinlto.gn.project import parse_project
+from gn_thinlto.gn.ninja_text import parse
+from gn_thinlto.plan.planner import plan_graph
+from gn_thinlto.plan.model import GraphPlan
 
 from .test_plan_refusals import TOOLCHAIN
 

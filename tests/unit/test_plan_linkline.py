@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gn_thinlto.linkline import Refused, analyze, apply_overrides, backend_compiler, lto_mode, LtoMode
+from gn_thinlto.plan.linkline import Refused, analyze, apply_overrides, backend_compiler, lto_mode, LtoMode
 from gn_thinlto.errors import GnThinltoError
 
 BASE = ["/usr/bin/clang++", "-fuse-ld=lld", "-flto=thin", "-o", "out", "a.o"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gn_thinlto.ninja_text import evaluate, evaluate_rule_binding, parse
+from gn_thinlto.gn.ninja_text import evaluate, evaluate_rule_binding, parse
 
 TEXT = """\
 cflags = -O2

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gn_thinlto.config import Config
-from gn_thinlto.gn_link import GnGraph
-from gn_thinlto.gn_project import parse_project
-from gn_thinlto.ninja_text import parse
-from gn_thinlto.plan import plan_graph
+from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.links import GnGraph
+from gn_thinlto.gn.project import parse_project
+from gn_thinlto.gn.ninja_text import parse
+from gn_thinlto.plan.planner import plan_graph
 
 TOOLCHAIN = """\
 rule cxx

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gn_thinlto.config import Config
-from gn_thinlto.config import TestonlyMode as Mode
-from gn_thinlto.records_json import dumps
+from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.config import TestonlyMode as Mode
+from gn_thinlto.render.records_json import dumps
 
 from .test_plan import basic_plan
 

@@ -10,19 +10,19 @@ from dataclasses import replace
 
 import pytest
 
-from gn_thinlto.config import Config
-from gn_thinlto.config import TestonlyMode as Mode
-from gn_thinlto.dyndep import dyndep_text
-from gn_thinlto.ninja_text import parse
-from gn_thinlto.plan_model import BackendCommand
-from gn_thinlto.render import (
+from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.config import TestonlyMode as Mode
+from gn_thinlto.steps.dyndep import dyndep_text
+from gn_thinlto.gn.ninja_text import parse
+from gn_thinlto.plan.model import BackendCommand
+from gn_thinlto.render.ninja import (
     SHARED_FILE,
     backend_groups,
     edit_build_ninja,
     edit_gn_target_files,
     render_files,
 )
-from gn_thinlto.templating import ninja_path, ninja_value, shell_join
+from gn_thinlto.render.templating import ninja_path, ninja_value, shell_join
 
 from .test_plan import BASIC_GN, GOLDEN, basic_graph, basic_plan
 

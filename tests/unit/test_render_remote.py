@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from gn_thinlto.config import Config, parse_config
+from gn_thinlto.plan.config import Config, parse_config
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import remote_backends
-from gn_thinlto.ninja_text import parse
-from gn_thinlto.plan_model import RemoteBackends
-from gn_thinlto.render import NAIVE_RSP_NAME, render_files
+from gn_thinlto.gn.ninja_text import parse
+from gn_thinlto.plan.model import RemoteBackends
+from gn_thinlto.render.ninja import NAIVE_RSP_NAME, render_files
 
 from .test_plan import basic_plan
 
-LAUNCHER = ("/py", "-m", "goma_ext.run", "--remote", "grpc://h:1", "--exec-root", ".")
+LAUNCHER = ("/py", "-m", "goma_ext.remote.wrapper", "--remote", "grpc://h:1", "--exec-root", ".")
 
 
 def remote_files() -> tuple[dict[str, str], object]:
@@ -28,7 +28,7 @@ def test_backend_rule_runs_through_the_wrapper_in_a_remote_pool() -> None:
     rules = files[plan.rules_file]
     assert "pool gn_thinlto_remote\n  depth = 7\n" in rules
     backend_rule = rules.split("rule gn_thinlto_backend\n", 1)[1].split("\n\n", 1)[0]
-    assert "--launcher -- /py -m goma_ext.run --remote grpc://h:1 --exec-root . --naive-inputs $naive_rsp -- $argv" in backend_rule
+    assert "--launcher -- /py -m goma_ext.remote.wrapper --remote grpc://h:1 --exec-root . --naive-inputs $naive_rsp -- $argv" in backend_rule
     assert "pool = gn_thinlto_remote" in backend_rule
     parse(rules)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gn_thinlto import thinlink
+from gn_thinlto.steps import thinlink
 
 
 def _manifest(tmp: Path, inputs: list[str]) -> Path:

@@ -1,0 +1,29 @@
+"""The `gn-thinlto` command line: generate, build the example, explain and report ThinLTO graphs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gn_thinlto.cli import example, explain, gen
+from gn_thinlto.errors import GnThinltoError
+from goma_ext.cliapp import build_parser as _build_parser
+from goma_ext.cliapp import run_cli
+from goma_ext.errors import GomaExtError
+from goma_ext.remote import report_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return _build_parser(
+        "gn-thinlto", __doc__, [example.add_parser, gen.add_parser, explain.add_parser, report_cli.add_parser]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # gn-thinlto commands call into goma_ext (index decoding, remote settings): its errors are ours to show too.
+    return run_cli(build_parser(), argv, (GnThinltoError, GomaExtError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""gn_thinlto.yaml: which links go through the graph and how, parsed and validated into a frozen Config.
+
+Example (every key optional):
+
+    targets:
+      include: ["//*"]            # GN label patterns (`//dir/*`, `//dir:name`, `//*`)
+      exclude: ["//tools/big:*"]
+    target_dir: "gn-thinlto/{output}"   # per-target directory; {output}, {name}, {dir} are available
+    testonly: thin_link           # or shared_null_index
+    backend_flags:
+      add: ["-mllvm", "-some-option"]
+      remove: ["-fdata-sections"]
+    thin_link_pool_depth: 2       # ninja pool depth for thin links (0: no pool)
+    minimized_bitcode: false
+    cache_dir: gn-thinlto/cache   # relative to the build dir, or absolute
+    backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
+    remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
+      endpoint: grpc://127.0.0.1:8980
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gn_thinlto.errors import GnThinltoError
+
+CONFIG_FILE_NAME = "gn_thinlto.yaml"
+
+
+class TestonlyMode(enum.Enum):
+    """How test-only link targets get their native code."""
+
+    THIN_LINK = "thin_link"
+    SHARED_NULL_INDEX = "shared_null_index"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated configuration; defaults select every ThinLTO link with a full thin link."""
+
+    include: tuple[str, ...] = ("//*",)
+    exclude: tuple[str, ...] = ()
+    target_dir: str = "gn-thinlto/{output}"
+    testonly: TestonlyMode = TestonlyMode.THIN_LINK
+    backend_flags_add: tuple[str, ...] = ()
+    backend_flags_remove: tuple[str, ...] = ()
+    thin_link_pool_depth: int = 2
+    minimized_bitcode: bool = False
+    cache_dir: str = "gn-thinlto/cache"
+    backend_cache: bool = True
+    remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
+    source: str = field(default="(defaults)", compare=False)
+
+    def selects(self, label: str) -> bool:
+        """Whether a label (without toolchain) passes the include/exclude patterns."""
+        return any(label_matches(p, label) for p in self.include) and not any(
+            label_matches(p, label) for p in self.exclude
+        )
+
+
+def label_matches(pattern: str, label: str) -> bool:
+    """GN-style label pattern: `//dir/*` (recursive), `//dir:*`, `//dir:name`; shell wildcards allowed."""
+    if pattern.endswith("/*"):
+        return label.startswith((pattern[:-1], pattern[:-2] + ":"))
+    return fnmatch.fnmatchcase(label, pattern)
+
+
+_KEYS = {
+    "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
+    "backend_cache", "remote",
+}
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise GnThinltoError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _check_keys(value: Any, allowed: set[str] | None, where: str) -> Mapping[str, Any]:
+    """VALUE as a mapping with only ALLOWED keys (None: any key; another module owns that schema)."""
+    if not isinstance(value, dict):
+        raise GnThinltoError(f"{where}: expected a mapping, got {type(value).__name__}")
+    unknown = sorted(set(value) - allowed) if allowed is not None else []
+    if unknown:
+        known = ", ".join(sorted(allowed or ()))
+        raise GnThinltoError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
+    return value
+
+
+def parse_config(data: Any, source: str) -> Config:
+    """Validate decoded YAML into a Config; every problem is one GnThinltoError line naming SOURCE."""
+    if data is None:
+        return Config(source=source)
+    top = _check_keys(data, _KEYS, source)
+    targets = _check_keys(top.get("targets", {}), {"include", "exclude"}, f"{source}: targets")
+    flags = _check_keys(top.get("backend_flags", {}), {"add", "remove"}, f"{source}: backend_flags")
+    try:
+        testonly = TestonlyMode(top.get("testonly", TestonlyMode.THIN_LINK.value))
+    except ValueError:
+        choices = ", ".join(m.value for m in TestonlyMode)
+        raise GnThinltoError(f"{source}: testonly: expected one of {choices}, got {top['testonly']!r}") from None
+    depth = top.get("thin_link_pool_depth", 2)
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+        raise GnThinltoError(f"{source}: thin_link_pool_depth: expected an integer >= 0, got {depth!r}")
+    minimized = top.get("minimized_bitcode", False)
+    if not isinstance(minimized, bool):
+        raise GnThinltoError(f"{source}: minimized_bitcode: expected true or false, got {minimized!r}")
+    target_dir = top.get("target_dir", Config.target_dir)
+    if not isinstance(target_dir, str) or ("{output}" not in target_dir and "{name}" not in target_dir):
+        raise GnThinltoError(f"{source}: target_dir: must be a string containing {{output}} or {{name}}")
+    cache_dir = top.get("cache_dir", Config.cache_dir)
+    if not isinstance(cache_dir, str) or not cache_dir:
+        raise GnThinltoError(f"{source}: cache_dir: expected a non-empty path")
+    backend_cache = top.get("backend_cache", True)
+    if not isinstance(backend_cache, bool):
+        raise GnThinltoError(f"{source}: backend_cache: expected true or false, got {backend_cache!r}")
+    remote = _check_keys(top.get("remote", {}), None, f"{source}: remote")
+    return Config(
+        include=_str_list(targets.get("include", ["//*"]), f"{source}: targets.include"),
+        exclude=_str_list(targets.get("exclude", []), f"{source}: targets.exclude"),
+        target_dir=target_dir,
+        testonly=testonly,
+        backend_flags_add=_str_list(flags.get("add", []), f"{source}: backend_flags.add"),
+        backend_flags_remove=_str_list(flags.get("remove", []), f"{source}: backend_flags.remove"),
+        thin_link_pool_depth=depth,
+        minimized_bitcode=minimized,
+        cache_dir=cache_dir,
+        backend_cache=backend_cache,
+        remote=tuple(sorted(remote.items())),
+        source=source,
+    )
+
+
+def load_config(explicit: Path | None, source_root: Path) -> Config:
+    """Read --config, else SOURCE_ROOT/gn_thinlto.yaml, else defaults (I/O edge of configuration)."""
+    path = explicit if explicit is not None else source_root / CONFIG_FILE_NAME
+    if not path.is_file():
+        if explicit is not None:
+            raise GnThinltoError(f"--config {explicit}: no such file")
+        return Config()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise GnThinltoError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from e
+    return parse_config(data, str(path))

@@ -1,0 +1,148 @@
+"""The plan: frozen records describing every edge gn-thinlto adds to the ninja graph (no behaviour here)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class InputKind(enum.Enum):
+    """How one link input is treated by the thin link and the final link."""
+
+    BITCODE = "bitcode"  # ThinLTO bitcode object: indexed by the thin link, replaced by its native object
+    NATIVE = "native"  # native object (assembly, non-LTO C/C++): passed unchanged
+    OTHER = "other"  # shared library, prebuilt archive, linker script: passed unchanged
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """Where lld writes one bitcode object's index and imports files, and where gn-thinlto keeps them."""
+
+    bitcode: str
+    staged_index: str
+    staged_imports: str
+    index: str
+    imports: str
+
+
+@dataclass(frozen=True)
+class ThinLinkManifest:
+    """Everything the thin-link step needs at build time (written as JSON next to the target's ninja file)."""
+
+    target: str
+    argv: tuple[str, ...]
+    rsp_path: str
+    rsp_lines: tuple[str, ...]
+    stage_dir: str
+    staged_used_list: str
+    used_list: str
+    index_files: tuple[IndexFiles, ...]
+    split_object: tuple[str, str]  # (staged, kept) regular-LTO object (--lto-obj-path)
+    final_output: str
+    final_rsp: str
+    final_rsp_prefix: tuple[str, ...]
+    why_extract: str
+    eager_inputs: tuple[str, ...]  # inputs loaded unconditionally, in order (bitcode included)
+    lazy_natives: tuple[str, ...]  # native members of lazily loaded archives, in order
+    final_rsp_suffix: tuple[str, ...]
+    natives: tuple[tuple[str, str], ...]  # (bitcode, native) for every bitcode object
+    dyndep: str
+    minimized: tuple[tuple[str, str], ...] = ()  # (minimized thin-link input, full bitcode)
+    # Every file the thin link reads that ninja or the response file names (objects, archive members, archives,
+    # GN's implicit inputs): their contents and the manifest decide whether lld must run again.
+    inputs: tuple[str, ...] = ()
+    state: str = ""  # the step's record of the last successful run (fingerprint and per-file digests)
+
+
+@dataclass(frozen=True)
+class ThinLink:
+    outputs: tuple[str, ...]
+    implicit_outputs: tuple[str, ...]
+    inputs: tuple[str, ...]
+    implicit: tuple[str, ...]
+    order_only: tuple[str, ...]
+    manifest_path: str
+    manifest: ThinLinkManifest
+    description: str
+
+
+@dataclass(frozen=True)
+class BackendCommand:
+    """What the clang commands of a link's backends (or of one shared flag set) have in common: HEAD before
+    each object's own arguments, FLAGS after them. A ninja file binds both once for all its backend edges."""
+
+    head: tuple[str, ...]  # clang -c -x ir
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend compile: BITCODE + INDEX (empty: null index) → NATIVE, run as argv."""
+
+    bitcode: str
+    index: str
+    native: str
+    command: BackendCommand  # shared by every backend of the link
+    object_args: tuple[str, ...]  # this backend's part of argv: bitcode, index and output
+    description: str
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (*self.command.head, *self.object_args, *self.command.flags)
+
+
+@dataclass(frozen=True)
+class FinalLink:
+    outputs: tuple[str, ...]
+    inputs: tuple[str, ...]
+    implicit: tuple[str, ...]
+    order_only: tuple[str, ...]
+    argv: tuple[str, ...]
+    dyndep: str  # empty: every input is static (null-index mode)
+    rsp_path: str
+    rsp_lines: tuple[str, ...]  # written by ninja when dyndep is empty, else by the thin-link step
+    description: str
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    label: str
+    output: str
+    directory: str
+    ninja_file: str
+    gn_ninja_file: str
+    gn_edge_lines: tuple[int, int]
+    thin_link: ThinLink | None
+    backends: tuple[Backend, ...]
+    final_link: FinalLink
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A link target left to GN, with the one-line reason shown to the user."""
+
+    label: str
+    output: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RemoteBackends:
+    """Backends run through the REAPI wrapper: LAUNCHER + `--naive-inputs RSP --` + the backend command."""
+
+    launcher: tuple[str, ...]  # e.g. (python, -m, goma_ext.remote.wrapper, --remote, URL, …), without the final `--`
+    jobs: int  # depth of the ninja pool for remote backends
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    targets: tuple[TargetPlan, ...]
+    refusals: tuple[Refusal, ...]
+    shared_backends: tuple[Backend, ...] = field(default=())
+    python: str = "python3"
+    cache_dir: str = "gn-thinlto/cache"  # empty: no backend cache (config backend_cache: false)
+    backend_log: str = "gn-thinlto/backend.log"
+    thin_link_pool_depth: int = 2
+    rules_file: str = "gn-thinlto/rules.ninja"
+    targets_file: str = "gn-thinlto/targets.ninja"
+    remote: RemoteBackends | None = None

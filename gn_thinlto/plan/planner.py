@@ -1,0 +1,332 @@
+"""The planner: GN's data (project.json + GN's ninja files, parsed) and a Config in, a GraphPlan out. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.gn.ninja_text import Rule
+from gn_thinlto.gn.project import GnProject, GnTarget
+from gn_thinlto.plan import linkline
+from gn_thinlto.plan.config import Config, TestonlyMode
+from gn_thinlto.plan.linkline import LtoMode, Refused
+from gn_thinlto.plan.links import GnGraph, GnLink, InputClassifier, LinkInput, Producer, gn_link, producers_of, rules_of
+from gn_thinlto.plan.model import (
+    Backend,
+    BackendCommand,
+    FinalLink,
+    GraphPlan,
+    IndexFiles,
+    InputKind,
+    Refusal,
+    TargetPlan,
+    ThinLink,
+    ThinLinkManifest,
+)
+
+__all__ = ["GnGraph", "plan_graph", "plan_target", "selected_links", "target_directory"]
+
+
+def target_directory(config: Config, target: GnTarget) -> str:
+    output = target.outputs[0].removeprefix("./")
+    label = target.label_no_toolchain
+    return posixpath.normpath(
+        config.target_dir.format(output=output, name=label.split(":")[-1], dir=label[2:].split(":")[0] or ".")
+    )
+
+
+def _expanded_argv(link: GnLink, inputs: Sequence[str]) -> list[str]:
+    i = link.argv.index(f"@{link.rsp_path}")
+    return [*link.argv[:i], *link.rsp_prefix, *inputs, *link.rsp_suffix, *link.argv[i + 1:]]
+
+
+def _replace_output(argv: Sequence[str], new: str) -> list[str]:
+    out = list(argv)
+    if "-o" not in out or out.index("-o") + 1 >= len(out):
+        raise Refused("link command has no '-o OUTPUT'")
+    out[out.index("-o") + 1] = new
+    return out
+
+
+_GROUP_FLAGS = frozenset({"-Wl,--start-group", "-Wl,--end-group", "-Wl,-(", "-Wl,-)"})
+
+
+def _without_groups(argv: Sequence[str]) -> list[str]:
+    """lld refuses --start-lib inside --start-group; lld resolves archives without groups anyway."""
+    return [a for a in argv if a not in _GROUP_FLAGS]
+
+
+def _thin_link_items(inputs: Sequence[LinkInput], whole_archive: bool) -> tuple[list[str], bool]:
+    items: list[str] = []
+    lazy = False
+    for inp in inputs:
+        if not inp.is_archive:
+            items.append(inp.path)
+        elif whole_archive:
+            items.extend(m for m, _ in inp.members)
+        else:
+            items.extend(("-Wl,--start-lib", *(m for m, _ in inp.members), "-Wl,--end-lib"))
+            lazy = True
+    return items, lazy
+
+
+def _final_items(
+    inputs: Sequence[LinkInput], native_of: Mapping[str, str], whole_archive: bool, null_index: bool
+) -> tuple[list[str], bool]:
+    """The final link's static inputs: every non-bitcode input in order, native archive members still lazy.
+
+    With a thin link, the natives of the used bitcode are appended at build time in the thin link's order,
+    after all other inputs, which is where lld's in-process ThinLTO puts its outputs (same layout). Without
+    a thin link (null index) every bitcode object's native takes its place, and archives stay wholly lazy.
+    """
+    items: list[str] = []
+    lazy = False
+    for inp in inputs:
+        if inp.kind is InputKind.BITCODE:
+            if null_index:
+                items.append(native_of[inp.path])
+        elif not inp.is_archive:
+            items.append(inp.path)
+        elif null_index and not whole_archive:
+            items.extend(("-Wl,--start-lib", *(native_of.get(m, m) for m, _ in inp.members), "-Wl,--end-lib"))
+            lazy = True
+        else:
+            members = [native_of[m] if null_index and k is InputKind.BITCODE else m
+                       for m, k in inp.members if null_index or k is not InputKind.BITCODE]
+            if members and whole_archive:
+                items.extend(members)
+            elif members:
+                items.extend(("-Wl,--start-lib", *members, "-Wl,--end-lib"))
+                lazy = True
+    return items, lazy
+
+
+def _eager(inp: LinkInput, whole_archive: bool) -> tuple[str, ...]:
+    """Inputs the link loads unconditionally: plain inputs, and archive members under --whole-archive."""
+    if not inp.is_archive:
+        return (inp.path,)
+    return tuple(m for m, _ in inp.members) if whole_archive else ()
+
+
+def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
+    seen: dict[str, None] = {}
+    for inp in inputs:
+        if inp.kind is InputKind.BITCODE:
+            seen.setdefault(inp.path)
+        for m, k in inp.members:
+            if k is InputKind.BITCODE:
+                seen.setdefault(m)
+    return list(seen)
+
+
+def _backend_command(compiler: str, flags: Sequence[str]) -> BackendCommand:
+    return BackendCommand((compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
+
+
+def _backend_object_args(bitcode: str, index: str, native: str) -> tuple[str, ...]:
+    index_flag = (f"-fthinlto-index={index}",) if index else ()
+    return (bitcode, *index_flag, "-o", native)
+
+
+def _shared_dir(flags: Sequence[str], compiler: str) -> str:
+    digest = hashlib.sha256("\0".join((compiler, *flags)).encode()).hexdigest()[:12]
+    return f"gn-thinlto/shared/{digest}"
+
+
+@dataclass(frozen=True)
+class _LinkFacts:
+    """What plan_target learned about one link, shared by its edge builders."""
+
+    target: GnTarget
+    link: GnLink
+    inputs: tuple[LinkInput, ...]
+    analysis: linkline.LinkAnalysis
+    bitcode: tuple[str, ...]
+    flags: tuple[str, ...]
+    compiler: str
+    tdir: str
+    null_index: bool
+
+
+def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
+             rules: Mapping[str, Rule], classifier: InputClassifier) -> _LinkFacts:
+    link = gn_link(target, graph, producers, rules)
+    inputs = tuple(classifier.classify(p) for p in link.edge.inputs)
+    analysis = linkline.analyze(_expanded_argv(link, [i.path for i in inputs]))
+    if analysis.lto is not LtoMode.THIN:
+        raise Refused("link does not use -flto=thin")
+    bitcode = tuple(_bitcode_objects(inputs))
+    if not bitcode:
+        raise Refused("no ThinLTO bitcode among the link inputs")
+    null_index = target.testonly and config.testonly is TestonlyMode.SHARED_NULL_INDEX
+    if null_index and analysis.split_lto_unit:
+        raise Refused("testonly shared null-index backends cannot serve CFI/split LTO units (they need the thin link)")
+    flags = linkline.apply_overrides(analysis.backend_flags, config.backend_flags_add, config.backend_flags_remove)
+    return _LinkFacts(target, link, inputs, analysis, bitcode, flags, linkline.backend_compiler(link.argv[0]),
+                      target_directory(config, target), null_index)
+
+
+def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...]:
+    command = _backend_command(f.compiler, f.flags)
+    backends = []
+    for b in f.bitcode:
+        index, native = "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc", native_of[b]
+        backends.append(Backend(b, index, native, command, _backend_object_args(b, index, native), f"BACKEND {native}"))
+    return tuple(backends)
+
+
+def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
+    """GN's link command with its own output and our response file (no groups around --start-lib)."""
+    argv = _replace_output(f.link.argv, f.target.outputs[0])
+    argv[argv.index(f"@{f.link.rsp_path}")] = f"@{final_rsp}"
+    return tuple(_without_groups(argv) if lazy else argv)
+
+
+def plan_target(
+    target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer], rules: Mapping[str, Rule],
+    classifier: InputClassifier | None = None,
+) -> tuple[TargetPlan, tuple[Backend, ...]]:
+    """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too.
+
+    CLASSIFIER, shared by the links of one plan, classifies each input once (default: a new one)."""
+    classifier = classifier or InputClassifier(graph, producers, rules)
+    f = _analyze(target, graph, config, producers, rules, classifier)
+    link, output = f.link, target.outputs[0]
+    native_root = _shared_dir(f.flags, f.compiler) if f.null_index else f"{f.tdir}/native"
+    native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
+    final_items, final_lazy = _final_items(f.inputs, native_of, link.whole_archive, f.null_index)
+    final_rsp = f"{f.tdir}/final.rsp"
+    final_argv = _final_argv(f, final_rsp, final_lazy)
+    non_bitcode = [i.path for i in f.inputs if i.kind is not InputKind.BITCODE and not i.is_archive]
+    non_bitcode += [m for i in f.inputs for m, k in i.members if k is not InputKind.BITCODE]
+    description = f"LINK {output} (ThinLTO final link)"
+    backends = _backends(f, native_of)
+
+    def target_plan(thin_link: ThinLink | None, backends: tuple[Backend, ...], final_link: FinalLink) -> TargetPlan:
+        return TargetPlan(label=target.label, output=output, directory=f.tdir, ninja_file=f"{f.tdir}/build.ninja",
+                          gn_ninja_file=link.file, gn_edge_lines=(link.edge.first_line, link.edge.last_line),
+                          thin_link=thin_link, backends=backends, final_link=final_link)
+
+    if f.null_index:
+        final = FinalLink(link.edge.outputs, (*non_bitcode, *(native_of[b] for b in f.bitcode)),
+                          link.edge.implicit, link.edge.order_only, final_argv, "", final_rsp,
+                          (*link.rsp_prefix, *final_items, *link.rsp_suffix), description)
+        return target_plan(None, (), final), backends
+    minimized = _minimized(f.bitcode, producers) if config.minimized_bitcode else {}
+    thin = _thin_link(target, link, f.inputs, f.analysis, f.tdir, f.bitcode, native_of, final_rsp, minimized)
+    # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node is
+    # finished, but would schedule the final link as soon as any other output of the same edge is finished.
+    final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, thin.manifest.dyndep),
+                      link.edge.order_only, final_argv, thin.manifest.dyndep, final_rsp, (), description)
+    return target_plan(thin, backends, final), ()
+
+
+MINIMIZED_SUFFIX = ".thinlink.o"
+
+
+def minimized_path(bitcode: str) -> str:
+    """Where a toolchain writes X.o's minimized thin-link bitcode (-Xclang -fthin-link-bitcode=X.thinlink.o).
+
+    Not `.bc`: the clang driver would compile a `.bc` link input instead of passing it to the linker."""
+    return bitcode.removesuffix(".o") + MINIMIZED_SUFFIX
+
+
+def _minimized(bitcode: Sequence[str], producers: Mapping[str, Producer]) -> dict[str, str]:
+    out = {}
+    for b in bitcode:
+        m = minimized_path(b)
+        if not b.endswith(".o") or m not in producers or producers[m].edge.outputs[0] != b:
+            raise Refused(f"minimized_bitcode is on, but the compile of {b} does not also write {m}")
+        out[b] = m
+    return out
+
+
+def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], analysis: linkline.LinkAnalysis,
+               tdir: str, bitcode: Sequence[str], native_of: Mapping[str, str],
+               final_rsp: str, minimized: Mapping[str, str]) -> ThinLink:
+    stage = f"{tdir}/stage"
+    items, lazy = _thin_link_items(inputs, link.whole_archive)
+    items = [minimized.get(i, i) for i in items]
+    rsp = f"{tdir}/thinlink.rsp"
+    argv = _replace_output(link.argv, f"{tdir}/thinlink.out")
+    argv[argv.index(f"@{link.rsp_path}")] = f"@{rsp}"
+    if lazy:
+        argv = _without_groups(argv)
+    argv = [a for a in argv if a not in analysis.thin_link_drop]
+    staged_used = f"{stage}/used.txt"
+    argv += [f"-Wl,--thinlto-index-only={staged_used}", "-Wl,--thinlto-emit-imports-files",
+             f"-Wl,--thinlto-prefix-replace=;{stage}/", f"-Wl,--why-extract={stage}/why-extract.txt"]
+    if minimized:  # lld names index files and modules after the full objects (X.thinlink.o -> X.o)
+        argv.append(f"-Wl,--thinlto-object-suffix-replace={MINIMIZED_SUFFIX};.o")
+    # Always ask for the regular-LTO part (CFI / split LTO units put code there); lld writes an empty object
+    # when there is none, and the step then leaves it out of the final link.
+    split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o")
+    argv.append(f"-Wl,--lto-obj-path={split[0]}")
+    index_files = tuple(
+        IndexFiles(b, f"{stage}/{b}.thinlto.bc", f"{stage}/{b}.imports", f"{tdir}/index/{b}.thinlto.bc",
+                   f"{tdir}/index/{b}.imports")
+        for b in bitcode
+    )
+    objects = [minimized.get(p, p) for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
+    files_read = (*objects, *(i for i in items if not i.startswith("-")), *link.edge.implicit)
+    manifest = ThinLinkManifest(
+        target=target.label, argv=tuple(argv), rsp_path=rsp,
+        rsp_lines=(*link.rsp_prefix, *items, *link.rsp_suffix), stage_dir=stage, staged_used_list=staged_used,
+        used_list=f"{tdir}/used.txt", index_files=index_files, split_object=split, final_output=link.edge.outputs[0],
+        final_rsp=final_rsp, final_rsp_prefix=link.rsp_prefix, why_extract=f"{stage}/why-extract.txt",
+        eager_inputs=tuple(p for i in inputs for p in _eager(i, link.whole_archive)),
+        lazy_natives=tuple(m for i in inputs if i.is_archive and not link.whole_archive
+                           for m, k in i.members if k is not InputKind.BITCODE),
+        final_rsp_suffix=link.rsp_suffix, natives=tuple((b, native_of[b]) for b in bitcode),
+        dyndep=f"{tdir}/final.dd", minimized=tuple(sorted((v, k) for k, v in minimized.items())),
+        inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",
+    )
+    implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + [split[1]]
+    manifest_path = f"{tdir}/thinlink.json"
+    return ThinLink(
+        outputs=(manifest.used_list, final_rsp, manifest.dyndep), implicit_outputs=tuple(implicit_outputs),
+        inputs=tuple(dict.fromkeys(objects)), implicit=(manifest_path, *link.edge.implicit),
+        order_only=link.edge.order_only, manifest_path=manifest_path, manifest=manifest,
+        description=f"THINLINK {link.edge.outputs[0]}",
+    )
+
+
+def selected_links(project: GnProject, config: Config) -> list[GnTarget]:
+    return [t for _, t in sorted(project.targets.items()) if t.type.is_link and t.outputs
+            and config.selects(t.label_no_toolchain)]
+
+
+def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
+    """Plan every selected link target; refusals keep GN's edge and carry their reason."""
+    producers = producers_of(graph)
+    rules = rules_of(graph)
+    classifier = InputClassifier(graph, producers, rules)
+    targets: list[TargetPlan] = []
+    refusals: list[Refusal] = []
+    shared: dict[str, Backend] = {}
+    for target in selected_links(graph.project, config):
+        if "-flto=thin" not in target.ldflags:
+            continue
+        try:
+            plan, backends = plan_target(target, graph, config, producers, rules, classifier)
+        except Refused as e:
+            refusals.append(Refusal(target.label, target.outputs[0], e.reason))
+            continue
+        targets.append(plan)
+        for b in backends:
+            shared.setdefault(b.native, b)
+    dirs = [t.directory for t in targets]
+    if len(set(dirs)) != len(dirs):
+        dup = sorted(d for d in set(dirs) if dirs.count(d) > 1)[0]
+        raise GnThinltoError(f"target_dir {config.target_dir!r} gives two targets the directory {dup}")
+    # ninja (1.11) starts ready edges in the order they were declared, so the links with the most backends
+    # come first: their thin link, backends and final link are the longest chain of an incremental build.
+    targets.sort(key=lambda t: (-len(t.backends), t.label))
+    return GraphPlan(
+        targets=tuple(targets), refusals=tuple(refusals),
+        shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
+        cache_dir=config.cache_dir if config.backend_cache else "", thin_link_pool_depth=config.thin_link_pool_depth,
+    )

@@ -1,0 +1,131 @@
+"""Rendering a GraphPlan into ninja text (our files, and the small edits to GN's files). Pure: text in, text out."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gn_thinlto import steps
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan
+from gn_thinlto.render.templating import render
+from goma_ext import __version__
+
+SHARED_FILE = "gn-thinlto/shared.ninja"
+SHARED_NAIVE_RSP = "gn-thinlto/shared.naive_inputs.rsp"
+NAIVE_RSP_NAME = "naive_inputs.rsp"  # per target: every bitcode object of the link, for the remote stats
+BUILD_EDIT_MARKER = "# gn-thinlto: ThinLTO graph"
+STEP_DIR = os.path.dirname(os.path.abspath(steps.__file__))  # the installed gn_thinlto.steps package
+THIN_LINK_STEP = "thinlink"
+BACKEND_STEP = "backend"
+
+
+def _common(source: str) -> dict[str, object]:
+    return {"version": __version__, "source": source}
+
+
+@dataclass(frozen=True)
+class BackendGroup:
+    """Consecutive backend edges of one ninja file with the same BackendCommand. The file binds the command's
+    parts once, as top-level variables HEAD_VAR and FLAGS_VAR (scoped to the file: GN's build.ninja reaches
+    ours through subninja); ninja expands them in each edge's argv when it parses the edge, so the commands
+    ninja runs and hashes are the same as with the whole argv on every edge."""
+
+    head_var: str
+    flags_var: str
+    command: BackendCommand
+    backends: tuple[Backend, ...]
+
+
+def backend_groups(backends: Sequence[Backend]) -> list[BackendGroup]:
+    """BACKENDS in runs sharing a command; variables are numbered when a file has more than one run."""
+    runs = [(command, tuple(run)) for command, run in itertools.groupby(backends, key=lambda b: b.command)]
+    groups = []
+    for n, (command, run) in enumerate(runs, 1):
+        suffix = f"_{n}" if len(runs) > 1 else ""
+        groups.append(
+            BackendGroup(f"gn_thinlto_backend_head{suffix}", f"gn_thinlto_backend_flags{suffix}", command, run)
+        )
+    return groups
+
+
+def step_command(python: str, step: str, step_dir: str = STEP_DIR) -> list[str]:
+    """How a rule runs a build step: the module as a script under `python -S`.
+
+    ninja starts a step once per backend edge and per thin link, so start-up counts: `-S` skips the
+    site-packages scan (our steps need only the standard library; the script puts its package's parent on
+    sys.path), 10 ms against 30 ms for `python -m` with an editable install.
+    """
+    return [python, "-S", f"{step_dir}/{step}.py"]
+
+
+def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = STEP_DIR) -> dict[str, str]:
+    """Every file gn-thinlto owns (ninja, and with remote backends their naive-input lists), by path in OUT."""
+    ctx = _common(source)
+    cache = ["--cache", plan.cache_dir] if plan.cache_dir else ["--no-cache"]
+    backend = [*step_command(plan.python, BACKEND_STEP, step_dir), *cache, "--log", plan.backend_log]
+    files = {
+        plan.rules_file: render(
+            "rules.ninja.j2",
+            plan=plan,
+            thin_link_command=step_command(plan.python, THIN_LINK_STEP, step_dir),
+            backend_command=backend,
+            **ctx,
+        ),
+        plan.targets_file: render("targets.ninja.j2", plan=plan, shared_file=SHARED_FILE, **ctx),
+    }
+    naive: dict[str, Sequence[Backend]] = {}
+    if plan.shared_backends:
+        naive[SHARED_NAIVE_RSP] = plan.shared_backends
+        files[SHARED_FILE] = render(
+            "shared_backends.ninja.j2",
+            plan=plan,
+            naive_rsp=SHARED_NAIVE_RSP,
+            backend_groups=backend_groups(plan.shared_backends),
+            **ctx,
+        )
+    for t in plan.targets:
+        naive[f"{t.directory}/{NAIVE_RSP_NAME}"] = t.backends
+        files[t.ninja_file] = render(
+            "target.ninja.j2",
+            t=t,
+            remote=plan.remote,
+            naive_rsp=f"{t.directory}/{NAIVE_RSP_NAME}",
+            backend_groups=backend_groups(t.backends),
+            **ctx,
+        )
+    if plan.remote is not None:
+        for rsp, backends in naive.items():
+            files[rsp] = render("naive_inputs.rsp.j2", bitcode=sorted({b.bitcode for b in backends}))
+    return files
+
+
+def edit_build_ninja(text: str, plan: GraphPlan) -> str:
+    """Insert our include/subninja lines after GN's `subninja toolchain.ninja` (idempotent)."""
+    if BUILD_EDIT_MARKER in text:
+        return text
+    lines = text.split("\n")
+    try:
+        at = lines.index("subninja toolchain.ninja")
+    except ValueError:
+        raise GnThinltoError("build.ninja has no 'subninja toolchain.ninja' line; is it GN's?") from None
+    edit = render("gn_build_edit.ninja.j2", rules_file=plan.rules_file, targets_file=plan.targets_file)
+    return "\n".join([*lines[: at + 1], edit.rstrip("\n"), *lines[at + 1 :]])
+
+
+def edit_gn_target_files(texts: Mapping[str, str], plan: GraphPlan) -> dict[str, str]:
+    """Remove GN's link edge of every planned target from its GN ninja file, leaving a pointer comment."""
+    by_file: dict[str, list[TargetPlan]] = {}
+    for t in plan.targets:
+        by_file.setdefault(t.gn_ninja_file, []).append(t)
+    out: dict[str, str] = {}
+    for name, targets in sorted(by_file.items()):
+        lines = texts[name].split("\n")
+        for t in sorted(targets, key=lambda t: t.gn_edge_lines[0], reverse=True):
+            first, last = t.gn_edge_lines
+            note = render("gn_link_moved.ninja.j2", output=t.output, ninja_file=t.ninja_file).rstrip("\n")
+            lines[first : last + 1] = [note]
+        out[name] = "\n".join(lines)
+    return out

@@ -1,0 +1,49 @@
+"""Jinja2 environment for the ninja templates shipped in gn_thinlto.templates, with ninja escaping filters."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+from importlib import resources
+
+import jinja2
+
+from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
+
+TEMPLATE_PACKAGE = "gn_thinlto.templates"
+
+
+def shell_join(args: list[str] | tuple[str, ...]) -> str:
+    """Quote an argument vector for /bin/sh, the way ninja runs commands."""
+    return " ".join(map(shlex.quote, args))
+
+
+def make_environment() -> jinja2.Environment:
+    """The environment every ninja file is rendered with: strict undefined, no autoescape, our filters."""
+    loader = jinja2.FileSystemLoader(str(resources.files(TEMPLATE_PACKAGE)))
+    env = jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["ninja_path"] = ninja_path
+    env.filters["ninja_value"] = ninja_value
+    env.filters["shell_join"] = shell_join
+    return env
+
+
+@functools.cache
+def _shared_environment() -> jinja2.Environment:
+    """One environment per process, so each template is parsed and compiled once, not once per rendered file.
+
+    Not mutable state in the sense that matters: its configuration is fixed, and what it caches (compiled
+    templates, reloaded when a template file changes) does not change what any render returns."""
+    return make_environment()
+
+
+def render(template: str, **context: object) -> str:
+    """Render one template by name (e.g. 'header.ninja.j2') with the given plan data."""
+    return _shared_environment().get_template(template).render(**context)

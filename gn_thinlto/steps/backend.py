@@ -1,0 +1,154 @@
+"""The backend build step (`python -S …/gn_thinlto/backend.py --cache DIR|--no-cache --log LOG [--launcher] -- …`).
+
+The command after `--` is `[LAUNCHER… --] CLANG …`.
+
+A job whose key (see backend_cache) is cached is not run again: the cached native object is copied into
+place. The output is only rewritten when its content changes (the edge has restat = 1). With --launcher, a
+miss runs `LAUNCHER… -- CLANG …` (the REAPI wrapper, goma-ext run) with the real output path, so the remote
+action is the same on every machine; the wrapper itself replaces the output atomically and only on change.
+
+ninja starts this once per backend edge, so its start-up is part of every backend: the rule runs it as a
+script under `python -S` (no site-packages scan), and a cache hit imports only os, sys and hashlib;
+subprocess, shutil and fcntl are imported on a miss.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and not __package__:  # run as a script (see render.step_command)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+from collections.abc import Sequence
+
+from gn_thinlto.steps.backend_cache import (
+    BackendCache,
+    BackendJob,
+    CacheEvent,
+    cache_key,
+    content_key,
+    record,
+)
+from gn_thinlto.steps.fsutil import (
+    make_parent,
+    read_bytes,
+    remove_if_exists,
+    replace_if_changed,
+    write_if_changed,
+)
+
+REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
+USAGE = "usage: backend.py --cache DIR|--no-cache --log LOG [--launcher] -- [LAUNCHER… --] CLANG …"
+
+
+def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launcher: Sequence[str] = ()) -> int:
+    content = content_key(job)  # hashes the bitcode and index once, for both keys
+    key = cache_key(job, content)
+    if cache.fetch(key, job.output):
+        record(log, CacheEvent.HIT, key, job.output)
+        return 0
+    make_parent(job.output)
+    if launcher:
+        return run_launched(job, key, content, cache, log, launcher)
+    import subprocess
+
+    parent, name = os.path.split(job.output)
+    tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
+    argv = list(job.argv)
+    argv[argv.index("-o") + 1] = tmp
+    proc = subprocess.run(argv)
+    if proc.returncode != 0:
+        remove_if_exists(tmp)
+        return proc.returncode
+    cache.store(key, read_bytes(tmp))
+    replace_if_changed(tmp, job.output)
+    record(log, CacheEvent.MISS, key, job.output)
+    return 0
+
+
+def run_launched(
+    job: BackendJob, key: str, content: str, cache: BackendCache, log: str | os.PathLike[str],
+    launcher: Sequence[str],
+) -> int:
+    """A miss through the launcher (remote execution), run under paths named by the job's content key.
+
+    Identical backends of different binaries differ only in their index and output paths; staged at
+    REMOTE_STAGE/<content key>/ they are one REAPI action in every build directory and on every machine, so a
+    fresh build directory is served from the action cache whichever of them ninja happens to start first.
+    A per-key lock makes a concurrent identical job wait, then take the result from the local cache.
+    """
+    import fcntl
+    import shutil
+    import subprocess
+
+    stage = os.path.join(REMOTE_STAGE, content)
+    os.makedirs(stage, exist_ok=True)
+    with open(os.path.join(stage, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cache.fetch(key, job.output):
+            record(log, CacheEvent.HIT, key, job.output)
+            return 0
+        index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
+        if job.index:
+            shutil.copyfile(job.index, index)
+        try:
+            rc = subprocess.run([*launcher, *job.relocated(index, native)]).returncode
+            if rc != 0:
+                return rc
+            data = read_bytes(native)
+            cache.store(key, data)
+            write_if_changed(job.output, data)
+        finally:
+            remove_if_exists(index)
+            remove_if_exists(native)
+    record(log, CacheEvent.MISS, key, job.output)
+    return 0
+
+
+def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str]]:
+    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command); ValueError on bad usage.
+
+    Hand-parsed: the arguments come from our own ninja rule, and argparse's import costs more than a hit.
+    """
+    opts: dict[str, str] = {}
+    launched = False
+    rest = list(argv)
+    while rest and rest[0] != "--":
+        flag = rest.pop(0)
+        if flag == "--launcher":
+            launched = True
+        elif flag == "--no-cache":
+            opts["--cache"] = ""
+        elif flag in ("--cache", "--log") and rest:
+            opts[flag] = rest.pop(0)
+        else:
+            raise ValueError(f"unexpected argument {flag!r}")
+    if "--cache" not in opts or "--log" not in opts:
+        raise ValueError("--cache (or --no-cache) and --log are required")
+    command = rest[1:]
+    launcher: list[str] = []
+    if launched:
+        if "--" not in command:
+            raise ValueError("--launcher given but the launcher has no closing `--`")
+        split = command.index("--") + 1
+        launcher, command = command[:split], command[split:]
+    return opts["--cache"], opts["--log"], launcher, command
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        cache, log, launcher, command = parse_args(sys.argv[1:] if argv is None else argv)
+    except ValueError as e:
+        print(f"gn-thinlto: error: backend: {e}\n{USAGE}", file=sys.stderr)
+        return 2
+    try:
+        job = BackendJob.parse(command)
+        return run(job, BackendCache(cache), log, launcher)
+    except (ValueError, OSError) as e:
+        print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

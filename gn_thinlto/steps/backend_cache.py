@@ -1,0 +1,168 @@
+"""Content-addressed local cache for ThinLTO backend outputs, with a hit/miss log in the build dir.
+
+The key covers everything the native object depends on: the compiler's identity, the backend flags, the
+bitcode's content and the index's content (which names every module the backend imports from together with
+its module hash, so an imported module's change changes the key).
+
+The backend step imports this once per backend edge, and a cache hit costs less than importing pathlib,
+dataclasses or enum: the records here are plain slotted classes and the module needs only os and hashlib.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+
+from gn_thinlto.steps.fsutil import file_sha256, make_parent, read_bytes, write_if_changed
+
+KEY_VERSION = b"gn-thinlto-backend-v1"
+
+
+class CacheEvent:
+    """The two events the backend log records (the first word of each line)."""
+
+    HIT = "hit"
+    MISS = "miss"
+
+
+class BackendJob:
+    """One backend command split into its parts: the paths it reads/writes and everything else (immutable)."""
+
+    __slots__ = ("argv", "bitcode", "index", "output")
+
+    def __init__(self, argv: tuple[str, ...], bitcode: str, index: str, output: str) -> None:
+        self.argv, self.bitcode, self.index, self.output = argv, bitcode, index, output
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BackendJob) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"BackendJob(argv={self.argv!r}, bitcode={self.bitcode!r}, index={self.index!r}, output={self.output!r})"
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.argv, self.bitcode, self.index, self.output)
+
+    @classmethod
+    def parse(cls, argv: Sequence[str]) -> BackendJob:
+        args = list(argv)
+        try:
+            output = args[args.index("-o") + 1]
+            bitcode = args[args.index("ir") + 1]
+        except (ValueError, IndexError):
+            raise ValueError(f"not a backend command (need '-x ir BITCODE' and '-o OUT'): {' '.join(args)}") from None
+        index = next((a.split("=", 1)[1] for a in args if a.startswith("-fthinlto-index=")), "")
+        return cls(tuple(args), bitcode, index, output)
+
+    def relocated(self, index: str, output: str) -> tuple[str, ...]:
+        """The same command reading its index from INDEX and writing OUTPUT (the bitcode path is kept)."""
+        names = {self.output: output}
+        if self.index:
+            names[f"-fthinlto-index={self.index}"] = f"-fthinlto-index={index}"
+        return tuple(names.get(a, a) for a in self.argv)
+
+    def flags_for_key(self) -> list[str]:
+        """The command with its three paths replaced by placeholders (paths do not affect the output)."""
+        names = {self.output: "<out>", self.bitcode: "<bitcode>", f"-fthinlto-index={self.index}": "<index>"}
+        return [names.get(a, a) for a in self.argv[1:]]
+
+
+def compiler_identity(compiler: str) -> str:
+    path = compiler
+    if os.sep not in compiler:
+        import shutil  # only for a bare command name
+
+        path = shutil.which(compiler) or compiler
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
+
+
+def _file_digest(path: str) -> str:
+    return file_sha256(path) if path else "-"
+
+
+def _digest(parts: Sequence[str]) -> str:
+    h = hashlib.sha256(KEY_VERSION)
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def content_key(job: BackendJob) -> str:
+    """What the job computes, the same on every machine: flags without paths, bitcode and index contents."""
+    return _digest([*job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index)])
+
+
+def cache_key(job: BackendJob, content: str | None = None) -> str:
+    """The local cache key: the content key (CONTENT, when already computed) and this machine's compiler binary."""
+    return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])
+
+
+class BackendCache:
+    """The cache directory: one native object per key, under a two-character fan-out directory.
+
+    With an empty root the cache is off (config `backend_cache: false`): nothing is found or stored.
+    """
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], f"{key}.o")
+
+    def fetch(self, key: str, dest: str | os.PathLike[str]) -> bool:
+        """Copy the cached object to DEST (keeping DEST's mtime if equal); False when not cached."""
+        if not self.root:
+            return False
+        try:
+            data = read_bytes(self.path(key))
+        except FileNotFoundError:
+            return False
+        write_if_changed(dest, data)
+        return True
+
+    def store(self, key: str, data: bytes) -> None:
+        if self.root:
+            write_if_changed(self.path(key), data)
+
+
+def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:
+    """Append one line (EVENT is a CacheEvent); O_APPEND writes of one short line are atomic enough."""
+    make_parent(log)
+    with open(log, "a") as f:
+        f.write(f"{event} {key} {output}\n")
+
+
+class CacheStats:
+    """Hit and miss counts of one build (or of the whole log)."""
+
+    __slots__ = ("hits", "misses")
+
+    def __init__(self, hits: int, misses: int) -> None:
+        self.hits, self.misses = hits, misses
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CacheStats) and (self.hits, self.misses) == (other.hits, other.misses)
+
+    def __repr__(self) -> str:
+        return f"CacheStats(hits={self.hits}, misses={self.misses})"
+
+
+def read_stats(log: str | os.PathLike[str], offset: int = 0) -> CacheStats:
+    """Hit/miss counts from the log, starting at byte OFFSET (to count one build)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            lines = f.read().decode().splitlines()
+    except FileNotFoundError:
+        return CacheStats(0, 0)
+    hits = sum(1 for line in lines if line.startswith(CacheEvent.HIT + " "))
+    misses = sum(1 for line in lines if line.startswith(CacheEvent.MISS + " "))
+    return CacheStats(hits, misses)

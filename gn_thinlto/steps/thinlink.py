@@ -1,0 +1,236 @@
+"""The thin-link build step (`python -S …/gn_thinlto/thinlink.py MANIFEST`), run by the gn_thinlto_thin_link rule.
+
+lld writes every index file on every run, so it writes into a staging directory; only files whose content
+changed replace the kept copies (the edge has restat = 1, so unchanged backends do not rerun). The step then
+writes the final link's response file and the dyndep file naming the natives of the bitcode lld used.
+
+Before running lld the step fingerprints the manifest and the content of every file the thin link reads
+(each file hashed again only when its size, mtime or inode moved). When the fingerprint equals that of the
+last successful run and every output is in place, lld would write the same files again: the step stops
+there, and restat lets ninja skip everything downstream. That is the common case of a recompile that did
+not change the bitcode (a comment edit, a touched file).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and not __package__:  # run as a script (see render.step_command)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+import hashlib
+import json
+import stat
+from collections.abc import Sequence
+from typing import Any
+
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.steps.backend_cache import compiler_identity
+from gn_thinlto.steps.fsutil import (
+    file_sha256,
+    read_bytes,
+    remove_if_exists,
+    replace_if_changed,
+    write_if_changed,
+)
+
+FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
+
+
+def used_bitcode(staged_used_list: str, stage_dir: str) -> list[str]:
+    """lld's --thinlto-index-only list names each used object with the prefix replaced; map it back."""
+    prefix = stage_dir.rstrip("/") + "/"
+    used = []
+    for line in read_bytes(staged_used_list).decode().splitlines():
+        if line:
+            used.append(line[len(prefix):] if line.startswith(prefix) else line)
+    return used
+
+
+def read_why_extract(path: str) -> list[tuple[str, str]]:
+    """lld --why-extract: (reference, extracted) pairs in extraction order (header line skipped)."""
+    if not os.path.isfile(path):
+        return []
+    pairs = []
+    for line in read_bytes(path).decode().splitlines()[1:]:
+        parts = line.split("\t")
+        if len(parts) >= 2:
+            pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+def compose_final_inputs(
+    m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], with_split: bool = False
+) -> list[str]:
+    """The final link's inputs in the order lld's in-process ThinLTO link would have placed their sections.
+
+    Native objects first, in command-line order, each followed by the lazy native members its parse
+    extracted (per --why-extract, also through extracted bitcode); unextracted lazy members stay in a lazy
+    group; then the split regular-LTO object and the natives of the used bitcode in the thin link's order
+    (lld appends its LTO outputs after every input file).
+    """
+    native_of = dict(m["natives"])
+    lazy = set(m["lazy_natives"])
+    parent: dict[str, str] = {}
+    for ref, extracted in why:
+        parent.setdefault(extracted, ref)
+
+    def root(x: str) -> str:
+        seen = {x}
+        while x in parent and parent[x] not in seen:
+            x = parent[x]
+            seen.add(x)
+        return x
+
+    by_root: dict[str, list[str]] = {}
+    for extracted in dict.fromkeys(e for _, e in why):
+        if extracted in lazy:
+            by_root.setdefault(root(extracted), []).append(extracted)
+    out: list[str] = []
+    placed: set[str] = set()
+    for e in m["eager_inputs"]:
+        if e not in native_of:
+            out.append(e)
+        for x in by_root.pop(e, []):
+            out.append(x)
+            placed.add(x)
+    for rest in by_root.values():
+        out.extend(rest)
+        placed.update(rest)
+    remaining = [x for x in m["lazy_natives"] if x not in placed]
+    if remaining:
+        out.extend(("-Wl,--start-lib", *remaining, "-Wl,--end-lib"))
+    split = [m["split_object"][1]] if with_split else []
+    return [*out, *split, *(native_of[u] for u in used)]
+
+
+def final_rsp_lines(
+    m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], with_split: bool
+) -> list[str]:
+    return [*m["final_rsp_prefix"], *compose_final_inputs(m, used, why, with_split), *m["final_rsp_suffix"]]
+
+
+def fingerprint(
+    manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]], linker: str = ""
+) -> tuple[str, dict[str, list[Any]]] | None:
+    """The digest of MANIFEST, the LINKER's identity and the contents of INPUTS, and the per-file records to
+    keep for the next run.
+
+    KNOWN holds the previous run's records ([size, mtime_ns, inode, sha256] by path): a file whose first three
+    are unchanged is not read again. None when an input is not a regular file (a phony name, or missing):
+    such an edge always runs lld, as ninja alone would decide.
+    """
+    h = hashlib.sha256(FINGERPRINT_VERSION)
+    h.update(hashlib.sha256(manifest).digest())
+    h.update(linker.encode())
+    files: dict[str, list[Any]] = {}
+    for path in inputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        signature = [st.st_size, st.st_mtime_ns, st.st_ino]
+        previous = known.get(path)
+        digest = previous[3] if previous is not None and previous[:3] == signature else file_sha256(path)
+        files[path] = [*signature, digest]
+        h.update(f"{path}\0{digest}\0".encode())
+    return h.hexdigest(), files
+
+
+def _outputs(m: dict[str, Any]) -> list[str]:
+    kept = [f for x in m["index_files"] for f in (x["index"], x["imports"])]
+    return [*kept, m["split_object"][1], m["used_list"], m["final_rsp"], m["dyndep"], m["rsp_path"]]
+
+
+def _read_state(path: str) -> dict[str, Any]:
+    try:
+        state = json.loads(read_bytes(path))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def run(manifest_path: str) -> int:
+    raw = read_bytes(manifest_path)
+    m = json.loads(raw)
+    state_path = m.get("state", "")  # absent from manifests written before the fingerprint, until gn reruns the hook
+    if not state_path:
+        return thin_link(m)
+    state = _read_state(state_path)
+    try:  # a new toolchain under the same path makes the next thin link run lld again
+        linker = compiler_identity(m["argv"][0])
+    except OSError:
+        linker = ""
+    current = fingerprint(raw, m["inputs"], state.get("files", {}), linker) if linker else None
+    if current is not None and state.get("fingerprint") == current[0] and all(map(os.path.isfile, _outputs(m))):
+        return 0  # same inputs as the last successful run: lld would write the same files
+    remove_if_exists(state_path)  # a failed run below must not leave a record of success
+    rc = thin_link(m)
+    if rc == 0 and current is not None:
+        write_if_changed(state_path, json.dumps({"fingerprint": current[0], "files": current[1]}))
+    return rc
+
+
+def thin_link(m: dict[str, Any]) -> int:
+    """Run lld's thin link and keep its outputs (only changed files move), then the final rsp and dyndep."""
+    import shlex
+    import shutil
+    import subprocess
+
+    write_if_changed(m["rsp_path"], "\n".join(shlex.quote(x) for x in m["rsp_lines"]) + "\n")
+    stage = m["stage_dir"]
+    shutil.rmtree(stage, ignore_errors=True)
+    os.makedirs(stage)
+    proc = subprocess.run(m["argv"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        print(f"gn-thinlto: thin link of {m['target']} failed (exit {proc.returncode})", file=sys.stderr)
+        return proc.returncode
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+    for f in m["index_files"]:
+        for staged, kept in ((f["staged_index"], f["index"]), (f["staged_imports"], f["imports"])):
+            if not os.path.isfile(staged):
+                raise GnThinltoError(f"thin link of {m['target']}: lld wrote no {staged}")
+            replace_if_changed(staged, kept)
+    staged, kept = m["split_object"]
+    if not os.path.isfile(staged):
+        raise GnThinltoError(f"thin link of {m['target']}: lld wrote no regular-LTO object {staged}")
+    replace_if_changed(staged, kept)
+    from gn_thinlto.steps.dyndep import dyndep_text
+    from gn_thinlto.steps.elf_probe import has_real_symbols
+
+    with_split = has_real_symbols(kept)
+    used = used_bitcode(m["staged_used_list"], m["stage_dir"])
+    write_if_changed(m["used_list"], "".join(f"{u}\n" for u in used))
+    unknown = sorted(set(used) - {b for b, _ in m["natives"]})
+    if unknown:
+        raise GnThinltoError(f"thin link of {m['target']}: lld used {unknown[0]}, which gn-thinlto did not plan")
+    full = dict(m["minimized"])
+    why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(m["why_extract"])]
+    rsp = "\n".join(shlex.quote(x) for x in final_rsp_lines(m, used, why, with_split)) + "\n"
+    write_if_changed(m["final_rsp"], rsp)
+    natives = [m["split_object"][1], *(dict(m["natives"])[u] for u in used)]
+    # The rsp digest makes the dyndep file (the final link's only input from this edge) change with the rsp.
+    digest = hashlib.sha256(rsp.encode()).hexdigest()
+    write_if_changed(m["dyndep"], dyndep_text(m["final_output"], natives, digest))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: thinlink.py MANIFEST.json", file=sys.stderr)
+        return 2
+    try:
+        return run(args[0])
+    except (GnThinltoError, OSError, KeyError, TypeError, ValueError) as e:
+        print(f"gn-thinlto: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

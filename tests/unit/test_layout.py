@@ -1,0 +1,72 @@
+"""[layout] The tree's layering holds: import-linter contracts, pure planning, stdlib-only build steps, lint."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+BIN = Path(sys.executable).parent
+PACKAGES = ["gn_thinlto", "goma_ext"]
+# Calls that write, move or delete files: none may appear in GN reading or planning (their imports are
+# checked by the import-linter contract `planning-is-pure`; builtins and Path methods need this check).
+PATH_WRITES = {"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "touch", "chmod", "symlink_to", "hardlink_to"}
+OS_WRITES = {"makedirs", "mkdir", "remove", "unlink", "rmdir", "rename", "replace", "symlink", "link", "chmod",
+             "truncate", "system", "popen", "open", "write"}
+
+
+def _tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / name), *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_import_contracts_are_kept() -> None:
+    proc = _tool("lint-imports", "--no-cache")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize("package", ["gn_thinlto/plan", "gn_thinlto/gn"])
+def test_planning_writes_no_files(package: str) -> None:
+    found = []
+    for path in sorted((REPO / package).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                mode = node.args[1] if name == "open" and len(node.args) > 1 else None
+                on_os = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "os"
+                writes = name in OS_WRITES if on_os else name in PATH_WRITES
+                if writes or (isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax+")):
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno}: {name}")
+    assert found == []
+
+
+def test_build_steps_load_only_the_standard_library() -> None:
+    """What `python -S step.py` really loads: every module outside the project is from the standard library."""
+    probe = (
+        "import sys, runpy, json\n"
+        f"sys.path[0] = {str(REPO)!r}\n"
+        "import gn_thinlto.steps.thinlink, gn_thinlto.steps.backend\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True)
+    loaded = json.loads(proc.stdout)
+    outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | {"gn_thinlto", "__main__"}]
+    project = sorted({m for m in loaded if m.startswith("gn_thinlto.") and not m.startswith("gn_thinlto.steps")})
+    assert outside == [] and project == ["gn_thinlto.errors"]
+
+
+def test_ruff_is_clean() -> None:
+    proc = _tool("ruff", "check", *PACKAGES)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+
+
+def test_mypy_is_clean() -> None:
+    proc = _tool("mypy", *PACKAGES)
+    assert proc.returncode == 0, proc.stdout[-4000:]
