@@ -1,1 +1,3 @@
-"""A local REAPI cluster on 127.0.0.1: PostgreSQL + BuildGrid + goma-ext workers, state in one directory."""
+"""A local REAPI cluster on 127.0.0.1: PostgreSQL + BuildGrid + goma-ext workers, state in one directory.
+
+May import worker/, remote/ and the stages before them."""

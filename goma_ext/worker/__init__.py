@@ -1,1 +1,3 @@
-"""The Bots API worker: leases in, sandboxed allow-listed compiler runs, ActionResults out."""
+"""The Bots API worker: leases in, sandboxed allow-listed compiler runs, ActionResults out.
+
+May import remote/ and the stages before it."""
