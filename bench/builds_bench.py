@@ -244,14 +244,12 @@ def main(argv: Sequence[str]) -> int:
     rss: list[LinkRss] = []
     checks: list[str] = []
     endpoint = None
-    remote_missing = ""
-    if Variant.REMOTE in chosen:
-        missing = remote_missing = cluster_tool.available()
-        if missing:
-            print(f"not measured: (d) {missing}")
-            chosen.remove(Variant.REMOTE)
-        else:
-            endpoint = cluster_tool.start(args.cache / "cluster")
+    remote_missing = cluster_tool.available() if Variant.REMOTE in chosen else ""
+    if remote_missing:
+        print(f"not measured: (d) {remote_missing}")
+        chosen.remove(Variant.REMOTE)
+    elif Variant.REMOTE in chosen:
+        endpoint = cluster_tool.start(args.cache / "cluster")
     salt = f"bench-{time.time_ns()}"  # cold action cache for this run (the CAS may hold blobs of earlier runs)
     try:
         for name in names:

@@ -19,6 +19,7 @@ import sys
 if __name__ == "__main__" and not __package__:  # run as a script (see render.step_command)
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
+# The imports below come after the script-mode path set-up above.
 import hashlib
 import json
 import stat

@@ -115,5 +115,5 @@ def compile_abbrev(ops: tuple[tuple[int, int], ...]) -> Decoder:
     body += ["cur.pos = pos", "return blob" if blob else "return None"]
     source = _PRELUDE + "".join(f"    {line}\n" for line in body)
     namespace = {"from_bytes": int.from_bytes, "CHAR6": CHAR6_ALPHABET, "CHAR6_TABLE": CHAR6_TABLE}
-    exec(compile(source, f"<abbrev {ops}>", "exec"), namespace)
+    exec(compile(source, f"<abbrev {ops}>", "exec"), namespace)  # the source is built only from ints above
     return namespace["decode"]  # type: ignore[return-value]
