@@ -43,6 +43,7 @@ from goma_ext.remote.wrapper import wrap_command
 STATE_DIR = "gn-thinlto"
 PROJECT_COPY = f"{STATE_DIR}/project.json"
 REFUSED_FILE = f"{STATE_DIR}/refused.txt"
+LINKS_FILE = f"{STATE_DIR}/links.txt"
 PROJECT_MARKER_KEY = "gn_thinlto"
 EDIT_MARKER = "# gn-thinlto:"
 
@@ -129,10 +130,27 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     written += write_if_changed(out_dir / "build.ninja", edit_build_ninja(build_text, plan))
     refused = "".join(f"{r.label} ({r.output}): {r.reason}\n" for r in plan.refusals)
     write_if_changed(out_dir / REFUSED_FILE, refused)
+    write_if_changed(out_dir / LINKS_FILE, links_report(plan))
     for r in plan.refusals:
         print(f"gn-thinlto: {r.label}: left to GN's in-process ThinLTO link: {r.reason}")
     write_if_changed(out_dir / PROJECT_COPY, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return HookResult(plan, written)
+
+
+def links_report(plan: GraphPlan) -> str:
+    """Every link target of the build and what became of it, one per line, sorted by label."""
+    rows = [(t.label, "graph", t.ninja_file) for t in plan.targets]
+    rows += [(r.label, "left to GN", r.reason) for r in plan.refusals]
+    rows += [(label, "excluded", "by the targets: patterns of gn_thinlto.yaml") for label in plan.excluded]
+    rows += [(label, "not ThinLTO", "no -flto=thin in its link") for label in plan.not_thinlto]
+    return "".join(f"{label}\t{status}\t{detail}\n" for label, status, detail in sorted(rows))
+
+
+def summary_line(plan: GraphPlan) -> str:
+    total = len(plan.targets) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
+    excluded = f", {len(plan.excluded)} excluded by the config" if plan.excluded else ""
+    return (f"gn-thinlto: {total} link targets: {len(plan.targets)} ThinLTO links in the ninja graph, "
+            f"{len(plan.refusals)} left to GN{excluded}, {len(plan.not_thinlto)} not ThinLTO (details: {LINKS_FILE})")
 
 
 def _add_regeneration_input(out_dir: Path, path: Path) -> None:
@@ -184,10 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GnThinltoError as e:
         report_error(f"gn-thinlto: error: {e}")
         return 2
-    print(
-        f"gn-thinlto: {len(result.plan.targets)} ThinLTO links in the ninja graph, "
-        f"{len(result.plan.refusals)} left to GN"
-    )
+    print(summary_line(result.plan))
     return 0
 
 

@@ -16,6 +16,11 @@ Example (every key optional):
     backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
+    dyndep: true                  # false: no dyndep file (for builders without dyndep, e.g. Siso): the final
+                                  # link waits for every backend; unused lazy members compile to empty objects
+    link_wrappers:                # wrappers whose inner link command gn-thinlto cannot find by itself
+      - match: "*/my_link_wrapper.sh"   # shell glob on a token of the link command
+        inner_after: "--link"           # the inner command (clang++ …) starts after this token
 """
 
 from __future__ import annotations
@@ -32,6 +37,15 @@ import yaml
 from gn_thinlto.errors import GnThinltoError
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
+
+
+@dataclass(frozen=True)
+class LinkWrapper:
+    """A wrapper named in the config: when a link command has a token matching MATCH (a shell glob), its inner
+    link command starts right after the first INNER_AFTER token that follows it."""
+
+    match: str
+    inner_after: str
 
 
 class TestonlyMode(enum.Enum):
@@ -56,6 +70,8 @@ class Config:
     cache_dir: str = "gn-thinlto/cache"
     backend_cache: bool = True
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
+    dyndep: bool = True  # False: the final link depends on every backend output, no dyndep file
+    link_wrappers: tuple[LinkWrapper, ...] = ()
     source: str = field(default="(defaults)", compare=False)
 
     def selects(self, label: str) -> bool:
@@ -74,7 +90,7 @@ def label_matches(pattern: str, label: str) -> bool:
 
 _KEYS = {
     "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
-    "backend_cache", "remote",
+    "backend_cache", "remote", "dyndep", "link_wrappers",
 }
 
 
@@ -93,6 +109,19 @@ def _check_keys(value: Any, allowed: set[str] | None, where: str) -> Mapping[str
         known = ", ".join(sorted(allowed or ()))
         raise GnThinltoError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
     return value
+
+
+def _link_wrappers(value: Any, where: str) -> tuple[LinkWrapper, ...]:
+    if not isinstance(value, list):
+        raise GnThinltoError(f"{where}: expected a list of {{match, inner_after}} mappings, got {value!r}")
+    out = []
+    for n, item in enumerate(value):
+        entry = _check_keys(item, {"match", "inner_after"}, f"{where}[{n}]")
+        for key in ("match", "inner_after"):
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                raise GnThinltoError(f"{where}[{n}]: {key}: expected a non-empty string")
+        out.append(LinkWrapper(entry["match"], entry["inner_after"]))
+    return tuple(out)
 
 
 def parse_config(data: Any, source: str) -> Config:
@@ -123,6 +152,9 @@ def parse_config(data: Any, source: str) -> Config:
     if not isinstance(backend_cache, bool):
         raise GnThinltoError(f"{source}: backend_cache: expected true or false, got {backend_cache!r}")
     remote = _check_keys(top.get("remote", {}), None, f"{source}: remote")
+    dyndep = top.get("dyndep", True)
+    if not isinstance(dyndep, bool):
+        raise GnThinltoError(f"{source}: dyndep: expected true or false, got {dyndep!r}")
     return Config(
         include=_str_list(targets.get("include", ["//*"]), f"{source}: targets.include"),
         exclude=_str_list(targets.get("exclude", []), f"{source}: targets.exclude"),
@@ -135,6 +167,8 @@ def parse_config(data: Any, source: str) -> Config:
         cache_dir=cache_dir,
         backend_cache=backend_cache,
         remote=tuple(sorted(remote.items())),
+        dyndep=dyndep,
+        link_wrappers=_link_wrappers(top.get("link_wrappers", []), f"{source}: link_wrappers"),
         source=source,
     )
 

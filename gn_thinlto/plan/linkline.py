@@ -52,6 +52,9 @@ _LINKER_OPTIONS: tuple[tuple[re.Pattern[str], LinkerOption], ...] = (
     (re.compile(r"--?mllvm=(.+)$"), LinkerOption.MLLVM),
     (re.compile(r"--?thinlto-jobs=(.+)$"), LinkerOption.THIN_LINK_ONLY),
     (re.compile(r"--?thinlto-cache-(dir|policy)=.*$"), LinkerOption.DROP),
+    # In-process debugging outputs (Chromium's lld_emit_indexes_and_imports): the thin link writes its own.
+    (re.compile(r"--?thinlto-emit-index-files$"), LinkerOption.DROP),
+    (re.compile(r"--?save-temps(=.*)?$"), LinkerOption.DROP),
     (
         re.compile(r"--?thinlto-(index-only|emit-imports-files|prefix-replace|object-suffix-replace).*$"),
         LinkerOption.CONFLICT,

@@ -3,14 +3,16 @@ ThinLTO bitcode, native object, archive (with members) or other. Pure functions 
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gn_thinlto.gn.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
 from gn_thinlto.gn.project import GnProject, GnTarget, GnTool
 from gn_thinlto.plan import linkline
+from gn_thinlto.plan.config import LinkWrapper
 from gn_thinlto.plan.linkline import LtoMode, Refused
 from gn_thinlto.plan.model import InputKind
 
@@ -33,15 +35,30 @@ class Producer:
 
 @dataclass(frozen=True)
 class GnLink:
-    """GN's link edge for one target, evaluated: argv (rsp not expanded) and the rsp template."""
+    """GN's link edge for one target, evaluated and taken apart.
+
+    GN's command is WRAPPER + INNER + TAIL: WRAPPER runs the inner command (a link wrapper script with its
+    options and `--`, a launcher such as ccache or `env VAR=…`; often empty), INNER is the clang link, and
+    TAIL is shell after it (`&& strip …`). INNER is BEFORE + the link's inputs + AFTER, with GN's response
+    file expanded in place (it may hold flags around `{{inputs}}`, or not be used at all)."""
 
     file: str
     edge: Edge
-    argv: tuple[str, ...]
-    rsp_path: str
-    rsp_prefix: tuple[str, ...]
-    rsp_suffix: tuple[str, ...]
+    wrapper: tuple[str, ...]
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    tail: tuple[str, ...]
     whole_archive: bool
+    restat: bool = False
+    pool: str = ""
+
+    def inner(self, inputs: Sequence[str]) -> list[str]:
+        """The inner link command with INPUTS in the place of GN's inputs."""
+        return [*self.before, *inputs, *self.after]
+
+    def command(self, inputs: Sequence[str]) -> list[str]:
+        """GN's whole command (wrapper and tail included) with INPUTS in the place of GN's inputs."""
+        return [*self.wrapper, *self.inner(inputs), *self.tail]
 
 
 @dataclass(frozen=True)
@@ -142,34 +159,89 @@ class InputClassifier:
         return found
 
 
-def gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer], rules: Mapping[str, Rule]) -> GnLink:
+# A clang driver as a command token: clang, clang++, clang-19, x86_64-linux-gnu-clang++, /usr/bin/clang++-22.
+_DRIVER = re.compile(r"^(?:.*/)?(?:[\w.+]+-)*clang(?:\+\+)?(?:-\d+(?:\.\d+)*)?$")
+_SHELL_OPERATOR = re.compile(r"^(?:&&|\|\||;|\||&|\d*>>?.*|<.*)$")
+
+
+def is_shell_operator(token: str) -> bool:
+    """Whether TOKEN of a shell-split command is shell syntax (`&&`, `;`, `2>/dev/null`, …) rather than an argument."""
+    return bool(_SHELL_OPERATOR.match(token))
+
+
+def _driver_index(tokens: Sequence[str], wrappers: Sequence[LinkWrapper]) -> int:
+    """Where the inner link command starts: after a configured wrapper's marker, else after a `--` that
+    precedes a clang driver (`python3 wrapper.py … -- clang++ …`), else at the first clang driver
+    (`ccache clang++ …`, `env LC_ALL=C clang++ …`)."""
+    for w in wrappers:
+        hit = next((i for i, t in enumerate(tokens) if fnmatch.fnmatchcase(t, w.match)), None)
+        if hit is not None:
+            if w.inner_after not in tokens[hit + 1:]:
+                raise Refused(f"link command matches link_wrappers {w.match!r} but has no {w.inner_after!r} after it")
+            return tokens.index(w.inner_after, hit + 1) + 1
+    for i, t in enumerate(tokens):
+        if t == "--" and i + 1 < len(tokens) and _DRIVER.match(tokens[i + 1]):
+            return i + 1
+    for i, t in enumerate(tokens):
+        if _DRIVER.match(t) or t.rsplit("/", 1)[-1] == "ld.lld":
+            return i
+        if is_shell_operator(t) and t not in ("&&", ";"):
+            break
+    raise Refused(f"cannot find the clang link command inside {' '.join(tokens[:3])} …; if "
+                  f"{tokens[0].rsplit('/', 1)[-1]!r} wraps one, name it in gn_thinlto.yaml link_wrappers")
+
+
+def _split_with_sentinel(text: str, what: str, output: str) -> list[str]:
+    try:
+        return shell_split(text.replace(_IN_SENTINEL, f" {_IN_SENTINEL} "))
+    except ValueError as e:
+        raise Refused(f"cannot split the {what} of {output}: {e}") from e
+
+
+def _whole_archive_at(tokens: Sequence[str]) -> bool:
+    whole = False
+    for t in tokens:
+        for part in t[4:].split(",") if t.startswith("-Wl,") else ():
+            if part in ("--whole-archive", "-whole-archive"):
+                whole = True
+            elif part in ("--no-whole-archive", "-no-whole-archive"):
+                whole = False
+    return whole
+
+
+def gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer], rules: Mapping[str, Rule],
+            wrappers: Sequence[LinkWrapper] = ()) -> GnLink:
+    """TARGET's link edge taken apart into wrapper, inner command and tail, its inputs located in either
+    the command or its response file; raises Refused when that cannot be done with certainty."""
     output = target.outputs[0]
     producer = producers.get(output)
     if producer is None:
         raise Refused(f"no GN edge produces {output}")
-    rule = rules[producer.edge.rule]
+    edge, rule = producer.edge, rules.get(producer.edge.rule)
+    if rule is None:
+        raise Refused(f"GN rule {edge.rule!r} not found")
     file_vars = graph.ninja[producer.file].variables
-    argv = command_argv(producer, graph, rules)
-    rsp_path = evaluate_rule_binding(rule, "rspfile", producer.edge, file_vars)
-    if not rsp_path or f"@{rsp_path}" not in argv:
-        raise Refused("GN link command does not read its inputs from an @rspfile")
-    edge = producer.edge
     sentinel_edge = Edge(edge.outputs, (), edge.rule, (_IN_SENTINEL,), (), (), edge.bindings, 0, 0)
-    content = evaluate_rule_binding(rule, "rspfile_content", sentinel_edge, file_vars)
-    try:
-        tokens = shlex.split(content.replace(_IN_SENTINEL, " " + _IN_SENTINEL + " "))
-    except ValueError as e:
-        raise Refused(f"cannot parse the rsp content {content!r}: {e}") from e
+    tokens = _split_with_sentinel(evaluate_rule_binding(rule, "command", sentinel_edge, file_vars), "command", output)
+    rsp_path = evaluate_rule_binding(rule, "rspfile", edge, file_vars)
+    if rsp_path and f"@{rsp_path}" in tokens:
+        content = evaluate_rule_binding(rule, "rspfile_content", sentinel_edge, file_vars)
+        rsp_tokens = _split_with_sentinel(content, f"response file {rsp_path}", output)
+        at = tokens.index(f"@{rsp_path}")
+        tokens[at : at + 1] = rsp_tokens
     if tokens.count(_IN_SENTINEL) != 1:
-        raise Refused(f"rsp content {rule.bindings.get('rspfile_content', '')!r} must name the inputs exactly once")
+        where = "its command and response file name" if rsp_path else "its command names"
+        raise Refused(f"{where} the inputs {tokens.count(_IN_SENTINEL)} times (expected once)")
+    start = _driver_index(tokens, wrappers)
+    end = next((i for i in range(start, len(tokens)) if is_shell_operator(tokens[i])), len(tokens))
     at = tokens.index(_IN_SENTINEL)
-    prefix, suffix = tuple(tokens[:at]), tuple(tokens[at + 1 :])
-    whole = False
-    for t in (*argv[: argv.index(f"@{rsp_path}")], *prefix):
-        if t in ("-Wl,--whole-archive", "-Wl,-whole-archive"):
-            whole = True
-        elif t in ("-Wl,--no-whole-archive", "-Wl,-no-whole-archive"):
-            whole = False
-    if any(t.startswith("-") and "lib" in t and "start-lib" in t for t in (*prefix, *suffix)):
-        raise Refused("rsp content already uses --start-lib")
-    return GnLink(producer.file, producer.edge, tuple(argv), rsp_path, prefix, suffix, whole)
+    if not start <= at < end:
+        raise Refused("the link's inputs are not arguments of its clang link command")
+    before, after = tuple(tokens[start:at]), tuple(tokens[at + 1 : end])
+    if any(t in ("-Wl,--start-lib", "--start-lib") for t in (*before, *after)):
+        raise Refused("link command already uses --start-lib")
+    restat = (edge.bindings.get("restat") or rule.bindings.get("restat", "")).strip() not in ("", "0", "false")
+    pool = evaluate_rule_binding(rule, "pool", edge, file_vars) if "pool" in rule.bindings else ""
+    pool = edge.bindings.get("pool", pool)
+    return GnLink(producer.file, edge, tuple(tokens[:start]), before, after, tuple(tokens[end:]),
+                  _whole_archive_at(before), restat, pool)

@@ -40,13 +40,11 @@ class ThinLinkManifest:
     split_object: tuple[str, str]  # (staged, kept) regular-LTO object (--lto-obj-path)
     final_output: str
     final_rsp: str
-    final_rsp_prefix: tuple[str, ...]
     why_extract: str
     eager_inputs: tuple[str, ...]  # inputs loaded unconditionally, in order (bitcode included)
     lazy_natives: tuple[str, ...]  # native members of lazily loaded archives, in order
-    final_rsp_suffix: tuple[str, ...]
     natives: tuple[tuple[str, str], ...]  # (bitcode, native) for every bitcode object
-    dyndep: str
+    dyndep: str  # empty: no dyndep file (config dyndep: false)
     minimized: tuple[tuple[str, str], ...] = ()  # (minimized thin-link input, full bitcode)
     # Every file the thin link reads that ninja or the response file names (objects, archive members, archives,
     # GN's implicit inputs): their contents and the manifest decide whether lld must run again.
@@ -97,11 +95,14 @@ class FinalLink:
     inputs: tuple[str, ...]
     implicit: tuple[str, ...]
     order_only: tuple[str, ...]
-    argv: tuple[str, ...]
-    dyndep: str  # empty: every input is static (null-index mode)
+    argv: tuple[str, ...]  # GN's command (a wrapper's too); shell operators in it are shell syntax
+    dyndep: str  # empty: every input is static (null-index mode, or config dyndep: false)
     rsp_path: str
-    rsp_lines: tuple[str, ...]  # written by ninja when dyndep is empty, else by the thin-link step
+    rsp_lines: tuple[str, ...]  # the response file when ninja writes it (ninja_writes_rsp)
     description: str
+    restat: bool = False  # GN's link rule has restat (solink: the .TOC is rewritten only when exports change)
+    pool: str = ""  # GN's link pool
+    ninja_writes_rsp: bool = False  # else the thin-link step writes it
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,8 @@ class RemoteBackends:
 class GraphPlan:
     targets: tuple[TargetPlan, ...]
     refusals: tuple[Refusal, ...]
+    not_thinlto: tuple[str, ...] = ()  # link targets whose evaluated link never mentions -flto=thin
+    excluded: tuple[str, ...] = ()  # ThinLTO link targets the config's targets: patterns leave out
     shared_backends: tuple[Backend, ...] = field(default=())
     python: str = "python3"
     cache_dir: str = "gn-thinlto/cache"  # empty: no backend cache (config backend_cache: false)

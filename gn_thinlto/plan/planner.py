@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.gn.ninja_text import Rule
+from gn_thinlto.gn.ninja_text import Rule, evaluate_rule_binding
 from gn_thinlto.gn.project import GnProject, GnTarget
 from gn_thinlto.plan import linkline
 from gn_thinlto.plan.config import Config, TestonlyMode
@@ -36,11 +36,6 @@ def target_directory(config: Config, target: GnTarget) -> str:
     return posixpath.normpath(
         config.target_dir.format(output=output, name=label.split(":")[-1], dir=label[2:].split(":")[0] or ".")
     )
-
-
-def _expanded_argv(link: GnLink, inputs: Sequence[str]) -> list[str]:
-    i = link.argv.index(f"@{link.rsp_path}")
-    return [*link.argv[:i], *link.rsp_prefix, *inputs, *link.rsp_suffix, *link.argv[i + 1:]]
 
 
 def _replace_output(argv: Sequence[str], new: str) -> list[str]:
@@ -153,11 +148,11 @@ class _LinkFacts:
 
 def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
              rules: Mapping[str, Rule], classifier: InputClassifier) -> _LinkFacts:
-    link = gn_link(target, graph, producers, rules)
+    link = gn_link(target, graph, producers, rules, config.link_wrappers)
     inputs = tuple(classifier.classify(p) for p in link.edge.inputs)
-    analysis = linkline.analyze(_expanded_argv(link, [i.path for i in inputs]))
+    analysis = linkline.analyze(link.inner([i.path for i in inputs]))
     if analysis.lto is not LtoMode.THIN:
-        raise Refused("link does not use -flto=thin")
+        raise Refused("the link command turns ThinLTO off again (-fno-lto or -flto=full after -flto=thin)")
     bitcode = tuple(_bitcode_objects(inputs))
     if not bitcode:
         raise Refused("no ThinLTO bitcode among the link inputs")
@@ -165,7 +160,7 @@ def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mappin
     if null_index and analysis.split_lto_unit:
         raise Refused("testonly shared null-index backends cannot serve CFI/split LTO units (they need the thin link)")
     flags = linkline.apply_overrides(analysis.backend_flags, config.backend_flags_add, config.backend_flags_remove)
-    return _LinkFacts(target, link, inputs, analysis, bitcode, flags, linkline.backend_compiler(link.argv[0]),
+    return _LinkFacts(target, link, inputs, analysis, bitcode, flags, linkline.backend_compiler(link.before[0]),
                       target_directory(config, target), null_index)
 
 
@@ -179,10 +174,9 @@ def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...
 
 
 def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
-    """GN's link command with its own output and our response file (no groups around --start-lib)."""
-    argv = _replace_output(f.link.argv, f.target.outputs[0])
-    argv[argv.index(f"@{f.link.rsp_path}")] = f"@{final_rsp}"
-    return tuple(_without_groups(argv) if lazy else argv)
+    """GN's link command, wrapper and all, with our response file as its inputs (no groups around --start-lib)."""
+    inner = f.link.inner([f"@{final_rsp}"])
+    return (*f.link.wrapper, *(_without_groups(inner) if lazy else inner), *f.link.tail)
 
 
 def plan_target(
@@ -212,15 +206,23 @@ def plan_target(
 
     if f.null_index:
         final = FinalLink(link.edge.outputs, (*non_bitcode, *(native_of[b] for b in f.bitcode)),
-                          link.edge.implicit, link.edge.order_only, final_argv, "", final_rsp,
-                          (*link.rsp_prefix, *final_items, *link.rsp_suffix), description)
+                          link.edge.implicit, link.edge.order_only, final_argv, "", final_rsp, tuple(final_items),
+                          description, link.restat, link.pool, ninja_writes_rsp=True)
         return target_plan(None, (), final), backends
     minimized = _minimized(f.bitcode, producers) if config.minimized_bitcode else {}
-    thin = _thin_link(target, link, f.inputs, f.analysis, f.tdir, f.bitcode, native_of, final_rsp, minimized)
-    # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node is
-    # finished, but would schedule the final link as soon as any other output of the same edge is finished.
-    final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, thin.manifest.dyndep),
-                      link.edge.order_only, final_argv, thin.manifest.dyndep, final_rsp, (), description)
+    dyndep = f"{f.tdir}/final.dd" if config.dyndep else ""
+    thin = _thin_link(target, link, f.inputs, f.analysis, f.tdir, f.bitcode, native_of, final_rsp, minimized,
+                      dyndep)
+    if dyndep:
+        # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node
+        # is finished, but would schedule the final link as soon as any other output of the same edge is.
+        after_thin_link: tuple[str, ...] = (dyndep,)
+    else:
+        # No dyndep: wait for the response file the thin link writes, and for every backend (the natives of
+        # unused lazy members are empty objects, compiled from lld's skip-flagged index files).
+        after_thin_link = (final_rsp, *(native_of[b] for b in f.bitcode))
+    final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, *after_thin_link),
+                      link.edge.order_only, final_argv, dyndep, final_rsp, (), description, link.restat, link.pool)
     return target_plan(thin, backends, final), ()
 
 
@@ -246,13 +248,12 @@ def _minimized(bitcode: Sequence[str], producers: Mapping[str, Producer]) -> dic
 
 def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], analysis: linkline.LinkAnalysis,
                tdir: str, bitcode: Sequence[str], native_of: Mapping[str, str],
-               final_rsp: str, minimized: Mapping[str, str]) -> ThinLink:
+               final_rsp: str, minimized: Mapping[str, str], dyndep: str) -> ThinLink:
     stage = f"{tdir}/stage"
     items, lazy = _thin_link_items(inputs, link.whole_archive)
     items = [minimized.get(i, i) for i in items]
     rsp = f"{tdir}/thinlink.rsp"
-    argv = _replace_output(link.argv, f"{tdir}/thinlink.out")
-    argv[argv.index(f"@{link.rsp_path}")] = f"@{rsp}"
+    argv = _replace_output(link.inner([f"@{rsp}"]), f"{tdir}/thinlink.out")
     if lazy:
         argv = _without_groups(argv)
     argv = [a for a in argv if a not in analysis.thin_link_drop]
@@ -274,29 +275,48 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
     files_read = (*objects, *(i for i in items if not i.startswith("-")), *link.edge.implicit)
     manifest = ThinLinkManifest(
         target=target.label, argv=tuple(argv), rsp_path=rsp,
-        rsp_lines=(*link.rsp_prefix, *items, *link.rsp_suffix), stage_dir=stage, staged_used_list=staged_used,
+        rsp_lines=tuple(items), stage_dir=stage, staged_used_list=staged_used,
         used_list=f"{tdir}/used.txt", index_files=index_files, split_object=split, final_output=link.edge.outputs[0],
-        final_rsp=final_rsp, final_rsp_prefix=link.rsp_prefix, why_extract=f"{stage}/why-extract.txt",
+        final_rsp=final_rsp, why_extract=f"{stage}/why-extract.txt",
         eager_inputs=tuple(p for i in inputs for p in _eager(i, link.whole_archive)),
         lazy_natives=tuple(m for i in inputs if i.is_archive and not link.whole_archive
                            for m, k in i.members if k is not InputKind.BITCODE),
-        final_rsp_suffix=link.rsp_suffix, natives=tuple((b, native_of[b]) for b in bitcode),
-        dyndep=f"{tdir}/final.dd", minimized=tuple(sorted((v, k) for k, v in minimized.items())),
+        natives=tuple((b, native_of[b]) for b in bitcode),
+        dyndep=dyndep, minimized=tuple(sorted((v, k) for k, v in minimized.items())),
         inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",
     )
     implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + [split[1]]
     manifest_path = f"{tdir}/thinlink.json"
     return ThinLink(
-        outputs=(manifest.used_list, final_rsp, manifest.dyndep), implicit_outputs=tuple(implicit_outputs),
+        outputs=(manifest.used_list, final_rsp, *((dyndep,) if dyndep else ())),
+        implicit_outputs=tuple(implicit_outputs),
         inputs=tuple(dict.fromkeys(objects)), implicit=(manifest_path, *link.edge.implicit),
         order_only=link.edge.order_only, manifest_path=manifest_path, manifest=manifest,
         description=f"THINLINK {link.edge.outputs[0]}",
     )
 
 
+def link_targets(project: GnProject) -> list[GnTarget]:
+    return [t for _, t in sorted(project.targets.items()) if t.type.is_link and t.outputs]
+
+
 def selected_links(project: GnProject, config: Config) -> list[GnTarget]:
-    return [t for _, t in sorted(project.targets.items()) if t.type.is_link and t.outputs
-            and config.selects(t.label_no_toolchain)]
+    return [t for t in link_targets(project) if config.selects(t.label_no_toolchain)]
+
+
+def mentions_thin_lto(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer],
+                      rules: Mapping[str, Rule]) -> bool:
+    """Whether `-flto=thin` appears anywhere in TARGET's evaluated link: its ldflags, the tool's command (a
+    build arg may put it there) or the response file. Such a link is ThinLTO: planned, or refused with a reason."""
+    if "-flto=thin" in target.ldflags:
+        return True
+    producer = producers.get(target.outputs[0])
+    rule = rules.get(producer.edge.rule) if producer is not None else None
+    if producer is None or rule is None:
+        return False
+    file_vars = graph.ninja[producer.file].variables
+    return any("-flto=thin" in evaluate_rule_binding(rule, key, producer.edge, file_vars)
+               for key in ("command", "rspfile_content"))
 
 
 def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
@@ -307,8 +327,14 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     targets: list[TargetPlan] = []
     refusals: list[Refusal] = []
     shared: dict[str, Backend] = {}
-    for target in selected_links(graph.project, config):
-        if "-flto=thin" not in target.ldflags:
+    not_thin: list[str] = []
+    excluded: list[str] = []
+    for target in link_targets(graph.project):
+        if not mentions_thin_lto(target, graph, producers, rules):
+            not_thin.append(target.label)
+            continue
+        if not config.selects(target.label_no_toolchain):
+            excluded.append(target.label)
             continue
         try:
             plan, backends = plan_target(target, graph, config, producers, rules, classifier)
@@ -327,6 +353,7 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     targets.sort(key=lambda t: (-len(t.backends), t.label))
     return GraphPlan(
         targets=tuple(targets), refusals=tuple(refusals),
+        not_thinlto=tuple(not_thin), excluded=tuple(excluded),
         shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
         cache_dir=config.cache_dir if config.backend_cache else "", thin_link_pool_depth=config.thin_link_pool_depth,
     )

@@ -8,6 +8,7 @@ from importlib import resources
 
 import jinja2
 
+from gn_thinlto.plan.links import is_shell_operator
 from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
 
 TEMPLATE_PACKAGE = "gn_thinlto.templates"
@@ -16,6 +17,12 @@ TEMPLATE_PACKAGE = "gn_thinlto.templates"
 def shell_join(args: list[str] | tuple[str, ...]) -> str:
     """Quote an argument vector for /bin/sh, the way ninja runs commands."""
     return " ".join(map(shlex.quote, args))
+
+
+def shell_command(args: list[str] | tuple[str, ...]) -> str:
+    """Like shell_join, but shell operators (`&&`, `;`, `2>/dev/null`) stay shell syntax: a link command GN
+    wrote as shell (`clang++ … && strip …`) keeps its meaning."""
+    return " ".join(a if is_shell_operator(a) else shlex.quote(a) for a in args)
 
 
 def make_environment() -> jinja2.Environment:
@@ -32,6 +39,7 @@ def make_environment() -> jinja2.Environment:
     env.filters["ninja_path"] = ninja_path
     env.filters["ninja_value"] = ninja_value
     env.filters["shell_join"] = shell_join
+    env.filters["shell_command"] = shell_command
     return env
 
 

@@ -106,12 +106,6 @@ def compose_final_inputs(
     return [*out, *split, *(native_of[u] for u in used)]
 
 
-def final_rsp_lines(
-    m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], with_split: bool
-) -> list[str]:
-    return [*m["final_rsp_prefix"], *compose_final_inputs(m, used, why, with_split), *m["final_rsp_suffix"]]
-
-
 def fingerprint(
     manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]], linker: str = ""
 ) -> tuple[str, dict[str, list[Any]]] | None:
@@ -143,7 +137,8 @@ def fingerprint(
 
 def _outputs(m: dict[str, Any]) -> list[str]:
     kept = [f for x in m["index_files"] for f in (x["index"], x["imports"])]
-    return [*kept, m["split_object"][1], m["used_list"], m["final_rsp"], m["dyndep"], m["rsp_path"]]
+    outputs = [*kept, m["split_object"][1], m["used_list"], m["final_rsp"], m["dyndep"], m["rsp_path"]]
+    return [o for o in outputs if o]
 
 
 def _read_state(path: str) -> dict[str, Any]:
@@ -212,8 +207,10 @@ def thin_link(m: dict[str, Any]) -> int:
         raise GnThinltoError(f"thin link of {m['target']}: lld used {unknown[0]}, which gn-thinlto did not plan")
     full = dict(m["minimized"])
     why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(m["why_extract"])]
-    rsp = "\n".join(shlex.quote(x) for x in final_rsp_lines(m, used, why, with_split)) + "\n"
+    rsp = "\n".join(shlex.quote(x) for x in compose_final_inputs(m, used, why, with_split)) + "\n"
     write_if_changed(m["final_rsp"], rsp)
+    if not m["dyndep"]:  # config dyndep: false; the final link depends on every native statically
+        return 0
     natives = [m["split_object"][1], *(dict(m["natives"])[u] for u in used)]
     # The rsp digest makes the dyndep file (the final link's only input from this edge) change with the rsp.
     digest = hashlib.sha256(rsp.encode()).hexdigest()

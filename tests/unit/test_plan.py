@@ -95,8 +95,9 @@ def test_final_link_keeps_gn_shape_and_non_bitcode_inputs() -> None:
 def test_solink_whole_archive_members_are_plain_objects() -> None:
     so = _target(basic_plan(), "./libcomp.so")
     m = so.thin_link.manifest
-    assert m.rsp_lines[0] == "-Wl,--whole-archive" and m.rsp_lines[-1] == "-Wl,--no-whole-archive"
-    assert "-Wl,--start-lib" not in m.rsp_lines
+    at = m.argv.index("@gn-thinlto/libcomp.so/thinlink.rsp")
+    assert m.argv[at - 1] == "-Wl,--whole-archive" and m.argv[at + 1] == "-Wl,--no-whole-archive"
+    assert "-Wl,--start-lib" not in m.rsp_lines and not any(x.startswith("-") for x in m.rsp_lines)
     assert "-Wl,-soname=libcomp.so" in m.argv
 
 

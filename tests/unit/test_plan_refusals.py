@@ -19,6 +19,20 @@ rule link
   rspfile_content = ${in}
 rule link_norsp
   command = /llvm/bin/clang++ ${ldflags} -o ${out} ${in}
+rule link_twice
+  command = /llvm/bin/clang++ ${ldflags} -o ${out} ${in} @${out}.rsp
+  rspfile = ${out}.rsp
+  rspfile_content = ${in}
+rule link_badrsp
+  command = /llvm/bin/clang++ ${ldflags} -o ${out} @${out}.rsp
+  rspfile = ${out}.rsp
+  rspfile_content = "-Wl,--whole-archive ${in}
+rule link_wrapped_opaque
+  command = python3 ../build/link.py --out ${out} ${in}
+rule link_inputs_to_wrapper
+  command = python3 ../build/link.py --inputs ${in} -- /llvm/bin/clang++ ${ldflags} -o ${out}
+rule link_lazy
+  command = /llvm/bin/clang++ ${ldflags} -o ${out} -Wl,--start-lib ${in} -Wl,--end-lib
 """
 
 
@@ -53,12 +67,34 @@ def test_a_plain_thinlto_link_is_planned() -> None:
         (OK.replace("-flto=thin", "-flto", 1), "obj/x/a.o is compiled with full LTO; only ThinLTO objects can be split"),
         (OK.replace("link obj/x/a.o", "link obj/x/a.o prebuilt.o"),
          "prebuilt object prebuilt.o has no GN edge; cannot tell whether it is bitcode"),
-        (OK.replace(": link ", ": link_norsp "), "GN link command does not read its inputs from an @rspfile"),
+        (OK.replace(": link ", ": link_twice "), "its command and response file name the inputs 2 times (expected once)"),
+        (OK.replace(": link ", ": link_badrsp "),
+         "cannot split the response file ./x.rsp of ./x: No closing quotation"),
+        (OK.replace(": link ", ": link_wrapped_opaque "),
+         "cannot find the clang link command inside python3 ../build/link.py --out …; if 'python3' wraps one, "
+         "name it in gn_thinlto.yaml link_wrappers"),
+        (OK.replace(": link ", ": link_inputs_to_wrapper "),
+         "the link's inputs are not arguments of its clang link command"),
+        (OK.replace(": link ", ": link_lazy "), "link command already uses --start-lib"),
         (OK.replace("cflags = -O2 -flto=thin", "cflags = -O2"), "no ThinLTO bitcode among the link inputs"),
     ],
 )
 def test_refusals(ninja: str, reason: str) -> None:
     assert _plan(ninja) == [reason]
+
+
+def test_inline_inputs_are_planned() -> None:
+    assert _plan(OK.replace(": link ", ": link_norsp ")) == []
+
+
+def test_unknown_lto_flag_is_refused() -> None:
+    assert _plan(OK, "-fuse-ld=lld -flto=thin -Wl,--thinlto-frobnicate") == [
+        "unknown LTO linker option '--thinlto-frobnicate'"]
+
+
+def test_fno_lto_after_flto_thin_is_refused_not_ignored() -> None:
+    assert _plan(OK, "-fuse-ld=lld -flto=thin -fno-lto") == [
+        "the link command turns ThinLTO off again (-fno-lto or -flto=full after -flto=thin)"]
 
 
 def test_linker_other_than_lld_is_refused() -> None:
