@@ -20,7 +20,10 @@ from .test_graph_support import (
     native_of,
     plain_build,
     section_bytes,
+    dynamic_symbols,
+    section_table,
     text_size,
+    unstripped,
 )
 
 pytestmark = pytest.mark.slow
@@ -71,7 +74,7 @@ def test_every_binary_passes_its_self_check(built: Build) -> None:
 
 
 def test_inline_probe_is_inlined_in_calc(built: Build) -> None:
-    assert "ImportMeInline" not in disassembly(built.out / "calc")
+    assert "ImportMeInline" not in disassembly(unstripped(built.out, "calc"))
 
 
 def test_backend_count_per_target_equals_used_bitcode(built: Build) -> None:
@@ -87,9 +90,11 @@ def test_backend_count_per_target_equals_used_bitcode(built: Build) -> None:
 
 
 def test_same_functions_and_text_size_as_in_process(built: Build, reference: Build) -> None:
+    """The unstripped copies (exe.unstripped/, lib.unstripped/) define the same functions, .text within 2%."""
     identical, same_size = [], []
     for output in sorted(_links(built)):
-        ours, theirs = built.out / output, reference.out / output
+        ours, theirs = unstripped(built.out, output), unstripped(reference.out, output)
+        assert ours != built.out / output, f"{output}: the example strips, so an unstripped copy must exist"
         assert defined_functions(ours) == defined_functions(theirs), output
         a, b = text_size(ours), text_size(theirs)
         assert abs(a - b) <= 0.02 * b, (output, a, b)
@@ -98,6 +103,36 @@ def test_same_functions_and_text_size_as_in_process(built: Build, reference: Bui
             identical.append(output)
     n = len(_links(built))
     print(f"\n.text same size as in-process: {len(same_size)}/{n}; byte-identical: {len(identical)}/{n}: {identical}")
+
+
+def test_wrapper_products_equal_in_process(built: Build, reference: Build) -> None:
+    """What the link wrappers make from the final link: stripped binaries with the in-process build's sections
+    and dynamic symbols, and the same .TOC files, byte for byte."""
+    tocs = sorted(p.name for p in reference.out.glob("*.so.TOC"))
+    assert tocs == ["libcodec.so.TOC"]
+    for toc in tocs:
+        assert (built.out / toc).read_bytes() == (reference.out / toc).read_bytes(), toc
+    identical = []
+    for output in sorted(_links(built)):
+        ours, theirs = built.out / output, reference.out / output
+        assert defined_functions(ours) == set(), f"{output} is stripped"
+        assert section_table(ours) == section_table(theirs), output
+        assert dynamic_symbols(ours) == dynamic_symbols(theirs), output
+        identical += [output] if ours.read_bytes() == theirs.read_bytes() else []
+    print(f"\nstripped binaries byte-identical to in-process: {len(identical)}/{len(_links(built))}")
+
+
+def test_solink_keeps_restat_and_toc(built: Build) -> None:
+    """The shared library's final link keeps GN's restat, pool and outputs: a relink that does not change the
+    exports leaves libcodec.so.TOC untouched, so its dependents do not relink."""
+    text = (built.out / "gn-thinlto/libcodec.so/build.ninja").read_text()
+    edge = text[text.index("build ./libcodec.so ./libcodec.so.TOC ./lib.unstripped/libcodec.so:"):]
+    assert "  restat = 1\n" in edge and "  pool = build_toolchain_link_pool\n" in edge
+    before = built.log_entries()
+    (built.out / "lib.unstripped/libcodec.so").unlink()
+    built.ninja()
+    ran = built.ran_since(len(before))
+    assert "lib.unstripped/libcodec.so" in " ".join(ran) and not any("archiver" in r for r in ran), ran
 
 
 def test_second_ninja_is_a_no_op(built: Build) -> None:

@@ -89,6 +89,25 @@ def section_bytes(binary: Path, section: str) -> bytes:
     return "\n".join(out.stdout.splitlines()[3:]).encode()
 
 
+def unstripped(out: Path, name: str) -> Path:
+    """The unstripped copy of binary NAME (Chromium's exe.unstripped/, lib.unstripped/), else NAME itself."""
+    for sub in ("exe.unstripped", "lib.unstripped"):
+        if (out / sub / name).is_file():
+            return out / sub / name
+    return out / name
+
+
+def section_table(binary: Path) -> list[tuple[str, str]]:
+    """(name, size) of every section, in file order."""
+    out = subprocess.run([OBJDUMP, "-h", str(binary)], capture_output=True, text=True, check=True).stdout
+    return [(p[1], p[2]) for p in (line.split() for line in out.splitlines()) if len(p) > 2 and p[0].isdigit()]
+
+
+def dynamic_symbols(binary: Path) -> set[str]:
+    out = subprocess.run([NM, "-D", "--format=posix", str(binary)], capture_output=True, text=True, check=True).stdout
+    return {" ".join(line.split()[:2]) for line in out.splitlines()}
+
+
 def index_snapshot(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in (out / "gn-thinlto").glob("*/index/**/*.thinlto.bc")}
 
