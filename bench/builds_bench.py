@@ -32,6 +32,7 @@ from bench.ninja_sdist import DEFAULT_CACHE
 from bench.subjects import Subject
 from bench.table import render
 from bench.variants import Variant
+from gn_thinlto.plan.links import inner_command
 from gn_thinlto.render.ninja import THIN_LINK_STEP
 
 CASES = ("comment", "body", "leaf")
@@ -79,8 +80,11 @@ def commands(out_dir: Path, target: str, final_only: bool) -> list[str]:
 
 
 def linker_command(driver_command: str, out_dir: Path) -> list[str]:
-    """The ld.lld command line the clang driver would run (`-###`), so lld is measured alone."""
-    s = run(["sh", "-c", driver_command + " -###"], cwd=out_dir)
+    """The ld.lld command line the clang driver would run (`-###`), so lld is measured alone; a link
+    wrapper's clang command (`python3 link_wrapper.py … -- clang++ …`) is asked, not the wrapper."""
+    tokens = shlex.split(driver_command)
+    start, end = inner_command(tokens)
+    s = run([*tokens[start:end], "-###"], cwd=out_dir)
     lines = [l for l in s.output.splitlines() if l.startswith(' "') and "ld.lld" in l.split('" ')[0]]
     if not lines:
         raise ValueError(f"no ld.lld command in the -### output of {driver_command[:120]}")

@@ -191,6 +191,14 @@ def _driver_index(tokens: Sequence[str], wrappers: Sequence[LinkWrapper]) -> int
                   f"{tokens[0].rsplit('/', 1)[-1]!r} wraps one, name it in gn_thinlto.yaml link_wrappers")
 
 
+def inner_command(tokens: Sequence[str], wrappers: Sequence[LinkWrapper] = ()) -> tuple[int, int]:
+    """Where the clang link command sits in a shell-split link command: TOKENS[start:end]. Before it, a
+    wrapper or launcher; after it, shell (`&& strip …`). Raises Refused when there is no clang command."""
+    start = _driver_index(tokens, wrappers)
+    end = next((i for i in range(start, len(tokens)) if is_shell_operator(tokens[i])), len(tokens))
+    return start, end
+
+
 def _split_with_sentinel(text: str, what: str, output: str) -> list[str]:
     try:
         return shell_split(text.replace(_IN_SENTINEL, f" {_IN_SENTINEL} "))
@@ -232,8 +240,7 @@ def gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer],
     if tokens.count(_IN_SENTINEL) != 1:
         where = "its command and response file name" if rsp_path else "its command names"
         raise Refused(f"{where} the inputs {tokens.count(_IN_SENTINEL)} times (expected once)")
-    start = _driver_index(tokens, wrappers)
-    end = next((i for i in range(start, len(tokens)) if is_shell_operator(tokens[i])), len(tokens))
+    start, end = inner_command(tokens, wrappers)
     at = tokens.index(_IN_SENTINEL)
     if not start <= at < end:
         raise Refused("the link's inputs are not arguments of its clang link command")

@@ -26,7 +26,8 @@ def test_manual_gn_gen_with_unchanged_json_keeps_the_graph(built: Build) -> None
     proc = subprocess.run(["gn", "gen", str(built.out), f"--root={built.root}", "--ide=json",
                            "--json-ide-script=gn-thinlto/gn_hook.py"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "gn-thinlto: 5 ThinLTO links in the ninja graph, 1 left to GN" in proc.stdout
+    assert ("gn-thinlto: 6 link targets: 5 ThinLTO links in the ninja graph, 1 left to GN, 0 not ThinLTO "
+            "(details: gn-thinlto/links.txt)") in proc.stdout
     assert MARKER in (built.out / "build.ninja").read_text()
     assert "no work to do" in built.ninja("-n")
 

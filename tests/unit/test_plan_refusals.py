@@ -31,6 +31,10 @@ rule link_wrapped_opaque
   command = python3 ../build/link.py --out ${out} ${in}
 rule link_inputs_to_wrapper
   command = python3 ../build/link.py --inputs ${in} -- /llvm/bin/clang++ ${ldflags} -o ${out}
+rule link_lto_in_rsp
+  command = /llvm/bin/clang++ ${ldflags} -o ${out} @${out}.rsp
+  rspfile = ${out}.rsp
+  rspfile_content = -flto=thin ${in}
 rule link_lazy
   command = /llvm/bin/clang++ ${ldflags} -o ${out} -Wl,--start-lib ${in} -Wl,--end-lib
 """
@@ -85,6 +89,13 @@ def test_refusals(ninja: str, reason: str) -> None:
 
 def test_inline_inputs_are_planned() -> None:
     assert _plan(OK.replace(": link ", ": link_norsp ")) == []
+
+
+def test_flto_thin_only_in_the_rsp_content_is_thinlto() -> None:
+    ninja = OK.replace(": link ", ": link_lto_in_rsp ")
+    assert _plan(ninja, "-fuse-ld=lld") == []
+    assert _plan(ninja.replace("cflags = -O2 -flto=thin", "cflags = -O2"), "-fuse-ld=lld") == [
+        "no ThinLTO bitcode among the link inputs"]
 
 
 def test_unknown_lto_flag_is_refused() -> None:

@@ -1,0 +1,85 @@
+"""[chromium] The dyndep-free graph (config `dyndep: false`, for builders without dyndep such as Siso) on the
+example: no dyndep anywhere, every final link waits for all of its backends, unused lazy members compile
+to empty objects, and comment, body and leaf edits rebuild what they must and the binaries still pass."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.steps.elf_probe import has_real_symbols
+from tests.conftest import EXAMPLE_ROOT
+
+from .test_graph_support import Build, edit_and_rebuild, gen_and_build
+
+pytestmark = pytest.mark.slow
+PROBE = "base/inline_probe.cc"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
+    root = tmp_path_factory.mktemp("nodyndep") / "chromium_style"
+    shutil.copytree(EXAMPLE_ROOT, root)
+    config = root.parent / "gn_thinlto.yaml"
+    config.write_text("dyndep: false\n")
+    return gen_and_build(root, root.parent / "out", "--config", str(config))
+
+
+def _executables(b: Build) -> list[str]:
+    project = json.loads((b.out / "gn-thinlto" / "project.json").read_text())
+    return sorted(Path(t["outputs"][0]).name for t in project["targets"].values() if t["type"] == "executable")
+
+
+def _check_all(b: Build) -> None:
+    names = _executables(b)
+    assert len(names) >= 6
+    for name in names:
+        assert b.run_binary(name) == f"OK {name}"
+
+
+def test_builds_without_dyndep_and_passes_self_checks(built: Build) -> None:
+    for path in (built.out / "gn-thinlto").rglob("*.ninja"):
+        assert not [line for line in path.read_text().splitlines() if line.strip().startswith("dyndep =")], path
+    assert not list((built.out / "gn-thinlto").glob("*/final.dd"))
+    _check_all(built)
+
+
+def test_unused_lazy_members_compile_to_empty_objects(built: Build) -> None:
+    empty = 0
+    for manifest in (built.out / "gn-thinlto").glob("*/thinlink.json"):
+        m = json.loads(manifest.read_text())
+        used = set((built.out / m["used_list"]).read_text().split())
+        for bitcode, native in m["natives"]:
+            assert (built.out / native).is_file(), native
+            if bitcode not in used:
+                assert not has_real_symbols(str(built.out / native)), native
+                empty += 1
+    assert empty > 0
+
+
+def test_comment_edit_relinks_nothing(built: Build) -> None:
+    r = edit_and_rebuild(built, PROBE, "namespace base {", "// comment\nnamespace base {")
+    assert r.changed_index == set()
+    assert not [o for o in r.ran if "exe.unstripped/" in o or o.endswith(".so")], r.ran
+    assert all(line.startswith("hit ") for line in r.cache_lines)
+
+
+def test_body_edit_rebuilds_importers_and_stays_correct(built: Build) -> None:
+    r = edit_and_rebuild(built, PROBE, "return x * 3 + 1;", "return x > 1000000 ? x * 3 + 2 : x * 3 + 1;")
+    assert any("calc/" in p for p in r.changed_index)
+    assert any(o.endswith("exe.unstripped/calc") for o in r.ran), r.ran
+    _check_all(built)
+    assert "no work to do" in built.ninja("-n")
+
+
+def test_leaf_touch_rebuilds_no_link(built: Build) -> None:
+    before = len(built.log_entries())
+    (built.root / "tools/crc_tool/main.cc").touch()
+    built.ninja()
+    ran = built.ran_since(before)
+    assert any(o.endswith("crc_tool.main.o") for o in ran)
+    assert not [o for o in ran if "exe.unstripped/" in o], ran
+    _check_all(built)

@@ -1,0 +1,5 @@
+#include <stdio.h>
+int main() {
+  printf("OK native_tool\n");
+  return 0;
+}
