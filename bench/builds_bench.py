@@ -128,7 +128,7 @@ def measured_build(subject: Subject, variant: Variant, out_dir: Path, case: str,
         jobs = sum(modules.get(b, 0) for b in relinked)
     elif variant is Variant.LLD_CACHE:
         jobs = after.lld_cache_entries - before.lld_cache_entries
-    elif variant is Variant.GRAPH:
+    elif variant in (Variant.GRAPH, Variant.NO_DYNDEP):
         jobs, hits = variants.backend_log_misses(out_dir, before)
     else:
         jobs, hits = variants.remote_log_counts(out_dir, before)
@@ -206,7 +206,7 @@ def ratios(builds: Sequence[Build], rss: Sequence[LinkRss]) -> list[dict[str, ob
             if r.subject == subject:
                 peak[r.variant] = max(peak.get(r.variant, 0.0), r.link_mib, r.thin_link_mib or 0.0)
         for case in ("clean",) + CASES:
-            a, b, c, d = (by.get((v, case)) for v in "abcd")
+            a, b, c, d, e = (by.get((v, case)) for v in "abcde")
             out.append({
                 "subject": subject, "case": case,
                 "c_vs_a_wall": ratio(c and c.wall_s, a and a.wall_s),
@@ -215,6 +215,8 @@ def ratios(builds: Sequence[Build], rss: Sequence[LinkRss]) -> list[dict[str, ob
                 "c_vs_a_cpu": ratio(c and c.cpu_s, a and a.cpu_s),
                 "d_vs_a_wall": ratio(d and d.wall_s, a and a.wall_s),
                 "d_vs_c_wall": ratio(d and d.wall_s, c and c.wall_s),
+                "e_vs_c_wall": ratio(e and e.wall_s, c and c.wall_s),
+                "e_vs_a_wall": ratio(e and e.wall_s, a and a.wall_s),
             })
         out.append({"subject": subject, "case": "peak link-phase RSS", "c_vs_a_rss": ratio(peak.get("c"), peak.get("a"))})
     return out
@@ -266,10 +268,8 @@ def main(argv: Sequence[str]) -> int:
             cluster_tool.stop(args.cache / "cluster")
     print(tables(builds, rss))
     rat = ratios(builds, rss)
-    print(render(["subject", "case", "c/a wall", "c/b wall", "a/c speed-up", "c/a CPU", "c/a RSS", "d/a wall",
-                  "d/c wall"],
-                 [[r["subject"], r["case"], r.get("c_vs_a_wall"), r.get("c_vs_b_wall"), r.get("a_vs_c_speedup"),
-                   r.get("c_vs_a_cpu"), r.get("c_vs_a_rss"), r.get("d_vs_a_wall"), r.get("d_vs_c_wall")] for r in rat]))
+    print(render(["subject", "case", *(h for h, _ in variants.RATIO_COLUMNS)],
+                 [[r["subject"], r["case"], *(r.get(k) for _, k in variants.RATIO_COLUMNS)] for r in rat]))
     floor = run([LLD, "--version"]).max_rss_mib
     print(f"ld.lld --version alone (libLLVM mapped, no work): {floor:.1f} MiB")
     print("\n".join(checks))

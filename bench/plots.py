@@ -11,7 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 Data = dict[str, Any]
-VARIANT_NAMES = {"a": "(a) in-process", "b": "(b) + lld cache", "c": "(c) graph", "d": "(d) graph + remote"}
+VARIANT_NAMES = {"a": "(a) in-process", "b": "(b) + lld cache", "c": "(c) graph", "d": "(d) graph + remote",
+                 "e": "(e) graph, no dyndep"}
 
 
 def _save(fig: Any, path: Path) -> Path:

@@ -17,6 +17,7 @@ from bench import results
 from bench.fsio import REPO, write_if_changed
 from bench.measure import ratio
 from bench.table import render
+from bench.variants import RATIO_COLUMNS
 
 DOC = REPO / "docs" / "benchmarks.md"
 Data = dict[str, Any]
@@ -83,11 +84,9 @@ def builds_block(d: Data) -> str:
     floor = d.get("lld_floor_mib")
     out.append(render(["subject", "variant", "largest binary", "thin link lld MiB", "link lld MiB"], peaks, markdown=True)
                + (f"\n\n`ld.lld --version` alone: {floor:.1f} MiB (libLLVM mapped, no work)." if floor else ""))
-    out.append(render(["subject", "case", "c / a wall", "c / b wall", "a / c (speed-up)", "c / a CPU", "c / a peak link RSS",
-                       "d / a wall", "d / c wall"],
-                      [[r["subject"], r["case"], r.get("c_vs_a_wall"), r.get("c_vs_b_wall"), r.get("a_vs_c_speedup"),
-                        r.get("c_vs_a_cpu"), r.get("c_vs_a_rss"), r.get("d_vs_a_wall"), r.get("d_vs_c_wall")]
-                       for r in d["ratios"]], markdown=True))
+    out.append(render(["subject", "case", *(h for h, _ in RATIO_COLUMNS)],
+                      [[r["subject"], r["case"], *(r.get(k) for _, k in RATIO_COLUMNS)] for r in d["ratios"]],
+                      markdown=True))
     out.append("Checks: " + "; ".join(d.get("checks", [])) + ".")
     return "\n\n".join(out)
 

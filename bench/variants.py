@@ -1,5 +1,6 @@
-"""The four ways of building a subject, side by side: (a) in-process ThinLTO, (b) (a) with lld's ThinLTO cache,
-(c) our graph run locally, (d) our graph with backends on the local REAPI cluster.
+"""The ways of building a subject, side by side: (a) in-process ThinLTO, (b) (a) with lld's ThinLTO cache,
+(c) our graph run locally, (d) our graph with backends on the local REAPI cluster, (e) (c) without dyndep
+(config `dyndep: false`, for builders such as Siso).
 
 Each variant knows how to configure a build directory and how to count the backend jobs a build ran.
 """
@@ -19,6 +20,12 @@ from bench.measure import run
 LLD_CACHE = "thinlto-cache"  # the example's -Wl,--thinlto-cache-dir
 GRAPH_BACKEND_LOG = "gn-thinlto/backend.log"
 REMOTE_STATS_LOG = "gn_thinlto_remote.jsonl"  # goma_ext.remote.config.DEFAULT_STATS_LOG
+# The side-by-side ratios of the builds benchmark: (column header, key in its results JSON).
+RATIO_COLUMNS = (
+    ("c / a wall", "c_vs_a_wall"), ("c / b wall", "c_vs_b_wall"), ("a / c (speed-up)", "a_vs_c_speedup"),
+    ("c / a CPU", "c_vs_a_cpu"), ("c / a peak link RSS", "c_vs_a_rss"), ("d / a wall", "d_vs_a_wall"),
+    ("d / c wall", "d_vs_c_wall"), ("e / c wall", "e_vs_c_wall"), ("e / a wall", "e_vs_a_wall"),
+)
 _EDGE_LINE = re.compile(r"^\[\d+/\d+\] (\S+) (\S+)", re.MULTILINE)
 
 
@@ -27,10 +34,12 @@ class Variant(enum.Enum):
     LLD_CACHE = "b"
     GRAPH = "c"
     REMOTE = "d"
+    NO_DYNDEP = "e"
 
     @property
     def title(self) -> str:
-        return {"a": "(a) in-process", "b": "(b) +lld cache", "c": "(c) graph", "d": "(d) graph+remote"}[self.value]
+        return {"a": "(a) in-process", "b": "(b) +lld cache", "c": "(c) graph", "d": "(d) graph+remote",
+                "e": "(e) graph, no dyndep"}[self.value]
 
 
 def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None) -> float:
@@ -47,6 +56,10 @@ def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoin
         if endpoint is None:
             raise ValueError("variant d needs a cluster endpoint")
         cmd += ["--remote", endpoint]
+    if variant is Variant.NO_DYNDEP:
+        config = out_dir.parent / f"{out_dir.name}.gn_thinlto.yaml"
+        config.write_text("dyndep: false\n")
+        cmd += ["--config", str(config)]
     return run(cmd).wall_s
 
 

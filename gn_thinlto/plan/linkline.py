@@ -76,6 +76,7 @@ class LinkAnalysis:
     backend_flags: tuple[str, ...]
     thin_link_drop: frozenset[str]
     split_lto_unit: bool
+    split_dwarf: bool = False  # backends write .dwo files beside their objects (-gsplit-dwarf, split mode)
 
 
 def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
@@ -198,7 +199,23 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
     for value in mllvm:
         flags.extend(("-mllvm", value))
     split = any(a.startswith(("-fsanitize=cfi", "-fsplit-lto-unit", "-fwhole-program-vtables")) for a in argv)
-    return LinkAnalysis(mode, tuple(flags), frozenset(drop), split)
+    fission = split_dwarf_mode(argv)
+    if fission:  # in-process, clang passes lld dwo_dir=OUTPUT_dwo; a backend writes its .dwo beside its object
+        flags.append("-gsplit-dwarf" if fission == "split" else f"-gsplit-dwarf={fission}")
+    return LinkAnalysis(mode, tuple(flags), frozenset(drop), split, fission == "split")
+
+
+def split_dwarf_mode(argv: Sequence[str]) -> str:
+    """The debug fission mode a link line asks for: "split", "single" or "" (the last such flag wins)."""
+    mode = ""
+    for a in argv:
+        if a in ("-gsplit-dwarf", "-gsplit-dwarf=split"):
+            mode = "split"
+        elif a == "-gsplit-dwarf=single":
+            mode = "single"
+        elif a == "-gno-split-dwarf":
+            mode = ""
+    return mode
 
 
 def apply_overrides(flags: Sequence[str], add: Sequence[str], remove: Sequence[str]) -> tuple[str, ...]:

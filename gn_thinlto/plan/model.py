@@ -83,6 +83,7 @@ class Backend:
     command: BackendCommand  # shared by every backend of the link
     object_args: tuple[str, ...]  # this backend's part of argv: bitcode, index and output
     description: str
+    dwo: str = ""  # the split DWARF file the backend writes beside NATIVE (-gsplit-dwarf on the link line)
 
     @property
     def argv(self) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from gn_thinlto.plan.model import (
     ThinLink,
     ThinLinkManifest,
 )
+from gn_thinlto.steps.split_dwarf import split_dwarf_file
 
 __all__ = ["GnGraph", "plan_graph", "plan_target", "selected_links", "target_directory"]
 
@@ -169,7 +170,9 @@ def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...
     backends = []
     for b in f.bitcode:
         index, native = "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc", native_of[b]
-        backends.append(Backend(b, index, native, command, _backend_object_args(b, index, native), f"BACKEND {native}"))
+        dwo = split_dwarf_file(command.flags, native) if f.analysis.split_dwarf else ""
+        backends.append(Backend(b, index, native, command, _backend_object_args(b, index, native), f"BACKEND {native}",
+                                dwo))
     return tuple(backends)
 
 

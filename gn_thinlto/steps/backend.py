@@ -46,7 +46,7 @@ USAGE = "usage: backend.py --cache DIR|--no-cache --log LOG [--launcher] -- [LAU
 def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launcher: Sequence[str] = ()) -> int:
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
-    if cache.fetch(key, job.output):
+    if cache.fetch_job(key, job):
         record(log, CacheEvent.HIT, key, job.output)
         return 0
     make_parent(job.output)
@@ -56,12 +56,17 @@ def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launc
 
     parent, name = os.path.split(job.output)
     tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
+    tmp_dwo = f"{tmp}.dwo"
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = tmp
-    proc = subprocess.run(argv)
+    proc = subprocess.run([*argv, *job.split_dwarf_args(tmp_dwo)])
     if proc.returncode != 0:
         remove_if_exists(tmp)
+        remove_if_exists(tmp_dwo)
         return proc.returncode
+    if job.dwo:
+        cache.store(key, read_bytes(tmp_dwo), ".dwo")
+        replace_if_changed(tmp_dwo, job.dwo)
     cache.store(key, read_bytes(tmp))
     replace_if_changed(tmp, job.output)
     record(log, CacheEvent.MISS, key, job.output)
@@ -87,22 +92,27 @@ def run_launched(
     os.makedirs(stage, exist_ok=True)
     with open(os.path.join(stage, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if cache.fetch(key, job.output):
+        if cache.fetch_job(key, job):
             record(log, CacheEvent.HIT, key, job.output)
             return 0
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
+        dwo = os.path.join(stage, "native.dwo")
         if job.index:
             shutil.copyfile(job.index, index)
         try:
-            rc = subprocess.run([*launcher, *job.relocated(index, native)]).returncode
+            rc = subprocess.run([*launcher, *job.relocated(index, native), *job.split_dwarf_args(dwo)]).returncode
             if rc != 0:
                 return rc
+            if job.dwo:
+                dwo_data = read_bytes(dwo)
+                cache.store(key, dwo_data, ".dwo")
+                write_if_changed(job.dwo, dwo_data)
             data = read_bytes(native)
             cache.store(key, data)
             write_if_changed(job.output, data)
         finally:
-            remove_if_exists(index)
-            remove_if_exists(native)
+            for path in (index, native, dwo):
+                remove_if_exists(path)
     record(log, CacheEvent.MISS, key, job.output)
     return 0
 

@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 
 from gn_thinlto.steps.fsutil import file_sha256, make_parent, read_bytes, write_if_changed
+from gn_thinlto.steps.split_dwarf import split_dwarf_file
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
 
@@ -29,10 +30,11 @@ class CacheEvent:
 class BackendJob:
     """One backend command split into its parts: the paths it reads/writes and everything else (immutable)."""
 
-    __slots__ = ("argv", "bitcode", "index", "output")
+    __slots__ = ("argv", "bitcode", "dwo", "index", "output")
 
     def __init__(self, argv: tuple[str, ...], bitcode: str, index: str, output: str) -> None:
         self.argv, self.bitcode, self.index, self.output = argv, bitcode, index, output
+        self.dwo = split_dwarf_file(argv, output)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BackendJob) and self._fields() == other._fields()
@@ -65,9 +67,20 @@ class BackendJob:
         return tuple(names.get(a, a) for a in self.argv)
 
     def flags_for_key(self) -> list[str]:
-        """The command with its three paths replaced by placeholders (paths do not affect the output)."""
-        names = {self.output: "<out>", self.bitcode: "<bitcode>", f"-fthinlto-index={self.index}": "<index>"}
+        """The command with its three paths replaced by placeholders (paths do not affect the output), except
+        the output's under split DWARF: the object names its .dwo file, which is named after the output."""
+        names = {self.bitcode: "<bitcode>", f"-fthinlto-index={self.index}": "<index>"}
+        if not self.dwo:
+            names[self.output] = "<out>"
         return [names.get(a, a) for a in self.argv[1:]]
+
+    def split_dwarf_args(self, output_dwo: str) -> tuple[str, ...]:
+        """cc1 options that keep the .dwo's name (recorded in the object) while writing it to OUTPUT_DWO, for a
+        command run with another output path (a temporary file, a remote staging path)."""
+        if not self.dwo:
+            return ()
+        return ("-Xclang", "-split-dwarf-file", "-Xclang", self.dwo, "-Xclang", "-split-dwarf-output", "-Xclang",
+                output_dwo)
 
 
 def compiler_identity(compiler: str) -> str:
@@ -114,23 +127,29 @@ class BackendCache:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
 
-    def path(self, key: str) -> str:
-        return os.path.join(self.root, key[:2], f"{key}.o")
+    def path(self, key: str, ext: str = ".o") -> str:
+        return os.path.join(self.root, key[:2], f"{key}{ext}")
 
-    def fetch(self, key: str, dest: str | os.PathLike[str]) -> bool:
-        """Copy the cached object to DEST (keeping DEST's mtime if equal); False when not cached."""
+    def fetch(self, key: str, dest: str | os.PathLike[str], ext: str = ".o") -> bool:
+        """Copy the cached file to DEST (keeping DEST's mtime if equal); False when not cached."""
         if not self.root:
             return False
         try:
-            data = read_bytes(self.path(key))
+            data = read_bytes(self.path(key, ext))
         except FileNotFoundError:
             return False
         write_if_changed(dest, data)
         return True
 
-    def store(self, key: str, data: bytes) -> None:
+    def fetch_job(self, key: str, job: BackendJob) -> bool:
+        """Copy the job's cached outputs (object, and .dwo under split DWARF) into place; False when not cached."""
+        if job.dwo and not os.path.isfile(self.path(key, ".dwo")):
+            return False
+        return self.fetch(key, job.output) and (not job.dwo or self.fetch(key, job.dwo, ".dwo"))
+
+    def store(self, key: str, data: bytes, ext: str = ".o") -> None:
         if self.root:
-            write_if_changed(self.path(key), data)
+            write_if_changed(self.path(key, ext), data)
 
 
 def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:

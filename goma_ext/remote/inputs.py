@@ -36,8 +36,19 @@ def _from_goma_inputs(argv: Sequence[str], cwd: Path) -> ActionFiles | None:
     output = getattr(result, "output", None)
     if inputs is None or not output:
         raise InputError("backend command has no inputs or no -o output")
-    outputs = (output,)
+    outputs = (output, *split_dwarf_outputs(argv))
     return ActionFiles(tuple(str(p) for p in inputs), tuple(str(p) for p in outputs))
+
+
+def split_dwarf_outputs(argv: Sequence[str]) -> tuple[str, ...]:
+    """The .dwo file a backend also writes under split DWARF, named by `-Xclang -split-dwarf-output -Xclang F`
+    (gn-thinlto's backend step always names it so). A bare -gsplit-dwarf is refused: the file clang would
+    derive from -o would not be declared as an output, and the remote result would lack it."""
+    named = tuple(argv[i + 3] for i in range(len(argv) - 3)
+                  if argv[i] == argv[i + 2] == "-Xclang" and argv[i + 1] == "-split-dwarf-output")
+    if not named and any(a in ("-gsplit-dwarf", "-gsplit-dwarf=split") for a in argv):
+        raise InputError("-gsplit-dwarf without -Xclang -split-dwarf-output: the .dwo output is not named")
+    return named
 
 
 def _expand_rsp(argv: Sequence[str], cwd: Path, files: list[str]) -> list[str]:
@@ -83,7 +94,7 @@ def _minimal(argv: Sequence[str], cwd: Path) -> ActionFiles:
     except GomaExtError as e:
         raise InputError(f"cannot read index {index}: {e}") from e
     inputs = [*positional, index, *modules, *extra]
-    return ActionFiles(tuple(dict.fromkeys(inputs)), (output,))
+    return ActionFiles(tuple(dict.fromkeys(inputs)), (output, *split_dwarf_outputs(argv)))
 
 
 def action_files(argv: Sequence[str], cwd: Path) -> ActionFiles:

@@ -118,3 +118,14 @@ def test_backend_command_line(tmp_path: Path) -> None:
                 ["--frob", "--", "x"]):
         with pytest.raises(ValueError):
             parse_args(bad)
+
+
+def test_split_dwarf_job_names_its_dwo_and_keys_on_its_output_path() -> None:
+    argv = ["/llvm/clang", "-c", "-x", "ir", "a.o", "-fthinlto-index=i.bc", "-o", "n/a.o", "-gsplit-dwarf"]
+    job = BackendJob.parse(argv)
+    assert job.dwo == "n/a.dwo"
+    assert "n/a.o" in job.flags_for_key() and "<out>" not in job.flags_for_key()
+    assert job.split_dwarf_args("t.dwo") == ("-Xclang", "-split-dwarf-file", "-Xclang", "n/a.dwo", "-Xclang",
+                                             "-split-dwarf-output", "-Xclang", "t.dwo")
+    single = BackendJob.parse([*argv[:-1], "-gsplit-dwarf=single"])
+    assert single.dwo == "" and single.split_dwarf_args("t.dwo") == () and "<out>" in single.flags_for_key()

@@ -66,3 +66,32 @@ def test_overrides_and_compiler() -> None:
         apply_overrides((), ("-flto=thin",), ())
     assert backend_compiler("/usr/lib/llvm-19/bin/clang++") == "/usr/lib/llvm-19/bin/clang"
     assert backend_compiler("clang++-19") == "clang-19"
+
+
+def test_chromium_official_flags_route_like_lld_in_process() -> None:
+    official = ["-Wl,--thinlto-jobs=all", "-Wl,--thinlto-cache-dir=thinlto-cache",
+                "-Wl,--thinlto-cache-policy=cache_size=10%:cache_size_bytes=40g:cache_size_files=100000",
+                "-Wl,-mllvm,-import-instr-limit=30", "-Wl,-mllvm,-inlinehint-threshold=360", "-Wl,--lto-O0",
+                "-fwhole-program-vtables", "-fsanitize=cfi-vcall", "-fsanitize=cfi-icall", "-Wl,--icf=all",
+                "-Wl,-O2", "-Wl,--gc-sections", "-Wl,--build-id=sha1", "-pie", "-Wl,--save-temps=import",
+                "-Wl,--thinlto-emit-index-files"]
+    a = analyze([*BASE, *official])
+    assert a.split_lto_unit and not a.split_dwarf
+    assert "-O0" in a.backend_flags and "-O2" not in a.backend_flags
+    values = [a.backend_flags[i + 1] for i, x in enumerate(a.backend_flags) if x == "-mllvm"]
+    assert values == ["-import-instr-limit=30", "-inlinehint-threshold=360"]
+    assert not any(f.startswith(("-fsanitize", "-Wl,")) for f in a.backend_flags)
+    assert a.thin_link_drop == {"-Wl,--thinlto-cache-dir=thinlto-cache", official[2], "-Wl,--save-temps=import",
+                                "-Wl,--thinlto-emit-index-files"}
+
+
+@pytest.mark.parametrize(
+    ("flags", "backend", "split"),
+    [(["-gsplit-dwarf"], "-gsplit-dwarf", True), (["-gsplit-dwarf=split"], "-gsplit-dwarf", True),
+     (["-gsplit-dwarf=single"], "-gsplit-dwarf=single", False), (["-gsplit-dwarf", "-gno-split-dwarf"], None, False)],
+)
+def test_split_dwarf_reaches_the_backends(flags: list[str], backend: str | None, split: bool) -> None:
+    a = analyze([*BASE, *flags])
+    assert a.split_dwarf is split
+    fission = [f for f in a.backend_flags if f.startswith("-gsplit-dwarf")]
+    assert fission == ([backend] if backend else [])

@@ -1,0 +1,99 @@
+"""[chromium] Debug fission (-gsplit-dwarf on the link line, the example's use_debug_fission): each backend
+writes the .dwo file of its object, as lld's in-process ThinLTO writes one per module (OUTPUT_dwo/N.dwo),
+and the skeleton units in the binaries point at files that exist and hold the same compile units."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLE_ROOT
+
+from .test_graph_support import Build, gen_and_build, plain_build, unstripped
+
+pytestmark = pytest.mark.slow
+ARGS = "symbol_level=2 use_debug_fission=true"
+DWARFDUMP = "/usr/lib/llvm-19/bin/llvm-dwarfdump"
+BINARIES = ("calc", "archiver", "libcodec.so")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("fission") / "chromium_style"
+    shutil.copytree(EXAMPLE_ROOT, dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def built(root: Path) -> Build:
+    return gen_and_build(root, root.parent / "out", f"--args={ARGS}")
+
+
+@pytest.fixture(scope="module")
+def reference(root: Path) -> Build:
+    return plain_build(root, root.parent / "ref", ARGS)
+
+
+def _attr(text: str, name: str) -> list[str]:
+    return re.findall(rf'{name}\s+\("([^"]*)"\)', text)
+
+
+def skeleton_dwo_files(out: Path, binary: str) -> list[Path]:
+    """The .dwo file each skeleton unit of BINARY names (DW_AT_dwo_name, relative to DW_AT_comp_dir)."""
+    text = subprocess.run([DWARFDUMP, "--debug-info", str(unstripped(out, binary))],
+                          capture_output=True, text=True, check=True).stdout
+    dirs, names = _attr(text, "DW_AT_comp_dir"), _attr(text, "DW_AT_dwo_name")
+    assert names and len(dirs) == len(names), binary
+    return [Path(d) / n for d, n in zip(dirs, names)]
+
+
+def dwo_unit_names(files: list[Path]) -> list[str]:
+    """The source file of the compile unit in each .dwo file."""
+    names = []
+    for f in files:
+        text = subprocess.run([DWARFDUMP, "--debug-info", str(f)], capture_output=True, text=True, check=True).stdout
+        names.append(_attr(text, "DW_AT_name")[0])
+    return sorted(names)
+
+
+def test_binaries_pass_their_checks(built: Build, reference: Build) -> None:
+    for b in (built, reference):
+        for name in ("calc", "archiver", "codec_unittests"):
+            assert b.run_binary(name) == f"OK {name}"
+
+
+def test_skeletons_point_at_backend_dwo_files(built: Build) -> None:
+    for binary in BINARIES:
+        files = skeleton_dwo_files(built.out, binary)
+        for f in files:
+            assert f.is_file(), (binary, f)
+            assert "/native/" in f.as_posix() and f.suffix == ".dwo", f
+        # ninja knows them: every one is an output of a backend edge
+        rel = [f.relative_to(built.out.resolve()).as_posix() for f in files]
+        query = subprocess.run(["ninja", "-C", str(built.out), "-t", "query", *rel], capture_output=True, text=True)
+        assert query.returncode == 0 and query.stdout.count("input: gn_thinlto_backend") == len(rel), query.stdout
+
+
+def test_same_compile_units_as_in_process(built: Build, reference: Build) -> None:
+    for binary in BINARIES:
+        ours = dwo_unit_names(skeleton_dwo_files(built.out, binary))
+        theirs = dwo_unit_names(skeleton_dwo_files(reference.out, binary))
+        assert ours == theirs, binary
+
+
+def test_a_cache_hit_restores_the_dwo_file(built: Build) -> None:
+    dwo = next(f for f in skeleton_dwo_files(built.out, "calc") if f.name == "calc.main.dwo")
+    native = dwo.with_suffix(".o")
+    log = built.out / "gn-thinlto/backend.log"
+    before = log.read_text().splitlines()
+    dwo.unlink()
+    native.unlink()
+    built.ninja()
+    new = log.read_text().splitlines()[len(before):]
+    assert len(new) == 1 and new[0].startswith("hit "), new
+    assert dwo.is_file() and native.is_file()
+    assert built.run_binary("calc") == "OK calc"
