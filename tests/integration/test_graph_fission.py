@@ -46,9 +46,13 @@ def skeleton_dwo_files(out: Path, binary: str) -> list[Path]:
     """The .dwo file each skeleton unit of BINARY names (DW_AT_dwo_name, relative to DW_AT_comp_dir)."""
     text = subprocess.run([DWARFDUMP, "--debug-info", str(unstripped(out, binary))],
                           capture_output=True, text=True, check=True).stdout
-    dirs, names = _attr(text, "DW_AT_comp_dir"), _attr(text, "DW_AT_dwo_name")
-    assert names and len(dirs) == len(names), binary
-    return [Path(d) / n for d, n in zip(dirs, names)]
+    files = []
+    for unit in text.split("Compile Unit:")[1:]:  # units without a dwo name (the .S object's) are not split
+        names = _attr(unit, "DW_AT_dwo_name")
+        if names:
+            files.append(Path(_attr(unit, "DW_AT_comp_dir")[0]) / names[0])
+    assert files, binary
+    return files
 
 
 def dwo_unit_names(files: list[Path]) -> list[str]:
