@@ -163,6 +163,7 @@ def goals_block(data: dict[str, Data | None]) -> str:
 
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
+    "builds-chromium": builds_block,
 }
 
 
