@@ -217,6 +217,15 @@ def _whole_archive_at(tokens: Sequence[str]) -> bool:
     return whole
 
 
+def _check_wrapper_leaves_inner_alone(inner: Sequence[str]) -> None:
+    """The thin link runs the inner command without its wrapper, so the wrapper must not change what that
+    command links. Chromium's wrapper_utils does for Rust: it drops -LinkWrapper,… options and puts every
+    .rlib in --whole-archive."""
+    changed = next((t for t in inner if t.startswith("-LinkWrapper,") or t.endswith(".rlib")), None)
+    if changed is not None:
+        raise Refused(f"the link wrapper rewrites its link command ({changed!r}); the thin link cannot run it alone")
+
+
 def gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer], rules: Mapping[str, Rule],
             wrappers: Sequence[LinkWrapper] = ()) -> GnLink:
     """TARGET's link edge taken apart into wrapper, inner command and tail, its inputs located in either
@@ -247,6 +256,8 @@ def gn_link(target: GnTarget, graph: GnGraph, producers: Mapping[str, Producer],
     before, after = tuple(tokens[start:at]), tuple(tokens[at + 1 : end])
     if any(t in ("-Wl,--start-lib", "--start-lib") for t in (*before, *after)):
         raise Refused("link command already uses --start-lib")
+    if start:
+        _check_wrapper_leaves_inner_alone(tokens[start:end])
     restat = (edge.bindings.get("restat") or rule.bindings.get("restat", "")).strip() not in ("", "0", "false")
     pool = evaluate_rule_binding(rule, "pool", edge, file_vars) if "pool" in rule.bindings else ""
     pool = edge.bindings.get("pool", pool)

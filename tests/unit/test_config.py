@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.config import Config, LinkWrapper
 from gn_thinlto.plan.config import TestonlyMode as Mode, label_matches, load_config, parse_config
 from gn_thinlto.errors import GnThinltoError
 
@@ -23,7 +23,8 @@ def test_full_config(tmp_path: Path) -> None:
         "target_dir: 'lto/{name}'\ntestonly: shared_null_index\n"
         "backend_flags: {add: ['-g1'], remove: ['-fdata-sections']}\n"
         "thin_link_pool_depth: 1\nminimized_bitcode: true\ncache_dir: /tmp/cache\n"
-        "backend_cache: false\n"
+        "backend_cache: false\ndyndep: false\n"
+        "link_wrappers: [{match: '*/wrap.sh', inner_after: '--link'}]\n"
     )
     c = load_config(None, tmp_path)
     assert c.include == ("//apps/*",) and c.exclude == ("//apps/big:*",)
@@ -31,6 +32,8 @@ def test_full_config(tmp_path: Path) -> None:
     assert c.testonly is Mode.SHARED_NULL_INDEX and c.minimized_bitcode and c.thin_link_pool_depth == 1
     assert c.backend_flags_add == ("-g1",) and c.cache_dir == "/tmp/cache" and c.target_dir == "lto/{name}"
     assert not c.backend_cache and Config().backend_cache
+    assert not c.dyndep and Config().dyndep
+    assert c.link_wrappers == (LinkWrapper("*/wrap.sh", "--link"),)
 
 
 @pytest.mark.parametrize(
@@ -43,6 +46,10 @@ def test_full_config(tmp_path: Path) -> None:
         ({"minimized_bitcode": "yes"}, "minimized_bitcode: expected true or false"),
         ({"backend_cache": "off"}, "backend_cache: expected true or false"),
         ({"target_dir": "fixed"}, "target_dir: must be a string containing"),
+        ({"dyndep": "no"}, "dyndep: expected true or false"),
+        ({"link_wrappers": {"match": "x"}}, "link_wrappers: expected a list of"),
+        ({"link_wrappers": [{"match": "x"}]}, "link_wrappers[0]: inner_after: expected a non-empty string"),
+        ({"link_wrappers": [{"match": "x", "inner_after": "--", "y": 1}]}, "link_wrappers[0]: unknown key(s) y"),
         ([1, 2], "expected a mapping"),
     ],
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gn_thinlto.plan.config import Config
+from gn_thinlto.plan.config import Config, LinkWrapper
 from gn_thinlto.plan.links import GnGraph
 from gn_thinlto.gn.project import parse_project
 from gn_thinlto.gn.ninja_text import parse
@@ -35,12 +35,16 @@ rule link_lto_in_rsp
   command = /llvm/bin/clang++ ${ldflags} -o ${out} @${out}.rsp
   rspfile = ${out}.rsp
   rspfile_content = -flto=thin ${in}
+rule link_rust_wrapped
+  command = python3 ../build/link.py --output=${out} -- /llvm/bin/clang++ ${ldflags} -o ${out} ${in} libstd.rlib
+rule link_custom_wrapper
+  command = sh ../build/link.sh --with /llvm/bin/clang++ ${ldflags} -o ${out} ${in}
 rule link_lazy
   command = /llvm/bin/clang++ ${ldflags} -o ${out} -Wl,--start-lib ${in} -Wl,--end-lib
 """
 
 
-def _plan(target_ninja: str, ldflags: str = "-fuse-ld=lld -flto=thin") -> list[str]:
+def _plan(target_ninja: str, ldflags: str = "-fuse-ld=lld -flto=thin", config: Config | None = None) -> list[str]:
     project = parse_project({
         "build_settings": {"build_dir": "/OUT/", "root_path": "/SRC", "default_toolchain": "//tc:tc"},
         "targets": {"//x:x": {"type": "executable", "toolchain": "//tc:tc", "outputs": ["/OUT/x"],
@@ -48,7 +52,7 @@ def _plan(target_ninja: str, ldflags: str = "-fuse-ld=lld -flto=thin") -> list[s
     })
     files = {"toolchain.ninja": parse(TOOLCHAIN)}
     files["obj/x/x.ninja"] = parse(target_ninja.replace("LDFLAGS", ldflags), files["toolchain.ninja"].variables)
-    plan = plan_graph(GnGraph(project, files), Config(), "/py")
+    plan = plan_graph(GnGraph(project, files), config or Config(), "/py")
     assert not plan.targets or not plan.refusals
     return [r.reason for r in plan.refusals]
 
@@ -80,6 +84,8 @@ def test_a_plain_thinlto_link_is_planned() -> None:
         (OK.replace(": link ", ": link_inputs_to_wrapper "),
          "the link's inputs are not arguments of its clang link command"),
         (OK.replace(": link ", ": link_lazy "), "link command already uses --start-lib"),
+        (OK.replace(": link ", ": link_rust_wrapped "),
+         "the link wrapper rewrites its link command ('libstd.rlib'); the thin link cannot run it alone"),
         (OK.replace("cflags = -O2 -flto=thin", "cflags = -O2"), "no ThinLTO bitcode among the link inputs"),
     ],
 )
@@ -89,6 +95,15 @@ def test_refusals(ninja: str, reason: str) -> None:
 
 def test_inline_inputs_are_planned() -> None:
     assert _plan(OK.replace(": link ", ": link_norsp ")) == []
+
+
+def test_link_wrappers_config_names_the_inner_command() -> None:
+    ninja = OK.replace(": link ", ": link_custom_wrapper ")
+    assert _plan(ninja) == []  # found by its clang token
+    wrappers = (LinkWrapper("*/link.sh", "--with"),)
+    assert _plan(ninja, config=Config(link_wrappers=wrappers)) == []
+    assert _plan(ninja, config=Config(link_wrappers=(LinkWrapper("*/link.sh", "--inner"),))) == [
+        "link command matches link_wrappers '*/link.sh' but has no '--inner' after it"]
 
 
 def test_flto_thin_only_in_the_rsp_content_is_thinlto() -> None:
