@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,17 @@ def unstripped(out: Path, name: str) -> Path:
         if (out / sub / name).is_file():
             return out / sub / name
     return out / name
+
+
+def code_modulo_plt(binary: Path) -> str:
+    """BINARY's disassembly without addresses, with calls into the PLT named by symbol alone and the .plt
+    section left out: the code, independent of the order of the PLT's slots (which follows the order in
+    which lld first saw each symbol)."""
+    text = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", "--no-addresses", str(binary)],
+                          capture_output=True, text=True, check=True).stdout
+    sections = re.split(r"^(?=Disassembly of section )", text, flags=re.MULTILINE)[1:]
+    code = "".join(s for s in sections if not s.startswith("Disassembly of section .plt"))
+    return re.sub(r"0x[0-9a-f]+ <([^>]*@plt)>", r"<\1>", code)
 
 
 def section_table(binary: Path) -> list[tuple[str, str]]:
