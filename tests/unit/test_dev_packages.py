@@ -34,3 +34,12 @@ def test_nothing_outside_dev_installs_packages() -> None:
     this = Path(__file__).relative_to(REPO).as_posix()
     installers = [p for p in tracked if p.endswith(".py") and p != this and '"apt-get"' in (REPO / p).read_text()]
     assert installers == []
+
+
+def test_the_venv_has_what_the_benchmarks_import() -> None:
+    """./dev installs the test and bench extras (the report draws its plots with matplotlib)."""
+    import importlib.util
+
+    text = (REPO / "dev").read_text()
+    assert "extras=test,bench" in text and 'pip install -e ".[$extras]"' in text
+    assert importlib.util.find_spec("matplotlib") is not None
