@@ -42,9 +42,9 @@ def write_workspace(ws: Workspace, root: Path) -> Path:
 
 
 def copy_tree(src: Path, dst: Path) -> None:
-    """Copy SRC over DST, leaving unchanged files (and their mtimes) alone."""
+    """Copy SRC over DST, leaving unchanged files (and their mtimes) alone; Python caches are not sources."""
     for path in sorted(src.rglob("*")):
-        if path.is_file():
+        if path.is_file() and "__pycache__" not in path.parts:
             write_if_changed(dst / path.relative_to(src), path.read_text())
 
 

@@ -162,3 +162,9 @@ def test_imported_body_change_runs_only_changed_backends(built: Build) -> None:
     assert own and any("calc/" in p for p in r.changed_index)
     assert r.backends <= own | importers, sorted(r.backends - own - importers)
     assert "no work to do" in built.ninja("-n")
+
+
+def test_the_build_writes_nothing_into_the_source_tree(built: Build) -> None:
+    """The link wrappers import a module of their own: no __pycache__ may appear among the sources (the
+    benchmarks copy //build as text)."""
+    assert not list(built.root.rglob("__pycache__"))

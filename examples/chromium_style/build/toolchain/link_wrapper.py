@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wrapper_common import run_link, strip_to
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree when the link imports wrapper_common
+from wrapper_common import run_link, strip_to  # noqa: E402
 
 
 def main() -> int:

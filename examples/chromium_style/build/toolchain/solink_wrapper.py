@@ -16,7 +16,8 @@ import argparse
 import subprocess
 import sys
 
-from wrapper_common import run_link, strip_to
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree when the link imports wrapper_common
+from wrapper_common import run_link, strip_to  # noqa: E402
 
 
 def table_of_contents(readelf: str, nm: str, sofile: str) -> str:
