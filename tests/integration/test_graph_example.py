@@ -29,6 +29,7 @@ from .test_graph_support import (
 
 pytestmark = pytest.mark.slow
 PROBE_OBJ = "obj/base/libbase.inline_probe.o"
+DATA_SECTIONS = {".rodata", ".data.rel.ro", ".data", ".eh_frame", ".init_array", ".gcc_except_table", ".got"}
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,9 @@ def test_wrapper_products_equal_in_process(built: Build, reference: Build) -> No
         assert defined_functions(ours) == set(), f"{output} is stripped"
         assert section_table(ours) == section_table(theirs), output
         assert dynamic_symbols(ours) == dynamic_symbols(theirs), output
+        sections = {name for name, _ in section_table(theirs)}
+        for name in sorted(DATA_SECTIONS & sections):  # data byte for byte; symbol tables differ in order only
+            assert section_bytes(ours, name) == section_bytes(theirs, name), (output, name)
         identical += [output] if ours.read_bytes() == theirs.read_bytes() else []
     print(f"\nstripped binaries byte-identical to in-process: {len(identical)}/{len(_links(built))}")
 
