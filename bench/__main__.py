@@ -12,6 +12,7 @@ BENCHMARKS = {
     "builds": "bench.builds_bench",
     "sharing": "bench.sharing_bench",
     "remote": "bench.remote_bench",
+    "cache": "bench.cache_bench",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

@@ -158,12 +158,37 @@ def goals_block(data: dict[str, Data | None]) -> str:
         else:
             _goal(rows, f"{r['case']} edit: wall (c) / (b)", r["subject"], r["c_vs_b_wall"], 1.0, True)
             _goal(rows, f"{r['case']} edit: speed-up (a) / (c)", r["subject"], r["a_vs_c_speedup"], 3.0, False)
+    cache = data.get("cache")
+    if cache:
+        _goal(rows, "backend cache hit: verified / unverified", "example", cache["hits"]["verified_vs_unverified"],
+              1.1, True)
+        _goal(rows, "backend cache prune time, s", f"{cache['prune']['entries']} entries",
+              cache["prune"]["trim_tenth_s"], 1.0, True)
+        _goal(rows, "shared cache: compiler runs / distinct backends", "two example builds",
+              cache["shared"]["runs_vs_distinct"], 1.0, True)
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
+
+
+def cache_block(d: Data) -> str:
+    h, p, s = d["hits"], d["prune"], d["shared"]
+    return "\n\n".join([
+        _run_line(d),
+        render(["entries", "mean object bytes", "verified hit µs", "unverified µs", "verified / unverified",
+                "whole step hit ms", "verification / step hit"],
+               [[h["entries"], h["mean_object_bytes"], h["verified_us"], h["unverified_us"],
+                 h["verified_vs_unverified"], h["step_hit_ms"], h["verification_share_of_step_hit"]]], markdown=True),
+        render(["entries", "prune, nothing to remove, s", "prune, least recently used tenth, s", "removed"],
+               [[p["entries"], p["scan_only_s"], p["trim_tenth_s"], p["entries_removed"]]], markdown=True),
+        render(["compiler runs", "distinct backends", "runs / distinct", "backend steps", "wall s"],
+               [[s["compiler_runs"], s["distinct_backends"], s["runs_vs_distinct"], s["backend_steps"], s["wall_s"]]],
+               markdown=True),
+        "Checks: " + "; ".join(s["checks"]) + ".",
+    ])
 
 
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
-    "builds-chromium": builds_block,
+    "builds-chromium": builds_block, "cache": cache_block,
 }
 
 

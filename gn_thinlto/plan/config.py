@@ -12,7 +12,9 @@ Example (every key optional):
       remove: ["-fdata-sections"]
     thin_link_pool_depth: 2       # ninja pool depth for thin links (0: no pool)
     minimized_bitcode: false
-    cache_dir: gn-thinlto/cache   # relative to the build dir, or absolute
+    cache_dir: gn-thinlto/cache   # relative to the build dir, or absolute (several build dirs may share it)
+    cache_policy: "cache_size=10%:cache_size_bytes=40g"   # lld's --thinlto-cache-policy syntax; default: the
+                                  # links' own --thinlto-cache-policy, else LLVM's defaults
     backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
@@ -35,6 +37,7 @@ from typing import Any
 import yaml
 
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
 
@@ -69,6 +72,7 @@ class Config:
     minimized_bitcode: bool = False
     cache_dir: str = "gn-thinlto/cache"
     backend_cache: bool = True
+    cache_policy: str = ""  # lld's policy syntax; "" takes the links' --thinlto-cache-policy
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
     dyndep: bool = True  # False: the final link depends on every backend output, no dyndep file
     link_wrappers: tuple[LinkWrapper, ...] = ()
@@ -90,7 +94,7 @@ def label_matches(pattern: str, label: str) -> bool:
 
 _KEYS = {
     "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
-    "backend_cache", "remote", "dyndep", "link_wrappers",
+    "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy",
 }
 
 
@@ -152,6 +156,13 @@ def parse_config(data: Any, source: str) -> Config:
     if not isinstance(backend_cache, bool):
         raise GnThinltoError(f"{source}: backend_cache: expected true or false, got {backend_cache!r}")
     remote = _check_keys(top.get("remote", {}), None, f"{source}: remote")
+    cache_policy = top.get("cache_policy", "")
+    try:
+        parse_policy(cache_policy if isinstance(cache_policy, str) else "")
+    except PolicyError as e:
+        raise GnThinltoError(f"{source}: cache_policy: {e}") from None
+    if not isinstance(cache_policy, str):
+        raise GnThinltoError(f"{source}: cache_policy: expected a string in lld's policy syntax, got {cache_policy!r}")
     dyndep = top.get("dyndep", True)
     if not isinstance(dyndep, bool):
         raise GnThinltoError(f"{source}: dyndep: expected true or false, got {dyndep!r}")
@@ -166,6 +177,7 @@ def parse_config(data: Any, source: str) -> Config:
         minimized_bitcode=minimized,
         cache_dir=cache_dir,
         backend_cache=backend_cache,
+        cache_policy=cache_policy,
         remote=tuple(sorted(remote.items())),
         dyndep=dyndep,
         link_wrappers=_link_wrappers(top.get("link_wrappers", []), f"{source}: link_wrappers"),

@@ -77,6 +77,7 @@ class LinkAnalysis:
     thin_link_drop: frozenset[str]
     split_lto_unit: bool
     split_dwarf: bool = False  # backends write .dwo files beside their objects (-gsplit-dwarf, split mode)
+    cache_policy: str = ""  # the link's --thinlto-cache-policy (lld's cache; the backend cache adopts it)
 
 
 def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
@@ -145,6 +146,7 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
     opt_level = "2"
     mllvm: list[str] = []
     drop: set[str] = set()
+    cache_policy = ""
     largs = linker_args(argv)
     skip_next = False
     for n, (idx, arg) in enumerate(largs):
@@ -168,6 +170,8 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
             mllvm.append(routed.value)
         elif routed.kind is LinkerOption.DROP:
             drop.add(argv[idx])
+            if arg.lstrip("-").startswith("thinlto-cache-policy="):
+                cache_policy = arg.split("=", 1)[1]
         elif routed.kind is LinkerOption.CONFLICT:
             raise Refused(f"link already sets {arg!r} (a hand-made distributed link)")
     flags: list[str] = []
@@ -202,7 +206,7 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
     fission = split_dwarf_mode(argv)
     if fission:  # in-process, clang passes lld dwo_dir=OUTPUT_dwo; a backend writes its .dwo beside its object
         flags.append("-gsplit-dwarf" if fission == "split" else f"-gsplit-dwarf={fission}")
-    return LinkAnalysis(mode, tuple(flags), frozenset(drop), split, fission == "split")
+    return LinkAnalysis(mode, tuple(flags), frozenset(drop), split, fission == "split", cache_policy)
 
 
 def split_dwarf_mode(argv: Sequence[str]) -> str:

@@ -117,6 +117,7 @@ class TargetPlan:
     thin_link: ThinLink | None
     backends: tuple[Backend, ...]
     final_link: FinalLink
+    cache_policy: str = ""  # the link's own --thinlto-cache-policy, if any
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ class GraphPlan:
     shared_backends: tuple[Backend, ...] = field(default=())
     python: str = "python3"
     cache_dir: str = "gn-thinlto/cache"  # empty: no backend cache (config backend_cache: false)
+    cache_policy: str = ""  # the backend cache's limits, lld's policy syntax ("": LLVM's defaults)
     backend_log: str = "gn-thinlto/backend.log"
     thin_link_pool_depth: int = 2
     rules_file: str = "gn-thinlto/rules.ninja"

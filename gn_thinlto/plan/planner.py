@@ -26,6 +26,7 @@ from gn_thinlto.plan.model import (
     ThinLink,
     ThinLinkManifest,
 )
+from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
 from gn_thinlto.steps.split_dwarf import split_dwarf_file
 
 __all__ = ["GnGraph", "plan_graph", "plan_target", "selected_links", "target_directory"]
@@ -205,7 +206,8 @@ def plan_target(
     def target_plan(thin_link: ThinLink | None, backends: tuple[Backend, ...], final_link: FinalLink) -> TargetPlan:
         return TargetPlan(label=target.label, output=output, directory=f.tdir, ninja_file=f"{f.tdir}/build.ninja",
                           gn_ninja_file=link.file, gn_edge_lines=(link.edge.first_line, link.edge.last_line),
-                          thin_link=thin_link, backends=backends, final_link=final_link)
+                          thin_link=thin_link, backends=backends, final_link=final_link,
+                          cache_policy=f.analysis.cache_policy)
 
     if f.null_index:
         final = FinalLink(link.edge.outputs, (*non_bitcode, *(native_of[b] for b in f.bitcode)),
@@ -322,6 +324,21 @@ def mentions_thin_lto(target: GnTarget, graph: GnGraph, producers: Mapping[str, 
                for key in ("command", "rspfile_content"))
 
 
+def backend_cache_policy(config: Config, targets: Sequence[TargetPlan]) -> str:
+    """The config's cache_policy, else the first planned link's (by label) --thinlto-cache-policy: a project
+    that bounds lld's cache bounds ours alike. Raises GnThinltoError naming the flag when it does not parse."""
+    if config.cache_policy:
+        return config.cache_policy
+    for t in sorted(targets, key=lambda t: t.label):
+        if t.cache_policy:
+            try:
+                parse_policy(t.cache_policy)
+            except PolicyError as e:
+                raise GnThinltoError(f"{t.label}: -Wl,--thinlto-cache-policy={t.cache_policy}: {e}") from None
+            return t.cache_policy
+    return ""
+
+
 def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     """Plan every selected link target; refusals keep GN's edge and carry their reason."""
     producers = producers_of(graph)
@@ -355,7 +372,7 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     # come first: their thin link, backends and final link are the longest chain of an incremental build.
     targets.sort(key=lambda t: (-len(t.backends), t.label))
     return GraphPlan(
-        targets=tuple(targets), refusals=tuple(refusals),
+        targets=tuple(targets), refusals=tuple(refusals), cache_policy=backend_cache_policy(config, targets),
         not_thinlto=tuple(not_thin), excluded=tuple(excluded),
         shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
         cache_dir=config.cache_dir if config.backend_cache else "", thin_link_pool_depth=config.thin_link_pool_depth,

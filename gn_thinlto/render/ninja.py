@@ -65,6 +65,8 @@ def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = 
     """Every file gn-thinlto owns (ninja, and with remote backends their naive-input lists), by path in OUT."""
     ctx = _common(source)
     cache = ["--cache", plan.cache_dir] if plan.cache_dir else ["--no-cache"]
+    if plan.cache_dir and plan.cache_policy:
+        cache += ["--policy", plan.cache_policy]
     backend = [*step_command(plan.python, BACKEND_STEP, step_dir), *cache, "--log", plan.backend_log]
     files = {
         plan.rules_file: render(

@@ -24,13 +24,13 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 from collections.abc import Sequence
 
 from gn_thinlto.steps.backend_cache import (
-    BackendCache,
     BackendJob,
     CacheEvent,
     cache_key,
     content_key,
     record,
 )
+from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs, store_outputs
 from gn_thinlto.steps.fsutil import (
     make_parent,
     read_bytes,
@@ -40,18 +40,38 @@ from gn_thinlto.steps.fsutil import (
 )
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
-USAGE = "usage: backend.py --cache DIR|--no-cache --log LOG [--launcher] -- [LAUNCHER… --] CLANG …"
+USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--launcher] -- "
+         "[LAUNCHER… --] CLANG …")
 
 
-def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launcher: Sequence[str] = ()) -> int:
+def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
+    return {"o": output, "dwo": dwo} if job.dwo else {"o": output}
+
+
+def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launcher: Sequence[str] = (),
+        policy: str = "") -> int:
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
-    if cache.fetch_job(key, job):
+    if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
         record(log, CacheEvent.HIT, key, job.output)
         return 0
     make_parent(job.output)
-    if launcher:
-        return run_launched(job, key, content, cache, log, launcher)
+    with store.miss_lock(key) as served:  # a concurrent identical job (another build dir) compiles it once
+        if served and fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
+            record(log, CacheEvent.HIT, key, job.output)
+            return 0
+        if launcher:
+            rc = run_launched(job, key, content, store, log, launcher)
+        else:
+            rc = run_local(job, key, store, log)
+    if rc == 0 and store.root:
+        from gn_thinlto.steps.cache_prune import prune_if_due  # a miss, never a hit, pays for pruning
+
+        prune_if_due(store.root, policy)
+    return rc
+
+
+def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str]) -> int:
     import subprocess
 
     parent, name = os.path.split(job.output)
@@ -64,17 +84,17 @@ def run(job: BackendJob, cache: BackendCache, log: str | os.PathLike[str], launc
         remove_if_exists(tmp)
         remove_if_exists(tmp_dwo)
         return proc.returncode
+    outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
+    store_outputs(store, key, outputs, os.path.dirname(os.fspath(log)))
     if job.dwo:
-        cache.store(key, read_bytes(tmp_dwo), ".dwo")
         replace_if_changed(tmp_dwo, job.dwo)
-    cache.store(key, read_bytes(tmp))
     replace_if_changed(tmp, job.output)
     record(log, CacheEvent.MISS, key, job.output)
     return 0
 
 
 def run_launched(
-    job: BackendJob, key: str, content: str, cache: BackendCache, log: str | os.PathLike[str],
+    job: BackendJob, key: str, content: str, store: CacheStore, log: str | os.PathLike[str],
     launcher: Sequence[str],
 ) -> int:
     """A miss through the launcher (remote execution), run under paths named by the job's content key.
@@ -92,7 +112,7 @@ def run_launched(
     os.makedirs(stage, exist_ok=True)
     with open(os.path.join(stage, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if cache.fetch_job(key, job):
+        if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
             return 0
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
@@ -103,13 +123,10 @@ def run_launched(
             rc = subprocess.run([*launcher, *job.relocated(index, native), *job.split_dwarf_args(dwo)]).returncode
             if rc != 0:
                 return rc
-            if job.dwo:
-                dwo_data = read_bytes(dwo)
-                cache.store(key, dwo_data, ".dwo")
-                write_if_changed(job.dwo, dwo_data)
-            data = read_bytes(native)
-            cache.store(key, data)
-            write_if_changed(job.output, data)
+            outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
+            store_outputs(store, key, outputs, os.path.dirname(os.fspath(log)))
+            for kind, path in _dests(job, job.output, job.dwo).items():
+                write_if_changed(path, outputs[kind])
         finally:
             for path in (index, native, dwo):
                 remove_if_exists(path)
@@ -117,8 +134,9 @@ def run_launched(
     return 0
 
 
-def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str]]:
-    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command); ValueError on bad usage.
+def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str]:
+    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command, cache policy);
+    ValueError on bad usage.
 
     Hand-parsed: the arguments come from our own ninja rule, and argparse's import costs more than a hit.
     """
@@ -131,7 +149,7 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str]]:
             launched = True
         elif flag == "--no-cache":
             opts["--cache"] = ""
-        elif flag in ("--cache", "--log") and rest:
+        elif flag in ("--cache", "--log", "--policy") and rest:
             opts[flag] = rest.pop(0)
         else:
             raise ValueError(f"unexpected argument {flag!r}")
@@ -144,18 +162,18 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str]]:
             raise ValueError("--launcher given but the launcher has no closing `--`")
         split = command.index("--") + 1
         launcher, command = command[:split], command[split:]
-    return opts["--cache"], opts["--log"], launcher, command
+    return opts["--cache"], opts["--log"], launcher, command, opts.get("--policy", "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        cache, log, launcher, command = parse_args(sys.argv[1:] if argv is None else argv)
+        cache, log, launcher, command, policy = parse_args(sys.argv[1:] if argv is None else argv)
     except ValueError as e:
         print(f"gn-thinlto: error: backend: {e}\n{USAGE}", file=sys.stderr)
         return 2
     try:
         job = BackendJob.parse(command)
-        return run(job, BackendCache(cache), log, launcher)
+        return run(job, CacheStore(cache), log, launcher, policy)
     except (ValueError, OSError) as e:
         print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""Content-addressed local cache for ThinLTO backend outputs, with a hit/miss log in the build dir.
+"""Backend jobs and their cache keys, and the hit/miss log in the build dir (the store: cache_store).
 
 The key covers everything the native object depends on: the compiler's identity, the backend flags, the
 bitcode's content and the index's content (which names every module the backend imports from together with
@@ -14,7 +14,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from gn_thinlto.steps.fsutil import file_sha256, make_parent, read_bytes, write_if_changed
+from gn_thinlto.steps.fsutil import file_sha256, make_parent
 from gn_thinlto.steps.split_dwarf import split_dwarf_file
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
@@ -25,6 +25,7 @@ class CacheEvent:
 
     HIT = "hit"
     MISS = "miss"
+    BAD = "bad"  # an entry failed verification (removed; the job then compiles and logs a miss)
 
 
 class BackendJob:
@@ -114,42 +115,6 @@ def content_key(job: BackendJob) -> str:
 def cache_key(job: BackendJob, content: str | None = None) -> str:
     """The local cache key: the content key (CONTENT, when already computed) and this machine's compiler binary."""
     return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])
-
-
-class BackendCache:
-    """The cache directory: one native object per key, under a two-character fan-out directory.
-
-    With an empty root the cache is off (config `backend_cache: false`): nothing is found or stored.
-    """
-
-    __slots__ = ("root",)
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = os.fspath(root)
-
-    def path(self, key: str, ext: str = ".o") -> str:
-        return os.path.join(self.root, key[:2], f"{key}{ext}")
-
-    def fetch(self, key: str, dest: str | os.PathLike[str], ext: str = ".o") -> bool:
-        """Copy the cached file to DEST (keeping DEST's mtime if equal); False when not cached."""
-        if not self.root:
-            return False
-        try:
-            data = read_bytes(self.path(key, ext))
-        except FileNotFoundError:
-            return False
-        write_if_changed(dest, data)
-        return True
-
-    def fetch_job(self, key: str, job: BackendJob) -> bool:
-        """Copy the job's cached outputs (object, and .dwo under split DWARF) into place; False when not cached."""
-        if job.dwo and not os.path.isfile(self.path(key, ".dwo")):
-            return False
-        return self.fetch(key, job.output) and (not job.dwo or self.fetch(key, job.dwo, ".dwo"))
-
-    def store(self, key: str, data: bytes, ext: str = ".o") -> None:
-        if self.root:
-            write_if_changed(self.path(key, ext), data)
 
 
 def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:

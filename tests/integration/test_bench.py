@@ -67,6 +67,15 @@ def test_remote_smallest(tmp_path: Path) -> None:
     assert data["ratios"][0]["d2_cache_hit_rate"] is not None
 
 
+def test_cache_smallest(tmp_path: Path) -> None:
+    data = bench("cache", "--subject", "tiny", "--entries", "500", "--repeat", "3", results=tmp_path)
+    assert data["hits"]["entries"] > 0 and data["hits"]["verified_vs_unverified"] > 0
+    assert data["prune"]["entries"] == 500 and data["prune"]["entries_removed"] == 50
+    shared = data["shared"]
+    assert shared["distinct_backends"] > 0 and shared["compiler_runs"] >= shared["distinct_backends"]
+    assert all("self-checks OK" in c for c in shared["checks"])
+
+
 def test_ninja_code_base_generates(tmp_path: Path) -> None:
     """The pinned sdist is fetched and checked, and the GN files for ninja's sources generate a full graph."""
     sys.path.insert(0, str(REPO))

@@ -47,6 +47,8 @@ def test_full_config(tmp_path: Path) -> None:
         ({"backend_cache": "off"}, "backend_cache: expected true or false"),
         ({"target_dir": "fixed"}, "target_dir: must be a string containing"),
         ({"dyndep": "no"}, "dyndep: expected true or false"),
+        ({"cache_policy": "cache_size=200%"}, "cache_policy: cache_size='200%': expected a percentage"),
+        ({"cache_policy": "prune_after=1y"}, "cache_policy: prune_after='1y': expected a duration"),
         ({"link_wrappers": {"match": "x"}}, "link_wrappers: expected a list of"),
         ({"link_wrappers": [{"match": "x"}]}, "link_wrappers[0]: inner_after: expected a non-empty string"),
         ({"link_wrappers": [{"match": "x", "inner_after": "--", "y": 1}]}, "link_wrappers[0]: unknown key(s) y"),

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.steps.backend import parse_args, run
-from gn_thinlto.steps.backend_cache import BackendCache, BackendJob, cache_key, content_key, read_stats
+from gn_thinlto.steps.backend_cache import BackendJob, cache_key, content_key, read_stats
+from gn_thinlto.steps.cache_store import CacheStore
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def _job(compiler: Path, tmp: Path, target: str, bitcode: str = "a.o") -> Backen
 
 def test_identical_jobs_in_two_links_run_once(tmp_path: Path, compiler: Path) -> None:
     (tmp_path / "a.o").write_bytes(b"BITCODE")
-    cache, log = BackendCache(tmp_path / "cache"), tmp_path / "backend.log"
+    cache, log = CacheStore(tmp_path / "cache"), tmp_path / "backend.log"
     one, two = _job(compiler, tmp_path, "app"), _job(compiler, tmp_path, "tool")
     assert cache_key(one) == cache_key(two)  # paths are not part of the key
     assert run(one, cache, log) == 0 and run(two, cache, log) == 0
@@ -59,7 +60,7 @@ def test_key_covers_bitcode_index_and_flags(tmp_path: Path, compiler: Path) -> N
 
 def test_unchanged_output_keeps_its_mtime(tmp_path: Path, compiler: Path) -> None:
     (tmp_path / "a.o").write_bytes(b"BITCODE")
-    cache, log = BackendCache(tmp_path / "cache"), tmp_path / "backend.log"
+    cache, log = CacheStore(tmp_path / "cache"), tmp_path / "backend.log"
     job = _job(compiler, tmp_path, "app")
     run(job, cache, log)
     out = Path(job.output)
@@ -84,7 +85,7 @@ def test_launched_jobs_run_once_under_a_path_named_by_their_content(
     launcher.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/launched\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n')
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "a.o").write_bytes(b"BITCODE")
-    cache, log = BackendCache(tmp_path / "cache"), tmp_path / "backend.log"
+    cache, log = CacheStore(tmp_path / "cache"), tmp_path / "backend.log"
     one, two = _job(compiler, tmp_path, "app"), _job(compiler, tmp_path, "tool")
     assert content_key(one) == content_key(two)
     for job in (one, two):
@@ -100,7 +101,7 @@ def test_launched_jobs_run_once_under_a_path_named_by_their_content(
 def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler: Path) -> None:
     """`backend_cache: false` (sharing off): identical jobs of two links both compile; outputs still restat."""
     (tmp_path / "a.o").write_bytes(b"BITCODE")
-    cache, log = BackendCache(""), tmp_path / "backend.log"
+    cache, log = CacheStore(""), tmp_path / "backend.log"
     one, two = _job(compiler, tmp_path, "app"), _job(compiler, tmp_path, "tool")
     assert run(one, cache, log) == 0 and run(two, cache, log) == 0
     os.utime(two.output, (1, 1))
@@ -111,9 +112,9 @@ def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler:
 
 
 def test_backend_command_line(tmp_path: Path) -> None:
-    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == ("", "l", [], ["clang", "-c"])
-    assert parse_args(["--cache", "c", "--log", "l", "--launcher", "--", "w", "--", "clang"]) == (
-        "c", "l", ["w", "--"], ["clang"])
+    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == ("", "l", [], ["clang", "-c"], "")
+    assert parse_args(["--cache", "c", "--log", "l", "--policy", "cache_size=1%", "--launcher", "--", "w", "--",
+                       "clang"]) == ("c", "l", ["w", "--"], ["clang"], "cache_size=1%")
     for bad in (["--log", "l", "--", "clang"], ["--cache", "c", "--log", "l", "--launcher", "--", "clang"],
                 ["--frob", "--", "x"]):
         with pytest.raises(ValueError):

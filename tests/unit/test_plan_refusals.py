@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.plan.config import Config, LinkWrapper
 from gn_thinlto.plan.links import GnGraph
 from gn_thinlto.gn.project import parse_project
@@ -111,6 +112,23 @@ def test_flto_thin_only_in_the_rsp_content_is_thinlto() -> None:
     assert _plan(ninja, "-fuse-ld=lld") == []
     assert _plan(ninja.replace("cflags = -O2 -flto=thin", "cflags = -O2"), "-fuse-ld=lld") == [
         "no ThinLTO bitcode among the link inputs"]
+
+
+def test_the_links_cache_policy_bounds_the_backend_cache() -> None:
+    project = parse_project({
+        "build_settings": {"build_dir": "/OUT/", "root_path": "/SRC", "default_toolchain": "//tc:tc"},
+        "targets": {"//x:x": {"type": "executable", "toolchain": "//tc:tc", "outputs": ["/OUT/x"], "ldflags": []}},
+    })
+
+    def plan(policy: str) -> str:
+        files = {"toolchain.ninja": parse(TOOLCHAIN)}
+        ldflags = f"-fuse-ld=lld -flto=thin -Wl,--thinlto-cache-policy={policy}"
+        files["obj/x/x.ninja"] = parse(OK.replace("LDFLAGS", ldflags), files["toolchain.ninja"].variables)
+        return plan_graph(GnGraph(project, files), Config(), "/py").cache_policy
+
+    assert plan("cache_size=10%:cache_size_files=100") == "cache_size=10%:cache_size_files=100"
+    with pytest.raises(GnThinltoError, match=r"^//x:x: -Wl,--thinlto-cache-policy=foo=1: unknown key 'foo'"):
+        plan("foo=1")
 
 
 def test_unknown_lto_flag_is_refused() -> None:
