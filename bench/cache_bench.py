@@ -38,7 +38,7 @@ def unverified_fetch(store: CacheStore, key: str, dest: str) -> bool:
     entry = store.read_entry(key)
     if entry is None:
         return False
-    write_if_changed(dest, read_bytes(store.blob_path(entry["o"][0])))
+    write_if_changed(dest, read_bytes(store.blob_path(*entry["o"])))
     return True
 
 

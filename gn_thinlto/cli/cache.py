@@ -19,7 +19,7 @@ from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.render.ninja import BACKEND_STEP
 from gn_thinlto.steps.backend_cache import read_stats
 from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
-from gn_thinlto.steps.cache_prune import prune
+from gn_thinlto.steps.cache_prune import STALE_TMP_S, prune
 from gn_thinlto.steps.cache_store import AC_DIR, CAS_DIR, CacheStore, Corrupt, Dangling
 
 RULES_FILE = f"{STATE_DIR}/rules.ninja"
@@ -90,21 +90,32 @@ def stats(t: Target) -> list[str]:
 
 
 def verify(t: Target) -> list[str]:
+    """Re-hash every entry's blobs (bad entries are removed), then remove blobs no entry names and temporary
+    files left by killed writers."""
     store = CacheStore(t.cache)
     good = bad = dangling = 0
+    named: set[str] = set()
     for path in sorted((t.cache / AC_DIR).glob("*/*")) if (t.cache / AC_DIR).is_dir() else []:
         if path.name.startswith("."):
             continue
         try:
-            entry = store.read_entry(path.name)
-            store.read_verified(path.name, tuple(entry or ()))
+            entry = store.read_entry(path.name) or {}
+            store.read_verified(path.name, tuple(entry))
+            named.update(Path(store.blob_path(d, s)).name for d, s in entry.values())
             good += 1
         except Dangling:
             dangling += 1
         except Corrupt as e:
             bad += 1
             print(f"bad entry {path.name[:12]}…: {e} (removed)")
-    return [f"cache {t.cache}: {good} entries verify, {bad} bad and {dangling} without their blob (removed)"]
+    unnamed = 0
+    for blob in (t.cache / CAS_DIR).glob("*/*") if (t.cache / CAS_DIR).is_dir() else []:
+        stale_tmp = blob.name.startswith(".") and time.time() - blob.stat().st_mtime > STALE_TMP_S
+        if stale_tmp or (not blob.name.startswith(".") and blob.name not in named):
+            blob.unlink(missing_ok=True)
+            unnamed += 1
+    return [f"cache {t.cache}: {good} entries verify, {bad} bad and {dangling} without their blob (removed); "
+            f"{unnamed} unnamed blobs or stale temporary files removed"]
 
 
 def trim(t: Target) -> list[str]:

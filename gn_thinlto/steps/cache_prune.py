@@ -30,6 +30,7 @@ class PruneResult:
 
 def _scan(top: str) -> list[tuple[float, int, str]]:
     """(mtime, size, path) of every file under TOP/XX/; temporary files older than STALE_TMP_S are removed."""
+    # (the content store's stale temporaries are swept by `gn-thinlto cache verify`)
     found = []
     now = time.time()
     try:
@@ -52,6 +53,23 @@ def _scan(top: str) -> list[tuple[float, int, str]]:
     return found
 
 
+def _blob_sizes(top: str) -> dict[str, int]:
+    """Every blob's name (DIGEST-SIZE) and size, from the directory listing alone (no stat per blob).
+    Blobs no entry names (a writer killed between the two) are not found here: `gn-thinlto cache verify`
+    removes them."""
+    sizes = {}
+    try:
+        fans = [f.path for f in os.scandir(top) if f.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return {}
+    for fan in fans:
+        for name in os.listdir(fan):
+            size = name.rpartition("-")[2]
+            if not name.startswith(".") and size.isdigit():
+                sizes[name] = int(size)
+    return sizes
+
+
 def _size_limit(root: str, policy: CachePolicy, used: int) -> int:
     """The byte limit: the smaller of cache_size (% of the cache's own size plus the free space) and
     cache_size_bytes; 0 for none."""
@@ -70,8 +88,8 @@ def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResu
     store = CacheStore(root)
     result = PruneResult()
     entries = sorted(_scan(os.path.join(root, AC_DIR)))  # oldest use first
-    blobs = {os.path.basename(p): (m, s) for m, s, p in _scan(os.path.join(root, CAS_DIR))}
-    used_bytes = sum(s for _, s in blobs.values()) + sum(s for _, s, _ in entries)
+    blobs = _blob_sizes(os.path.join(root, CAS_DIR))
+    used_bytes = sum(blobs.values()) + sum(s for _, s, _ in entries)
     files = len(blobs) + len(entries)
     limit = _size_limit(root, policy, used_bytes)
     for mtime, size, path in entries:
@@ -80,27 +98,22 @@ def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResu
         too_many = policy.max_files and files > policy.max_files
         if not (expired or too_big or too_many):
             break  # entries are in LRU order: every later one is newer and the limits hold
-        digests = []
+        named = []
         try:
             with open(path) as f:
-                digests = [line.split(" ")[1] for line in f.read().split("\n")[1:] if line.count(" ") == 2]
-        except (OSError, IndexError):
+                named = [line.split(" ")[1:] for line in f.read().split("\n")[1:] if line.count(" ") == 2]
+        except OSError:
             pass
         remove_if_exists(path)
         used_bytes, files = used_bytes - size, files - 1
         result.entries_removed += 1
-        for d in digests:
-            if d in blobs:
-                remove_if_exists(store.blob_path(d))
-                used_bytes, files = used_bytes - blobs[d][1], files - 1
+        for digest, blob_size in named:
+            blob = f"{digest}-{blob_size}"
+            if blob in blobs:
+                remove_if_exists(store.blob_path(digest, int(blob_size)))
+                used_bytes, files = used_bytes - blobs[blob], files - 1
                 result.blobs_removed += 1
-                result.bytes_removed += blobs.pop(d)[1]
-    for digest, (mtime, size) in blobs.items():  # blobs no entry names (a writer died between the two)
-        if policy.expiration_s and now - mtime > policy.expiration_s:
-            remove_if_exists(store.blob_path(digest))
-            used_bytes -= size
-            result.blobs_removed += 1
-            result.bytes_removed += size
+                result.bytes_removed += blobs.pop(blob)
     result.entries_kept = len(entries) - result.entries_removed
     result.bytes_kept = used_bytes
     return result

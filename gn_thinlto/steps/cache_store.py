@@ -2,11 +2,11 @@
 
 Laid out as a REAPI cache is split: `ac/KK/KEY` (the action cache) is a small entry naming, for each output
 of a job (its object, and its .dwo under split DWARF), the SHA-256 and size of the content, which lives in
-`cas/DD/DIGEST` (the content store). Both are written under a temporary name and renamed into place, blobs
+`cas/DD/DIGEST-SIZE` (the content store). Both are written under a temporary name and renamed into place, blobs
 before the entry, so a reader in another ninja process (another build directory, another user) sees a whole
 file or none, without a lock. A hit re-hashes every byte it serves: content that does not match its entry
 is a miss (the entry is removed and one warning names it). A hit refreshes the use time (mtime) of the
-entry and its blobs; pruning (cache_prune) removes the least recently used first.
+entry; pruning (cache_prune) removes the least recently used entries, with their blobs, first.
 
 Standard library only (the backend step imports it once per backend edge).
 """
@@ -98,8 +98,9 @@ class CacheStore:
     def entry_path(self, key: str) -> str:
         return os.path.join(self.root, AC_DIR, key[:2], key)
 
-    def blob_path(self, digest: str) -> str:
-        return os.path.join(self.root, CAS_DIR, digest[:2], digest)
+    def blob_path(self, digest: str, size: int) -> str:
+        """DIGEST-SIZE: the size in the name lets pruning total the bytes from a directory listing alone."""
+        return os.path.join(self.root, CAS_DIR, digest[:2], f"{digest}-{size}")
 
     def read_entry(self, key: str) -> dict[str, tuple[str, int]] | None:
         """The entry of KEY: output kind ("o", "dwo") -> (sha256, size); None when there is none.
@@ -136,7 +137,7 @@ class CacheStore:
                     raise Corrupt(f"entry has no {kind!r} output")
                 digest, size = entry[kind]
                 try:
-                    data = read_bytes(self.blob_path(digest))
+                    data = read_bytes(self.blob_path(digest, size))
                 except FileNotFoundError:
                     raise Dangling(kind) from None
                 if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
@@ -145,16 +146,11 @@ class CacheStore:
         except (Corrupt, Dangling):
             remove_if_exists(self.entry_path(key))
             raise
-        self.touch(key, [entry[k][0] for k in kinds])
+        try:  # the entry's mtime is its last use: pruning removes the least recently used first
+            os.utime(self.entry_path(key))
+        except OSError:
+            pass  # a read-only cache still serves
         return out
-
-    def touch(self, key: str, digests: list[str]) -> None:
-        """Mark KEY and its blobs as just used (LRU pruning); best effort, a read-only cache still serves."""
-        for path in (self.entry_path(key), *map(self.blob_path, digests)):
-            try:
-                os.utime(path)
-            except OSError:
-                pass
 
     def miss_lock(self, key: str) -> _MissLock:
         """A context that holds KEY's lock while a miss compiles, so that a concurrent job with the same key in
@@ -171,7 +167,7 @@ class CacheStore:
         lines = [ENTRY_VERSION]
         for kind, data in outputs.items():
             digest = hashlib.sha256(data).hexdigest()
-            _write_atomic(self.blob_path(digest), data)  # even when present: a damaged copy must not stay
+            _write_atomic(self.blob_path(digest, len(data)), data)  # even when present: a damaged copy must go
             lines.append(f"{kind} {digest} {len(data)}")
         _write_atomic(self.entry_path(key), ("\n".join(lines) + "\n").encode())
 
