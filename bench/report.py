@@ -160,8 +160,10 @@ def goals_block(data: dict[str, Data | None]) -> str:
             _goal(rows, f"{r['case']} edit: speed-up (a) / (c)", r["subject"], r["a_vs_c_speedup"], 3.0, False)
     cache = data.get("cache")
     if cache:
-        _goal(rows, "backend cache hit: verified / unverified", "example", cache["hits"]["verified_vs_unverified"],
-              1.1, True)
+        _goal(rows, "backend cache hit (the step ninja runs): verified / unverified", "example",
+              _step_hit_ratio(cache["hits"]), 1.1, True)
+        _goal(rows, "backend cache fetch alone: verified / unverified", "example",
+              cache["hits"]["verified_vs_unverified"], 1.1, True)
         _goal(rows, "backend cache prune time, s", f"{cache['prune']['entries']} entries",
               cache["prune"]["trim_tenth_s"], 1.0, True)
         _goal(rows, "shared cache: compiler runs / distinct backends", "two example builds",
@@ -169,14 +171,21 @@ def goals_block(data: dict[str, Data | None]) -> str:
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
 
 
+def _step_hit_ratio(h: dict[str, Any]) -> float | None:
+    """A whole backend step's hit with verification over the same hit without it (the step minus what
+    verification adds to the fetch)."""
+    step_us = h["step_hit_ms"] * 1000
+    return ratio(step_us, step_us - (h["verified_us"] - h["unverified_us"]))
+
+
 def cache_block(d: Data) -> str:
     h, p, s = d["hits"], d["prune"], d["shared"]
     return "\n\n".join([
         _run_line(d),
-        render(["entries", "mean object bytes", "verified hit µs", "unverified µs", "verified / unverified",
-                "whole step hit ms", "verification / step hit"],
+        render(["entries", "mean object bytes", "verified fetch µs", "unverified fetch µs", "fetch verified / unverified",
+                "whole step hit ms", "step hit verified / unverified"],
                [[h["entries"], h["mean_object_bytes"], h["verified_us"], h["unverified_us"],
-                 h["verified_vs_unverified"], h["step_hit_ms"], h["verification_share_of_step_hit"]]], markdown=True),
+                 h["verified_vs_unverified"], h["step_hit_ms"], _step_hit_ratio(h)]], markdown=True),
         render(["entries", "prune, nothing to remove, s", "prune, least recently used tenth, s", "removed"],
                [[p["entries"], p["scan_only_s"], p["trim_tenth_s"], p["entries_removed"]]], markdown=True),
         render(["compiler runs", "distinct backends", "runs / distinct", "backend steps", "wall s"],

@@ -74,12 +74,8 @@ class _MissLock:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError:
             return False  # a read-only or full cache: compile without waiting for anyone
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return False  # nobody held it: nothing new to look for
-        except BlockingIOError:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            return True
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return True  # look again: another holder may have stored between our miss and taking the lock
 
     def __exit__(self, *exc: object) -> None:
         if self.fd >= 0:
@@ -154,9 +150,9 @@ class CacheStore:
 
     def miss_lock(self, key: str) -> _MissLock:
         """A context that holds KEY's lock while a miss compiles, so that a concurrent job with the same key in
-        another process waits and is then served by the cache; it yields whether another holder may have
-        stored meanwhile (worth a second look). Locks are striped (LOCK_DIR/KEY[:3]); without a writable cache
-        it does not lock. Hits never take it."""
+        another process waits and is then served by the cache. It yields whether the cache is worth a second
+        look (a lock was taken: another holder may have stored between the miss and the lock). Locks are
+        striped (LOCK_DIR/KEY[:3]); without a writable cache it does not lock. Hits never take it."""
         return _MissLock(os.path.join(self.root, LOCK_DIR, key[:3]) if self.root else "")
 
     def store(self, key: str, outputs: dict[str, bytes]) -> None:
