@@ -99,9 +99,13 @@ def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResu
         if not (expired or too_big or too_many):
             break  # entries are in LRU order: every later one is newer and the limits hold
         named = []
-        try:
-            with open(path) as f:
-                named = [line.split(" ")[1:] for line in f.read().split("\n")[1:] if line.count(" ") == 2]
+        try:  # raw reads: this loop may read tens of thousands of entries
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                text = os.read(fd, 4096).decode(errors="replace")
+            finally:
+                os.close(fd)
+            named = [line.split(" ")[1:] for line in text.split("\n")[1:] if line.count(" ") == 2]
         except OSError:
             pass
         remove_if_exists(path)
