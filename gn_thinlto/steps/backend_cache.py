@@ -25,7 +25,6 @@ class CacheEvent:
 
     HIT = "hit"
     MISS = "miss"
-    BAD = "bad"  # an entry failed verification (removed; the job then compiles and logs a miss)
 
 
 class BackendJob:
