@@ -67,3 +67,31 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
     assert again["bytes_uploaded"] == 0
     assert _natives(fresh) == got
     print(f"remote build: {summary}\nfresh build: {again}")
+
+
+@pytest.mark.slow
+def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+    """[chromium] -gsplit-dwarf on the link line with remote backends: each remote action declares its .dwo as
+    an output, so the object and its .dwo come back, equal to a local build's, and the binary's skeleton
+    units name files that exist."""
+    cluster.ensure_server()
+    args = ["--args", "symbol_level=2 use_debug_fission=true"]
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    for out, endpoint in ((local, None), (remote, cluster.endpoint)):
+        remote_flag = ["--remote", endpoint] if endpoint else []
+        subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT), *args,
+                        *remote_flag], check=True, capture_output=True,
+                       env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
+        _ninja(out, salt + "-fission")
+    summary = stats.report(remote)
+    assert summary["runs"] > 100 and summary["remote_executions"] == summary["runs"], summary
+    dwo = {str(p.relative_to(remote)): p.read_bytes() for p in (remote / "gn-thinlto").glob("*/native/**/*.dwo")}
+    want = {str(p.relative_to(local)): p.read_bytes() for p in (local / "gn-thinlto").glob("*/native/**/*.dwo")}
+    assert len(dwo) > 100 and sorted(dwo) == sorted(want)
+    assert [name for name in want if dwo[name] != want[name]] == []
+    text = subprocess.run(["/usr/lib/llvm-19/bin/llvm-dwarfdump", "--debug-info", str(remote / "exe.unstripped/calc")],
+                          capture_output=True, text=True, check=True).stdout
+    names = [line.split('("')[1].rstrip('")') for line in text.splitlines() if "DW_AT_dwo_name" in line]
+    assert names and all((remote / n).is_file() for n in names)
+    proc = subprocess.run([str(remote / "calc")], cwd=remote, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("OK calc")
