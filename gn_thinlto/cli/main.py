@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gn_thinlto.cli import cache, example, explain, gen
+from gn_thinlto.cli import cache, example, explain, gen, trace
 from gn_thinlto.errors import GnThinltoError
 from goma_ext.cliapp import build_parser as _build_parser
 from goma_ext.cliapp import run_cli
@@ -17,7 +17,8 @@ from goma_ext.remote import report_cli
 def build_parser() -> argparse.ArgumentParser:
     return _build_parser(
         "gn-thinlto", __doc__,
-        [example.add_parser, gen.add_parser, explain.add_parser, cache.add_parser, report_cli.add_parser],
+        [example.add_parser, gen.add_parser, explain.add_parser, cache.add_parser, trace.add_parser,
+         report_cli.add_parser],
     )
 
 

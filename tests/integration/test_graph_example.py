@@ -172,3 +172,22 @@ def test_the_build_writes_nothing_into_the_source_tree(built: Build) -> None:
     """The link wrappers import a module of their own: no __pycache__ may appear among the sources (the
     benchmarks copy //build as text)."""
     assert not list(built.root.rglob("__pycache__"))
+
+
+def test_trace_of_the_build_names_every_phase(built: Build, tmp_path: Path) -> None:
+    """[trace] `gn-thinlto trace`: one slice per edge of the last build, by phase and binary, on slot tracks."""
+    from .test_graph_support import gn_thinlto
+
+    (built.out / "gn-thinlto/crc_tool/native/obj/tools/crc_tool/crc_tool.main.o").unlink()
+    built.ninja()  # the last build: that backend (a cache hit) and crc_tool's final link
+    proc = gn_thinlto("trace", str(built.out), "-o", str(tmp_path / "trace.json"))
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    by_phase = {e["cat"]: e for e in slices}
+    assert set(by_phase) == {"backend", "final link", "other"}, [e["name"] for e in slices]  # other: stamps
+    assert by_phase["backend"]["args"] == {
+        "outputs": ["gn-thinlto/crc_tool/native/obj/tools/crc_tool/crc_tool.main.o"], "binary": "crc_tool",
+        "cache": "hit"}
+    assert by_phase["final link"]["args"]["binary"] == "crc_tool"
+    assert "exe.unstripped/crc_tool" in by_phase["final link"]["args"]["outputs"]

@@ -1,0 +1,162 @@
+"""`gn-thinlto trace OUT [-o FILE]`: the last build of OUT as a Chrome trace-event JSON file (Perfetto UI,
+chrome://tracing), from ninja's .ninja_log and the backend step's log.
+
+One track per parallel slot (the lowest free one, as ninja's own slots would be); every edge is a slice
+named by its phase — compile, thin link, backend, final link, other — and, for ThinLTO phases, its binary;
+backend slices carry the backend cache's verdict (hit or miss) for that object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.hook import STATE_DIR
+
+BACKEND_LOG = f"{STATE_DIR}/backend.log"
+
+
+@dataclass(frozen=True)
+class LogEdge:
+    """One edge of a build as .ninja_log records it: start and end in ms since the build began."""
+
+    start_ms: int
+    end_ms: int
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Link:
+    """What the trace needs of one planned link: its binary, its directory and its final outputs."""
+
+    binary: str
+    directory: str
+    outputs: tuple[str, ...]
+
+
+def last_build(ninja_log: str) -> list[LogEdge]:
+    """The edges of the last build in a .ninja_log (v5+: start, end, mtime, output, hash per output). ninja
+    appends an entry when its edge finishes, with times since its own start, so a new build begins where an
+    entry ends before the previous one did; outputs of one edge share start, end and command hash."""
+    rows: list[tuple[int, int, str, str]] = []
+    for line in ninja_log.splitlines():
+        if line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) < 5:
+            continue
+        start, end = int(parts[0]), int(parts[1])
+        if rows and end < rows[-1][1]:
+            rows = []
+        rows.append((start, end, parts[3], parts[4]))
+    edges: dict[tuple[int, int, str], list[str]] = {}
+    for start, end, output, command_hash in rows:
+        edges.setdefault((start, end, command_hash), []).append(output)
+    return sorted((LogEdge(s, e, tuple(o)) for (s, e, _), o in edges.items()), key=lambda x: (x.start_ms, x.outputs))
+
+
+def phase_of(edge: LogEdge, links: Sequence[Link]) -> tuple[str, str]:
+    """(phase, binary) of an edge: compile, thin link, backend, final link or other."""
+    first = edge.outputs[0]
+    for link in links:
+        if first.startswith(f"{link.directory}/native/"):
+            return "backend", link.binary
+        if first.startswith(f"{link.directory}/"):
+            return "thin link", link.binary
+        if set(edge.outputs) & set(link.outputs):
+            return "final link", link.binary
+    if first.startswith(f"{STATE_DIR}/shared/"):
+        return "backend", "shared"
+    if first.endswith(".o") and first.startswith("obj/"):
+        return "compile", ""
+    return "other", ""
+
+
+def slots(edges: Sequence[LogEdge]) -> list[int]:
+    """The track of each edge (in order): the lowest slot free at its start."""
+    free: list[int] = []
+    busy: list[tuple[int, int]] = []  # (end, slot)
+    count = 0
+    out = []
+    for e in edges:
+        while busy and busy[0][0] <= e.start_ms:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        slot = heapq.heappop(free) if free else count
+        count = max(count, slot + 1)
+        heapq.heappush(busy, (e.end_ms, slot))
+        out.append(slot)
+    return out
+
+
+def trace_events(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str, str]) -> dict[str, Any]:
+    """The trace: one complete ("X") event per edge on its slot's track, and track names."""
+    events: list[dict[str, Any]] = []
+    track = slots(edges)
+    for edge, slot in zip(edges, track):
+        phase, binary = phase_of(edge, links)
+        args: dict[str, Any] = {"outputs": list(edge.outputs)}
+        if binary:
+            args["binary"] = binary
+        if phase == "backend":
+            args["cache"] = cache.get(edge.outputs[0], "unknown")
+        name = f"{phase} {binary}: {edge.outputs[0]}" if binary else f"{phase}: {edge.outputs[0]}"
+        events.append({"name": name, "cat": phase, "ph": "X", "ts": edge.start_ms * 1000,
+                       "dur": max(edge.end_ms - edge.start_ms, 0) * 1000, "pid": 1, "tid": slot, "args": args})
+    for slot in sorted(set(track)):
+        events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": slot, "args": {"name": f"slot {slot}"}})
+    events.append({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "ninja"}})
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def cache_verdicts(backend_log: str) -> dict[str, str]:
+    """The backend cache's last verdict (hit, miss) for each native object."""
+    verdicts = {}
+    for line in backend_log.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3:
+            verdicts[parts[2]] = parts[0]
+    return verdicts
+
+
+def read_links(out_dir: Path) -> list[Link]:
+    links = []
+    for manifest in sorted((out_dir / STATE_DIR).glob("**/thinlink.json")):
+        m = json.loads(manifest.read_text())
+        directory = str(manifest.parent.relative_to(out_dir))
+        final = m["final_output"].removeprefix("./")
+        links.append(Link(final, directory, (m["final_output"], final)))
+    return links
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("trace", help="the last build as a Chrome/Perfetto trace (JSON)")
+    p.add_argument("out", type=Path, help="build directory")
+    p.add_argument("-o", "--output", type=Path, help="trace file (default: OUT/gn-thinlto/trace.json)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    log = args.out / ".ninja_log"
+    if not log.is_file():
+        raise GnThinltoError(f"{log}: no such file; build {args.out} with ninja first")
+    edges = last_build(log.read_text())
+    if not edges:
+        raise GnThinltoError(f"{log}: no build recorded")
+    backend_log = args.out / BACKEND_LOG
+    cache = cache_verdicts(backend_log.read_text()) if backend_log.is_file() else {}
+    trace = trace_events(edges, read_links(args.out), cache)
+    output = args.output or args.out / STATE_DIR / "trace.json"
+    output.write_text(json.dumps(trace) + "\n")
+    phases: dict[str, int] = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X":
+            phases[e["cat"]] = phases.get(e["cat"], 0) + 1
+    summary = ", ".join(f"{n} {p}" for p, n in sorted(phases.items()))
+    print(f"trace of the last build ({len(edges)} edges: {summary}) written to {output}")
+    return 0

@@ -1,0 +1,48 @@
+"""[trace] The last build of a .ninja_log as trace events: builds split, edges grouped, phases, slots."""
+
+from __future__ import annotations
+
+from gn_thinlto.cli.trace import LogEdge, Link, cache_verdicts, last_build, phase_of, slots, trace_events
+
+LOG = """# ninja log v5
+0\t100\t1\tobj/old.o\taaaa
+5\t50\t1\tobj/a.o\t1111
+5\t60\t1\tobj/b.o\t2222
+60\t80\t1\tgn-thinlto/app/used.txt\t3333
+60\t80\t1\tgn-thinlto/app/final.rsp\t3333
+80\t90\t1\tgn-thinlto/app/native/obj/a.o\t4444
+80\t95\t1\tgn-thinlto/app/native/obj/b.o\t5555
+95\t99\t1\tapp\t6666
+95\t99\t1\texe.unstripped/app\t6666
+99\t99\t1\tobj/stamp\t7777
+"""
+LINKS = [Link("app", "gn-thinlto/app", ("./app", "app"))]
+
+
+def test_last_build_and_edges() -> None:
+    edges = last_build("0\t500\t1\tobj/earlier.o\tffff\n" + LOG.split("\n", 1)[1])
+    assert [e.outputs for e in edges][:2] == [("obj/a.o",), ("obj/b.o",)]
+    assert ("app", "exe.unstripped/app") in [e.outputs for e in edges]
+    assert ("gn-thinlto/app/used.txt", "gn-thinlto/app/final.rsp") in [e.outputs for e in edges]
+    assert len(edges) == 7
+
+
+def test_phases() -> None:
+    kinds = [phase_of(e, LINKS) for e in last_build(LOG)]
+    assert kinds == [("compile", ""), ("compile", ""), ("thin link", "app"), ("backend", "app"), ("backend", "app"),
+                     ("final link", "app"), ("other", "")]
+
+
+def test_slots_reuse_the_lowest_free_track() -> None:
+    edges = [LogEdge(0, 10, ("a",)), LogEdge(0, 5, ("b",)), LogEdge(5, 8, ("c",)), LogEdge(10, 12, ("d",))]
+    assert slots(edges) == [0, 1, 1, 0]
+
+
+def test_trace_events_carry_cache_verdicts() -> None:
+    cache = cache_verdicts("miss k1 gn-thinlto/app/native/obj/a.o\nhit k2 gn-thinlto/app/native/obj/b.o\n")
+    trace = trace_events(last_build(LOG), LINKS, cache)
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == 7 and all(e["dur"] >= 0 and e["ts"] >= 0 for e in slices)
+    backends = {e["args"]["outputs"][0]: e["args"]["cache"] for e in slices if e["cat"] == "backend"}
+    assert backends == {"gn-thinlto/app/native/obj/a.o": "miss", "gn-thinlto/app/native/obj/b.o": "hit"}
+    assert {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"} == {"slot 0", "slot 1"}
