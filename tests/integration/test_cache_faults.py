@@ -149,28 +149,28 @@ def _warnings(proc_out: str) -> list[str]:
     return [line for line in proc_out.splitlines() if "gn-thinlto: warning: backend cache: cannot store" in line]
 
 
-def test_a_full_cache_file_system_skips_caching_with_one_warning(
-    root: Path, reference: Build, tiny_fs: Path
-) -> None:
-    config = _config(root, "full", f"cache_dir: {tiny_fs}/cache\n")
-    out = root.parent / "full"
+def _build_on_an_unwritable_cache(root: Path, reference: Build, cache: Path, name: str, error: str) -> None:
+    """Build SOME with CACHE as cache_dir: the build succeeds with one warning naming ERROR, and the binaries
+    equal the reference."""
+    config = _config(root, name, f"cache_dir: {cache}\n")
+    out = root.parent / name
     assert gn_thinlto("gen", str(out), "--root", str(root), "--config", str(config)).returncode == 0
     proc = subprocess.run(["ninja", "-C", str(out), *SOME], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert len(_warnings(proc.stdout)) == 1 and "No space left on device" in _warnings(proc.stdout)[0]
+    assert len(_warnings(proc.stdout)) == 1 and error in _warnings(proc.stdout)[0]
     _same_as_reference(Build(root, out), reference, SOME)
+
+
+def test_a_full_cache_file_system_skips_caching_with_one_warning(
+    root: Path, reference: Build, tiny_fs: Path
+) -> None:
+    _build_on_an_unwritable_cache(root, reference, tiny_fs / "cache", "full", "No space left on device")
 
 
 def test_a_read_only_cache_skips_caching_with_one_warning(root: Path, reference: Build, tiny_fs: Path) -> None:
     (tiny_fs / "cache").mkdir()
     subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)
-    config = _config(root, "ro", f"cache_dir: {tiny_fs}/cache\n")
-    out = root.parent / "ro"
-    assert gn_thinlto("gen", str(out), "--root", str(root), "--config", str(config)).returncode == 0
-    proc = subprocess.run(["ninja", "-C", str(out), *SOME], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert len(_warnings(proc.stdout)) == 1 and "Read-only file system" in _warnings(proc.stdout)[0]
-    _same_as_reference(Build(root, out), reference, SOME)
+    _build_on_an_unwritable_cache(root, reference, tiny_fs / "cache", "ro", "Read-only file system")
 
 
 def test_two_builds_share_one_cache_concurrently(root: Path, reference: Build) -> None:

@@ -12,6 +12,7 @@ from gn_thinlto.cli.graph_query import backend_outputs
 from tests.conftest import EXAMPLE_ROOT
 
 from .test_graph_support import (
+    executables,
     Build,
     defined_functions,
     disassembly,
@@ -62,13 +63,8 @@ def _links(b: Build) -> dict[str, dict]:
     return out
 
 
-def _executables(b: Build) -> list[str]:
-    project = json.loads((b.out / "gn-thinlto" / "project.json").read_text())
-    return sorted(Path(t["outputs"][0]).name for t in project["targets"].values() if t["type"] == "executable")
-
-
 def test_every_binary_passes_its_self_check(built: Build) -> None:
-    names = _executables(built)
+    names = executables(built)
     assert len(names) >= 6
     assert set(names) <= set(_links(built)), "every executable goes through the graph"
     for name in names:

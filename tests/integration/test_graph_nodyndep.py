@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from gn_thinlto.steps.elf_probe import has_real_symbols
 from tests.conftest import EXAMPLE_ROOT
 
-from .test_graph_support import Build, edit_and_rebuild, gen_and_build
+from .test_graph_support import Build, edit_and_rebuild, executables, gen_and_build
 
 pytestmark = pytest.mark.slow
 PROBE = "base/inline_probe.cc"
@@ -28,13 +27,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
     return gen_and_build(root, root.parent / "out", "--config", str(config))
 
 
-def _executables(b: Build) -> list[str]:
-    project = json.loads((b.out / "gn-thinlto" / "project.json").read_text())
-    return sorted(Path(t["outputs"][0]).name for t in project["targets"].values() if t["type"] == "executable")
-
-
 def _check_all(b: Build) -> None:
-    names = _executables(b)
+    names = executables(b)
     assert len(names) >= 6
     for name in names:
         assert b.run_binary(name) == f"OK {name}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -38,6 +39,12 @@ class Build:
         proc = subprocess.run([str(self.out / name)], cwd=self.out, capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, f"{name}: exit {proc.returncode} {proc.stdout}{proc.stderr}"
         return proc.stdout.strip()
+
+
+def executables(b: Build) -> list[str]:
+    """Every executable GN declared for B's build directory (file names), from the hook's project.json copy."""
+    project = json.loads((b.out / "gn-thinlto" / "project.json").read_text())
+    return sorted(Path(t["outputs"][0]).name for t in project["targets"].values() if t["type"] == "executable")
 
 
 def copy_workspace(name: str, dest: Path) -> Path:
