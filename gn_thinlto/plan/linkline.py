@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.steps.split_dwarf import split_dwarf_mode
 
 
 class LtoMode(enum.Enum):
@@ -208,18 +209,6 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
         flags.append("-gsplit-dwarf" if fission == "split" else f"-gsplit-dwarf={fission}")
     return LinkAnalysis(mode, tuple(flags), frozenset(drop), split, fission == "split", cache_policy)
 
-
-def split_dwarf_mode(argv: Sequence[str]) -> str:
-    """The debug fission mode a link line asks for: "split", "single" or "" (the last such flag wins)."""
-    mode = ""
-    for a in argv:
-        if a in ("-gsplit-dwarf", "-gsplit-dwarf=split"):
-            mode = "split"
-        elif a == "-gsplit-dwarf=single":
-            mode = "single"
-        elif a == "-gno-split-dwarf":
-            mode = ""
-    return mode
 
 
 def apply_overrides(flags: Sequence[str], add: Sequence[str], remove: Sequence[str]) -> tuple[str, ...]:
