@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -10,6 +11,7 @@ from goma_ext.bitcode import cli as cmd_index
 from goma_ext.cliapp import build_parser as _build_parser
 from goma_ext.cliapp import run_cli
 from goma_ext.cluster import cli as cluster_cli
+from goma_ext.dtlto import cli as dtlto_cli
 from goma_ext.errors import GomaExtError
 from goma_ext.inputs import cli as cmd_inputs
 from goma_ext.remote import report_cli
@@ -22,12 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
         "goma-ext",
         __doc__,
         [cmd_index.add_parser, cmd_inputs.add_parser, run.add_parser, worker_cli.add_parser,
-         cluster_cli.add_parser, report_cli.add_parser],
+         cluster_cli.add_parser, report_cli.add_parser, dtlto_cli.add_parser],
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(build_parser(), argv, (GomaExtError,))
+    args = dtlto_cli.with_env_options(sys.argv[1:] if argv is None else argv, os.environ)
+    return run_cli(build_parser(), args, (GomaExtError,))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ class Mode(enum.Enum):
     CACHE_HIT = "cache_hit"    # served from the action cache
     LOCAL = "local"            # remote not configured
     FALLBACK = "fallback"      # remote failed, ran locally
+    BACKEND_CACHE = "backend_cache"  # served by the local backend cache (the DTLTO distributor)
 
 
 @dataclass(frozen=True)

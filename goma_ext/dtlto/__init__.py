@@ -1,0 +1,1 @@
+"""The DTLTO distributor: lld 22 hands it a link's backend jobs as JSON (`goma-ext dtlto`)."""

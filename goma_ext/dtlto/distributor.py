@@ -1,0 +1,243 @@
+"""Run the backend jobs of one DTLTO link: backend cache first, then remote (REAPI) or local, all in parallel.
+
+Each job goes through the same verified content-addressed cache as gn-thinlto's backend step (its key: the
+compiler, the flags without paths, the bitcode and the index contents, so identical backends of other links
+and other build directories hit). A miss runs remotely when a server is configured, with the exact input set
+decoded from the index, which must agree with the inputs lld listed; any infrastructure fault falls back to
+a local compile, with one warning line per distinct reason. Local compiles hold a machine-wide slot (slots).
+Outputs reach the paths lld named atomically. A failing compile prints its stderr once; then nothing new
+starts, and every output of the link is removed so that lld never sees a partial set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gn_thinlto.steps.backend_cache import BackendJob, cache_key, content_key
+from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs, store_outputs
+from gn_thinlto.steps.fsutil import read_bytes, remove_if_exists, replace_if_changed
+from goma_ext.dtlto.jobfile import DistJob, JobFile, check_inputs, remove_outputs
+from goma_ext.dtlto.slots import Slots
+from goma_ext.errors import GomaExtError
+from goma_ext.remote import stats
+from goma_ext.remote.config import RemoteConfig
+
+if TYPE_CHECKING:
+    from goma_ext.remote.client import RemoteExecutor
+
+WARNING = "goma-ext: warning: dtlto:"
+COMPILER_CACHE = ".goma_ext_compilers.json"
+
+
+class JobFailed(GomaExtError):
+    """A backend compile failed (its stderr has been printed)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    remote: RemoteConfig | None
+    cache: CacheStore
+    cache_policy: str
+    slots: Slots
+    stats_log: Path | None
+    verbose: bool = False
+
+
+def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
+    return {"o": output, "dwo": dwo} if job.dwo else {"o": output}
+
+
+class _Remote:
+    """One REAPI client for the whole link, opened by the first job that needs it; a failure to open it makes
+    every job fall back (one warning)."""
+
+    def __init__(self, cfg: RemoteConfig, warn_once: Callable[[str], None]) -> None:
+        self.cfg, self._warn = cfg, warn_once
+        self._lock = threading.Lock()
+        self._executor: RemoteExecutor | None = None
+        self._down: str | None = None
+
+    def executor(self) -> RemoteExecutor | None:
+        from goma_ext.remote.client import RemoteExecutor
+
+        with self._lock:
+            if self._executor is None and self._down is None:
+                try:
+                    self._executor = RemoteExecutor(self.cfg)
+                except GomaExtError as e:
+                    self._down = str(e)
+                    self._warn(f"remote execution unavailable, compiling locally: {e}")
+            return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.close()
+
+
+class Distributor:
+    """The jobs of one job file, run with SETTINGS in the link's working directory (this process's, where lld
+    started it: the job file's paths are relative to it)."""
+
+    def __init__(self, jobs: JobFile, settings: Settings) -> None:
+        self.jobs, self.cwd, self.settings = jobs, Path.cwd(), settings
+        self._warned: set[str] = set()
+        self._print = threading.Lock()
+        self._remote = _Remote(settings.remote, self._warn_once) if settings.remote else None
+        self._failed = threading.Event()
+        self.records: list[stats.RunRecord] = []
+
+    def _warn_once(self, message: str) -> None:
+        with self._print:
+            if message not in self._warned:
+                self._warned.add(message)
+                print(f"{WARNING} {message}", file=sys.stderr, flush=True)
+
+    def run(self) -> int:
+        check_inputs(self.jobs, self.cwd)
+        width = self.settings.remote.jobs if self.settings.remote else self.settings.slots.limit
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, min(width, len(self.jobs.jobs) or 1))) as pool:
+                futures: list[Future[stats.RunRecord]] = [pool.submit(self._job, j) for j in self.jobs.jobs]
+                _done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+                if pending:
+                    for f in pending:
+                        f.cancel()
+                    wait(pending)
+            errors = [f.exception() for f in futures if f.done() and not f.cancelled() and f.exception()]
+        finally:
+            if self._remote:
+                self._remote.close()
+        self._log(self.records)
+        if errors:
+            remove_outputs(self.jobs.jobs, self.cwd)
+            first = errors[0]
+            if isinstance(first, JobFailed):
+                return 1
+            raise first  # type: ignore[misc]
+        if any(r.mode in (stats.Mode.LOCAL, stats.Mode.FALLBACK, stats.Mode.REMOTE) for r in self.records):
+            from gn_thinlto.steps.cache_prune import prune_if_due
+
+            if self.settings.cache.root:
+                prune_if_due(self.settings.cache.root, self.settings.cache_policy)
+        return 0
+
+    def _log(self, records: list[stats.RunRecord]) -> None:
+        log = self.settings.stats_log
+        if log is None:
+            return
+        try:
+            for r in records:
+                stats.append(log, r)
+        except OSError as e:
+            self._warn_once(f"cannot append to {log}: {e.strerror}")
+
+    def _job(self, job: DistJob) -> stats.RunRecord:
+        if self._failed.is_set():
+            raise JobFailed("another job failed")
+        start = time.monotonic()
+        try:
+            record = self._run_job(job, start)
+        except BaseException:
+            self._failed.set()
+            raise
+        with self._print:
+            self.records.append(record)
+        if record.exit_code != 0:
+            self._failed.set()
+            raise JobFailed(f"{job.output}: exit {record.exit_code}")
+        return record
+
+    def _run_job(self, job: DistJob, start: float) -> stats.RunRecord:
+        backend = BackendJob(job.argv, job.module, job.index, job.output)
+        dests = _dests(backend, job.output, backend.dwo)
+        store = self.settings.cache if set(job.outputs) <= set(dests.values()) else CacheStore("")
+        key = cache_key(backend, content_key(backend)) if store.root else ""
+        if store.root and fetch_outputs(store, key, {k: str(self.cwd / p) for k, p in dests.items()}):
+            return self._record(job, stats.Mode.BACKEND_CACHE, 0, start)
+        with store.miss_lock(key) as served:  # the same backend in a concurrent link compiles once
+            if served and fetch_outputs(store, key, {k: str(self.cwd / p) for k, p in dests.items()}):
+                return self._record(job, stats.Mode.BACKEND_CACHE, 0, start)
+            record = self._remote_job(job, start) if self._remote else None
+            if record is None:
+                record = self._local_job(job, backend, start)
+            if record.exit_code == 0 and store.root:
+                outputs = {k: read_bytes(self.cwd / p) for k, p in dests.items()}
+                store_outputs(store, key, outputs, str(self.cwd))
+        return record
+
+    def _record(self, job: DistJob, mode: stats.Mode, code: int, start: float, **extra: object) -> stats.RunRecord:
+        return stats.RunRecord(job.output, mode, code, time.monotonic() - start, **extra)  # type: ignore[arg-type]
+
+    def _failed_output(self, job: DistJob, where: str, stderr: bytes, code: int) -> None:
+        with self._print:
+            sys.stderr.write(f"goma-ext: dtlto: backend for {job.module} failed ({where}, exit {code}):\n")
+            sys.stderr.flush()
+            sys.stderr.buffer.write(stderr)
+            sys.stderr.flush()
+
+    def _remote_job(self, job: DistJob, start: float) -> stats.RunRecord | None:
+        """The job run remotely; None when it has to run locally instead (an infrastructure fault)."""
+        from goma_ext.dtlto.inputs import remote_inputs
+        from goma_ext.remote.identity import identify_cached
+
+        assert self._remote is not None
+        inputs = remote_inputs(self.jobs, job, self.cwd)  # a disagreement with lld is an error, not a fallback
+        executor = self._remote.executor()
+        if executor is None:
+            return None
+        try:
+            compiler = identify_cached(job.argv[0], self.cwd, self.cwd / COMPILER_CACHE)
+            res = executor.run(job.argv, self.cwd, inputs, job.outputs, compiler)
+        except GomaExtError as e:
+            self._warn_once(f"remote execution failed, compiling locally: {e}")
+            return None
+        if res.exit_code < 0 or res.exit_code >= 128:
+            self._warn_once(f"remote compiler died (exit {res.exit_code}), compiling locally")
+            return None
+        if res.exit_code != 0:
+            self._failed_output(job, "remote", res.stderr, res.exit_code)
+        elif res.stderr:
+            with self._print:
+                sys.stderr.buffer.write(res.stderr)
+                sys.stderr.flush()
+        mode = stats.Mode.CACHE_HIT if res.cache_hit else stats.Mode.REMOTE
+        return self._record(job, mode, res.exit_code, start, bytes_uploaded=res.bytes_uploaded,
+                            input_bytes=res.input_bytes, phases=res.phases)
+
+    def _local_job(self, job: DistJob, backend: BackendJob, start: float) -> stats.RunRecord:
+        """Compile to temporary names beside the outputs, then rename them to the names lld gave."""
+        out = self.cwd / job.output
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp_dwo = Path(f"{tmp}.dwo")
+        argv = list(backend.argv)
+        argv[len(argv) - argv[::-1].index("-o")] = str(tmp)  # the job's own -o, the last one
+        mode = stats.Mode.FALLBACK if self._remote else stats.Mode.LOCAL
+        t = time.monotonic()
+        with self.settings.slots.take():
+            try:
+                proc = subprocess.run([*argv, *backend.split_dwarf_args(str(tmp_dwo))], cwd=self.cwd,
+                                      capture_output=True, check=False)
+            except OSError as e:
+                raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
+        if proc.returncode != 0:
+            remove_if_exists(tmp)
+            remove_if_exists(tmp_dwo)
+            self._failed_output(job, "local", proc.stdout + proc.stderr, proc.returncode)
+        else:
+            if proc.stdout or proc.stderr:
+                with self._print:
+                    sys.stderr.buffer.write(proc.stdout + proc.stderr)
+                    sys.stderr.flush()
+            if backend.dwo:
+                replace_if_changed(tmp_dwo, self.cwd / backend.dwo)
+            replace_if_changed(tmp, out)
+        return self._record(job, mode, proc.returncode, start, phases={"local": time.monotonic() - t})
