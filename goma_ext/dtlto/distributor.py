@@ -11,6 +11,7 @@ starts, and every output of the link is removed so that lld never sees a partial
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gn_thinlto.steps.backend_cache import BackendJob, cache_key, content_key
+from gn_thinlto.steps.backend_cache import BackendJob, cache_key
 from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs, store_outputs
-from gn_thinlto.steps.fsutil import read_bytes, remove_if_exists, replace_if_changed
+from gn_thinlto.steps.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
+from goma_ext.bitcode.canonical import canonical_index_digest
 from goma_ext.dtlto.jobfile import DistJob, JobFile, check_inputs, remove_outputs
 from goma_ext.dtlto.slots import Slots
 from goma_ext.errors import GomaExtError
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from goma_ext.remote.client import RemoteExecutor
 
 WARNING = "goma-ext: warning: dtlto:"
+KEY_VERSION = b"goma-ext-dtlto-backend-v1"
 COMPILER_CACHE = ".goma_ext_compilers.json"
 
 
@@ -50,6 +53,16 @@ class Settings:
     slots: Slots
     stats_log: Path | None
     verbose: bool = False
+
+
+def content_key(job: BackendJob) -> str:
+    """What a DTLTO job computes, whatever the link: its flags without paths, its bitcode's content and its
+    index's content with module paths left out (lld 22 names extracted archive members after its pid)."""
+    h = hashlib.sha256(KEY_VERSION)
+    for part in (*job.flags_for_key(), file_sha256(job.bitcode), canonical_index_digest(job.index, job.bitcode)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
@@ -146,6 +159,9 @@ class Distributor:
         start = time.monotonic()
         try:
             record = self._run_job(job, start)
+        except OSError as e:
+            self._failed.set()
+            raise GomaExtError(f"backend for {job.module}: {e.strerror or e}: {e.filename or ''}") from e
         except BaseException:
             self._failed.set()
             raise
@@ -228,10 +244,16 @@ class Distributor:
                                       capture_output=True, check=False)
             except OSError as e:
                 raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
-        if proc.returncode != 0:
+        code = proc.returncode
+        written = {job.output: tmp, **({backend.dwo: tmp_dwo} if backend.dwo else {})}
+        missing = [name for name, path in written.items() if code == 0 and not path.is_file()]
+        if missing:
+            code = 1
+            proc.stderr += f"{argv[0]} exited 0 but did not write {', '.join(missing)}\n".encode()
+        if code != 0:
             remove_if_exists(tmp)
             remove_if_exists(tmp_dwo)
-            self._failed_output(job, "local", proc.stdout + proc.stderr, proc.returncode)
+            self._failed_output(job, "local", proc.stdout + proc.stderr, code)
         else:
             if proc.stdout or proc.stderr:
                 with self._print:
@@ -240,4 +262,4 @@ class Distributor:
             if backend.dwo:
                 replace_if_changed(tmp_dwo, self.cwd / backend.dwo)
             replace_if_changed(tmp, out)
-        return self._record(job, mode, proc.returncode, start, phases={"local": time.monotonic() - t})
+        return self._record(job, mode, code, start, phases={"local": time.monotonic() - t})
