@@ -22,7 +22,8 @@ SOURCES = {
     "util.c": "int scale(int x) { return x * 3 + 1; }\nint twice(int x) { return scale(x) + scale(x + 1); }\n",
     "lib.c": "int scale(int);\nint offset(int x) { return scale(x) - 7; }\n",
     "main.c": '#include <stdio.h>\nint twice(int); int offset(int);\n'
-              'int main(int argc, char **argv) { (void)argv; printf("%d %d\\n", twice(argc), offset(argc)); return 0; }\n',
+              'int main(int argc, char **argv) {\n'
+              '  (void)argv; printf("%d %d\\n", twice(argc), offset(argc)); return 0;\n}\n',
 }
 
 
