@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 WARNING = "goma-ext: warning: dtlto:"
 KEY_VERSION = b"goma-ext-dtlto-backend-v1"
 COMPILER_CACHE = ".goma_ext_compilers.json"
+STAGE = ".goma-ext-dtlto"  # remote actions' index and object, under the content key: the same in every link
 
 
 class JobFailed(GomaExtError):
@@ -176,13 +178,14 @@ class Distributor:
         backend = BackendJob(job.argv, job.module, job.index, job.output)
         dests = _dests(backend, job.output, backend.dwo)
         store = self.settings.cache if set(job.outputs) <= set(dests.values()) else CacheStore("")
-        key = cache_key(backend, content_key(backend)) if store.root else ""
+        content = content_key(backend)
+        key = cache_key(backend, content)
         if store.root and fetch_outputs(store, key, {k: str(self.cwd / p) for k, p in dests.items()}):
             return self._record(job, stats.Mode.BACKEND_CACHE, 0, start)
         with store.miss_lock(key) as served:  # the same backend in a concurrent link compiles once
             if served and fetch_outputs(store, key, {k: str(self.cwd / p) for k, p in dests.items()}):
                 return self._record(job, stats.Mode.BACKEND_CACHE, 0, start)
-            record = self._remote_job(job, start) if self._remote else None
+            record = self._remote_job(job, backend, content, start) if self._remote else None
             if record is None:
                 record = self._local_job(job, backend, start)
             if record.exit_code == 0 and store.root:
@@ -200,8 +203,16 @@ class Distributor:
             sys.stderr.buffer.write(stderr)
             sys.stderr.flush()
 
-    def _remote_job(self, job: DistJob, start: float) -> stats.RunRecord | None:
-        """The job run remotely; None when it has to run locally instead (an infrastructure fault)."""
+    def _remote_job(self, job: DistJob, backend: BackendJob, content: str, start: float) -> stats.RunRecord | None:
+        """The job run remotely; None when it has to run locally instead (an infrastructure fault).
+
+        lld names a job's index and native object after its pid, so the action reads its index from and writes
+        its object to paths named by the job's content key instead (STAGE/<key>/): the same backend in another
+        link or build directory is then the same REAPI action, served by the action cache. (Jobs that import
+        from archive members still differ: the index names the members' pid-named files.)
+        """
+        import fcntl
+
         from goma_ext.dtlto.inputs import remote_inputs
         from goma_ext.remote.identity import identify_cached
 
@@ -210,12 +221,24 @@ class Distributor:
         executor = self._remote.executor()
         if executor is None:
             return None
-        try:
-            compiler = identify_cached(job.argv[0], self.cwd, self.cwd / COMPILER_CACHE)
-            res = executor.run(job.argv, self.cwd, inputs, job.outputs, compiler)
-        except GomaExtError as e:
-            self._warn_once(f"remote execution failed, compiling locally: {e}")
-            return None
+        stage = os.path.join(STAGE, content)
+        os.makedirs(self.cwd / stage, exist_ok=True)
+        index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
+        with open(self.cwd / stage / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the same backend of a concurrent link waits
+            try:
+                shutil.copyfile(self.cwd / job.index, self.cwd / index)
+                staged_inputs = [index if p == job.index else p for p in inputs]
+                compiler = identify_cached(job.argv[0], self.cwd, self.cwd / COMPILER_CACHE)
+                res = executor.run(backend.relocated(index, native), self.cwd, staged_inputs, [native], compiler)
+                if res.exit_code == 0:
+                    os.replace(self.cwd / native, self.cwd / job.output)
+            except GomaExtError as e:
+                self._warn_once(f"remote execution failed, compiling locally: {e}")
+                return None
+            finally:
+                for path in (index, native):
+                    remove_if_exists(self.cwd / path)
         if res.exit_code < 0 or res.exit_code >= 128:
             self._warn_once(f"remote compiler died (exit {res.exit_code}), compiling locally")
             return None

@@ -8,52 +8,27 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from goma_ext.remote import stats
-
-GOMA_EXT = str(Path(sys.executable).parent / "goma-ext")
-CLANG = "clang-22"
-
-SOURCES = {
-    "util.c": "int scale(int x) { return x * 3 + 1; }\nint twice(int x) { return scale(x) + scale(x + 1); }\n",
-    "lib.c": "int scale(int);\nint offset(int x) { return scale(x) - 7; }\n",
-    "main.c": '#include <stdio.h>\nint twice(int); int offset(int);\n'
-              'int main(int argc, char **argv) {\n'
-              '  (void)argv; printf("%d %d\\n", twice(argc), offset(argc)); return 0;\n}\n',
-}
-
-
-def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, check=False)
+from tests.dtlto_program import CLANG, EXPECTED_OUTPUT, GOMA_EXT, build, keeper, link, records
+from tests.dtlto_program import run as _run
 
 
 @pytest.fixture()
 def program(tmp_path: Path) -> Path:
-    """A build directory with three ThinLTO objects, lib.o inside a static archive."""
-    work = tmp_path / "build"
-    work.mkdir()
-    for name, text in SOURCES.items():
-        (work / name).write_text(text)
-    done = _run([CLANG, "-O2", "-flto=thin", "-c", *SOURCES], work)
-    assert done.returncode == 0, done.stderr
-    done = _run(["llvm-ar-22", "rcs", "liblib.a", "lib.o"], work)
-    assert done.returncode == 0, done.stderr
-    return work
+    return build(tmp_path / "build")
 
 
 def _link(work: Path, *extra: str, out: str = "app", dist: tuple[str, ...] = (),
           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    distributor = [f"-fthinlto-distributor={GOMA_EXT}", f"-Xthinlto-distributor=dtlto,{','.join(dist)}".rstrip(",")]
-    return _run([CLANG, "-fuse-ld=lld", "-flto=thin", *distributor, *extra, "util.o", "main.o", "liblib.a",
-                 "-o", out], work, env)
+    return link(work, *extra, out=out, dist=dist, env=env)
 
 
 def _records(work: Path) -> list[stats.RunRecord]:
-    return stats.read(work / "goma_ext_dtlto.jsonl")
+    return records(work)
 
 
 def _defined_functions(path: Path) -> set[str]:
@@ -69,7 +44,7 @@ def test_link_through_distributor_runs_and_matches_in_process(program: Path, tmp
     in_process = _run([CLANG, "-fuse-ld=lld", "-flto=thin", "util.o", "main.o", "liblib.a", "-o", "app.inproc"],
                       program)
     assert in_process.returncode == 0, in_process.stderr
-    assert _run(["./app"], program).stdout == _run(["./app.inproc"], program).stdout == "11 -3\n"
+    assert _run(["./app"], program).stdout == _run(["./app.inproc"], program).stdout == EXPECTED_OUTPUT
     assert _defined_functions(program / "app") == _defined_functions(program / "app.inproc")
     first = _records(program)
     assert [r.mode for r in first] == [stats.Mode.LOCAL] * 3
@@ -105,12 +80,7 @@ def test_compiler_that_writes_nothing_fails_the_link(program: Path, tmp_path: Pa
 
 def _job_file(program: Path) -> Path:
     """A real job file: lld's, kept by a distributor that copies it and then runs goma-ext."""
-    keeper = program / "keep.sh"
-    keeper.write_text(f'#!/bin/sh\nfor a; do last=$a; done\ncp "$last" kept.json\nexec {GOMA_EXT} "$@"\n')
-    keeper.chmod(0o755)
-    done = _run([CLANG, "-fuse-ld=lld", "-flto=thin", f"-fthinlto-distributor={keeper}",
-                 "-Xthinlto-distributor=dtlto,--no-cache", "-Wl,--save-temps", "util.o", "main.o", "liblib.a",
-                 "-o", "app"], program)
+    done = link(program, "-Wl,--save-temps", dist=("--no-cache",), distributor=keeper(program))
     assert done.returncode == 0, done.stderr
     return program / "kept.json"
 
@@ -156,7 +126,7 @@ def test_unreachable_server_falls_back_with_one_warning(program: Path) -> None:
     warnings = [line for line in done.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "compiling locally" in warnings[0], done.stderr
     assert [r.mode for r in _records(program)] == [stats.Mode.FALLBACK] * 3
-    assert _run(["./app"], program).stdout == "11 -3\n"
+    assert _run(["./app"], program).stdout == EXPECTED_OUTPUT
 
 
 def test_options_from_environment_and_config_file(program: Path, tmp_path: Path) -> None:
