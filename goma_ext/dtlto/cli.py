@@ -27,11 +27,10 @@ from goma_ext.dtlto import jobfile
 from goma_ext.dtlto.distributor import Distributor, Settings
 from goma_ext.dtlto.slots import Slots, default_dir
 from goma_ext.errors import GomaExtError
-from goma_ext.remote.config import load_config
+from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
 
 ENV_OPTIONS = "GOMA_EXT_DTLTO"
 ENV_CONFIG = "GOMA_EXT_DTLTO_CONFIG"
-STATS_LOG = "goma_ext_dtlto.jsonl"
 SECTION_KEYS = ("jobs", "cache", "cache_policy", "slots_dir", "stats_log")
 
 
@@ -54,7 +53,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=Path, help=f"backend cache directory (default {default_cache()})")
     p.add_argument("--no-cache", action="store_true", help="do not use the backend cache")
     p.add_argument("--cache-policy", help="pruning policy in lld's --thinlto-cache-policy syntax")
-    p.add_argument("--stats-log", type=Path, help=f"per-job records, relative to the link directory ({STATS_LOG})")
+    p.add_argument("--stats-log", type=Path,
+                   help=f"per-job records; a relative path is in the link's directory (default {DTLTO_STATS_LOG})")
     p.add_argument("job_file", type=Path, metavar="JSON", help="the job file lld wrote (always the last argument)")
     p.set_defaults(run=run)
 
@@ -92,7 +92,7 @@ def settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
             parse_policy(policy)
         except PolicyError as e:
             raise GomaExtError(f"--cache-policy: {e}") from e
-    stats_log = Path(args.stats_log or dtlto.get("stats_log") or STATS_LOG)
+    stats_log = Path(args.stats_log or dtlto.get("stats_log") or DTLTO_STATS_LOG)
     cfg = load_config(remote, env, {"endpoint": args.remote, "instance": args.instance})
     return Settings(
         remote=cfg, cache=CacheStore(cache), cache_policy=policy,

@@ -13,6 +13,7 @@ from goma_ext.remote.errors import RemoteConfigError
 
 SCHEMES = {"grpc": False, "grpcs": True}
 DEFAULT_STATS_LOG = "gn_thinlto_remote.jsonl"
+DTLTO_STATS_LOG = "goma_ext_dtlto.jsonl"  # the DTLTO distributor's, in the link's working directory
 
 # Environment variable -> config field; values are strings, converted by the field's type.
 ENV_VARS: Mapping[str, str] = {

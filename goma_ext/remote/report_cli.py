@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from goma_ext.remote import stats
-from goma_ext.remote.config import DEFAULT_STATS_LOG
+from goma_ext.remote.config import DEFAULT_STATS_LOG, DTLTO_STATS_LOG
 from goma_ext.remote.errors import RemoteError
 
 MIB = 1024 * 1024
@@ -18,6 +18,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("report", help="sum the remote/cache/fallback stats of a build directory")
     p.add_argument("out", type=Path, metavar="OUT", help="build directory")
     p.add_argument("--json", action="store_true", help="print the totals as JSON")
+    p.add_argument("--dtlto", action="store_true",
+                   help=f"sum the DTLTO distributor's log ({DTLTO_STATS_LOG}, in the link's directory) instead")
     p.set_defaults(run=run)
 
 
@@ -28,7 +30,7 @@ def _mib(n: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     """Errors become one line and exit 2 here, so any CLI can register this command."""
     try:
-        summary = stats.report(args.out, DEFAULT_STATS_LOG)
+        summary = stats.report(args.out, DTLTO_STATS_LOG if args.dtlto else DEFAULT_STATS_LOG)
     except RemoteError as e:
         print(f"report: error: {e}", file=sys.stderr)
         return 2
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     m = summary["modes"]
     print(
         f"{summary['runs']} backend runs: {m['remote']} remote, {m['cache_hit']} cache hits, "
-        f"{m['fallback']} local fallbacks, {m['local']} local; {summary['failed']} failed\n"
+        f"{m['fallback']} local fallbacks, {m['local']} local, {m['backend_cache']} from the backend cache; "
+        f"{summary['failed']} failed\n"
         f"uploaded {_mib(summary['bytes_uploaded'])} (exact input sets {_mib(summary['input_bytes'])}, "
         f"naive upload of every link object per backend {_mib(summary['naive_upload_bytes'])})"
     )

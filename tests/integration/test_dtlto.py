@@ -54,6 +54,9 @@ def test_link_through_distributor_runs_and_matches_in_process(program: Path, tmp
     done = _link(other, dist=(f"--cache={cache}",))
     assert done.returncode == 0, done.stderr
     assert [r.mode for r in _records(other)] == [stats.Mode.BACKEND_CACHE] * 3
+    report = _run([GOMA_EXT, "report", ".", "--dtlto"], other)
+    assert report.stdout.startswith("3 backend runs: 0 remote, 0 cache hits, 0 local fallbacks, 0 local, "
+                                    "3 from the backend cache; 0 failed\n"), report.stdout + report.stderr
     assert (other / "app").read_bytes() == (program / "app").read_bytes()
     # No per-link files left behind by us (lld removes its own).
     assert not [p.name for p in program.iterdir() if ".native." in p.name or p.name.endswith(".tmp")]

@@ -76,7 +76,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     spec = manager.ClusterSpec(
         state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
-        compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++", str(slow)),
+        compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++", str(slow),
+                   "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
         keepalive_s=20,
     )
     manager.start(spec)

@@ -1,0 +1,64 @@
+"""`goma-ext dtlto --remote=…`: a clang-22 link's backends on the real cluster, then from the action cache in a
+fresh build directory; lld's job file and the decoded index must agree on every input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from goma_ext.remote import stats
+from tests.dtlto_program import EXPECTED_OUTPUT, OBJECTS_ONLY, build, keeper, link, records, run
+from tests.remote.conftest import INSTANCE, Cluster
+
+
+def _remote(cluster: Cluster) -> tuple[str, ...]:
+    return ("--no-cache", f"--remote={cluster.endpoint}", f"--instance={INSTANCE}")
+
+
+def _env(salt: str) -> dict[str, str]:
+    return {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
+
+
+def test_remote_link_equals_local_then_a_fresh_directory_executes_nothing(
+    cluster: Cluster, tmp_path: Path, salt: str
+) -> None:
+    cluster.ensure_server()
+    local, remote, fresh = (build(tmp_path / d) for d in ("local", "remote", "fresh"))
+    done = link(local, dist=("--no-cache",), inputs=OBJECTS_ONLY)
+    assert done.returncode == 0, done.stderr
+    done = link(remote, dist=_remote(cluster), inputs=OBJECTS_ONLY, env=_env(salt))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [r.mode for r in records(remote)] == [stats.Mode.REMOTE] * 3
+    assert (remote / "app").read_bytes() == (local / "app").read_bytes()
+    done = link(fresh, dist=_remote(cluster), inputs=OBJECTS_ONLY, env=_env(salt))
+    assert done.returncode == 0, done.stderr
+    summary = stats.summarize(records(fresh))
+    assert (summary["remote_executions"], summary["cache_hits"], summary["bytes_uploaded"]) == (0, 3, 0)
+    assert (fresh / "app").read_bytes() == (local / "app").read_bytes()
+    assert run(["./app"], fresh).stdout == EXPECTED_OUTPUT
+    assert not (fresh / ".goma-ext-dtlto").exists() or not any((fresh / ".goma-ext-dtlto").glob("*/*.o"))
+
+
+def test_remote_link_with_an_archive_member(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+    """lld extracts liblib.a's member to a pid-named file; its job and its importer's upload that file."""
+    cluster.ensure_server()
+    work = build(tmp_path / "ws")
+    done = link(work, dist=_remote(cluster), env=_env(salt))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [r.mode for r in records(work)] == [stats.Mode.REMOTE] * 3
+    assert run(["./app"], work).stdout == EXPECTED_OUTPUT
+
+
+def test_job_file_disagreeing_with_the_index_is_an_error_naming_both(
+    cluster: Cluster, tmp_path: Path, salt: str
+) -> None:
+    cluster.ensure_server()
+    work = build(tmp_path / "ws")
+    drop_import = "job = next(j for j in doc['jobs'] if j['args'][0] == 'main.o')\njob['inputs'].remove('util.o')"
+    done = link(work, dist=_remote(cluster), env=_env(salt), inputs=OBJECTS_ONLY,
+                distributor=keeper(work, drop_import))
+    assert done.returncode != 0
+    line = next(x for x in done.stderr.splitlines() if x.startswith("goma-ext: error:"))
+    assert "the inputs of the job for main.o disagree with its index main." in line, done.stderr
+    assert "only in the index: ['util.o']" in line and ".dist-file.json" in line
+    assert not (work / "app").exists()
