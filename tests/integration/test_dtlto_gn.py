@@ -1,0 +1,48 @@
+"""The "one link edge" alternative: the Chromium-shaped example built by GN alone, its ThinLTO backends run by
+`goma-ext dtlto` through ldflags (the example's thin_lto_distributor arg), with clang/lld 22. Compared with
+the same build's in-process ThinLTO: the same functions in every binary, .text within 2%."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from goma_ext.remote import stats
+from tests.conftest import EXAMPLE_ROOT
+from tests.dtlto_program import GOMA_EXT
+from tests.integration.test_graph_support import defined_functions, text_size, unstripped
+
+pytestmark = pytest.mark.slow
+LLVM_22 = 'clang_base_path="/usr/lib/llvm-22" thin_lto_enable_cache=false'
+
+
+def _example(out: Path, args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "example", "--in-process", "--root",
+                           str(EXAMPLE_ROOT), "--out", str(out), "--args", args],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _binaries(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / "exe.unstripped").iterdir()) + sorted(
+        p.name for p in (out / "lib.unstripped").iterdir())
+
+
+def test_example_through_the_distributor_matches_in_process(tmp_path: Path) -> None:
+    dist, ref = tmp_path / "dtlto", tmp_path / "inproc"
+    printed = _example(dist, f'{LLVM_22} thin_lto_distributor="{GOMA_EXT}" '
+                             f'thin_lto_distributor_args="dtlto,--cache={tmp_path / "cache"}"')
+    assert "self-checks 9/9 passed" in printed, printed
+    summary = stats.report(dist, "goma_ext_dtlto.jsonl")
+    assert summary["runs"] > 100 and summary["failed"] == 0, summary
+    _example(ref, LLVM_22)
+    names = _binaries(dist)
+    assert names == _binaries(ref) and len(names) == 10
+    for name in names:
+        a, b = unstripped(dist, name), unstripped(ref, name)
+        assert defined_functions(a) == defined_functions(b), name
+        assert abs(text_size(a) - text_size(b)) <= 0.02 * text_size(b), name
