@@ -1,19 +1,14 @@
-"""Fetch ninja's C++ sources once: the PyPI `ninja` sdist (pinned version and sha256) carries them in ninja-upstream/."""
+"""ninja's C++ sources (the PyPI `ninja` sdist's ninja-upstream/, bench.sdists.NINJA) and its source lists."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import sys
-import tarfile
 from pathlib import Path
 
-from bench.measure import BenchError, run
+from bench import sdists
+from bench.sdists import DEFAULT_CACHE
 
-VERSION = "1.13.0"
-SHA256 = "4a40ce995ded54d9dc24f8ea37ff3bf62ad192b547f6c7126e7e25045e76f978"
-SDIST = f"ninja-{VERSION}.tar.gz"
-DEFAULT_CACHE = Path.home() / ".cache" / "gn-thinlto-bench"
+VERSION = sdists.NINJA.version
+__all__ = ["DEFAULT_CACHE", "LIBNINJA", "NINJA_TESTS", "PERF_BINARIES", "VERSION", "fetch"]
 
 # libninja's sources on Linux, from ninja-upstream/CMakeLists.txt (add_library(libninja …) + posix + re2c output).
 LIBNINJA = (
@@ -35,45 +30,6 @@ PERF_BINARIES = (
 )
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fetch(cache: Path) -> Path:
     """Return CACHE/ninja-VERSION/ninja-upstream (downloaded and checked once, reused afterwards)."""
-    upstream = cache / f"ninja-{VERSION}" / "ninja-upstream"
-    if (upstream / "src" / "ninja.cc").is_file():
-        return upstream
-    cache.mkdir(parents=True, exist_ok=True)
-    tarball = cache / SDIST
-    if not tarball.is_file():
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", "ninja", "--no-deps",
-             f"ninja=={VERSION}", "-d", str(cache)])
-    got = sha256(tarball)
-    if got != SHA256:
-        tarball.unlink()
-        raise BenchError(f"{tarball}: sha256 {got}, expected {SHA256} (deleted; run again)")
-    tmp = cache / f"ninja-{VERSION}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    with tarfile.open(tarball) as tar:
-        _extract(tar, tmp)
-    shutil.rmtree(cache / f"ninja-{VERSION}", ignore_errors=True)
-    (tmp / f"ninja-{VERSION}").rename(cache / f"ninja-{VERSION}")
-    tmp.rmdir()
-    return upstream
-
-
-def _extract(tar: tarfile.TarFile, dest: Path) -> None:
-    """Extract only regular files and directories inside DEST (the sha256 is pinned; this is belt and braces).
-
-    tarfile's extraction filters need Python 3.11.4; Debian 12 ships 3.11.2, so the check is done here.
-    """
-    for member in tar.getmembers():
-        parts = Path(member.name).parts
-        if member.name.startswith("/") or ".." in parts or not (member.isfile() or member.isdir()):
-            raise BenchError(f"{tar.name}: unexpected member {member.name!r} (absolute, outside, or not a file)")
-    tar.extractall(dest)  # every member checked above
+    return sdists.fetch(sdists.NINJA, cache)

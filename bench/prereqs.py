@@ -7,7 +7,9 @@ from pathlib import Path
 from bench.measure import BenchError
 
 # Debian package -> a path it provides. Each is also in ./dev's package list (tests/unit/test_dev_packages.py).
-PACKAGES = {"time": Path("/usr/bin/time"), "googletest": Path("/usr/src/googletest/googletest/src/gtest-all.cc")}
+PACKAGES = {"time": Path("/usr/bin/time"), "googletest": Path("/usr/src/googletest/googletest/src/gtest-all.cc"),
+            "cmake": Path("/usr/bin/cmake"), "zlib1g-dev": Path("/usr/include/zlib.h"),
+            "clang-22": Path("/usr/bin/clang-22"), "lld-22": Path("/usr/bin/ld.lld-22")}
 
 
 def ensure() -> None:

@@ -1,0 +1,76 @@
+"""Real CMake projects built with clang/lld 22 ThinLTO: in lld's process, or through a DTLTO distributor.
+
+The sources come from pinned PyPI sdists (bench.sdists); GoogleTest from Debian's googletest sources
+(/usr/src/googletest, the version ninja's CMakeLists.txt would download), so nothing needs the network but
+PyPI. The compile flags are the same in both modes; only the link flags differ.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import sdists
+from bench.measure import BenchError, Sample, run
+
+GOMA_EXT = str(Path(sys.executable).parent / "goma-ext")
+TOOLCHAIN = ("-DCMAKE_C_COMPILER=clang-22", "-DCMAKE_CXX_COMPILER=clang++-22", "-DCMAKE_AR=/usr/bin/llvm-ar-22",
+             "-DCMAKE_RANLIB=/usr/bin/llvm-ranlib-22", "-DCMAKE_BUILD_TYPE=Release",
+             "-DCMAKE_C_FLAGS=-flto=thin", "-DCMAKE_CXX_FLAGS=-flto=thin")
+
+
+@dataclass(frozen=True)
+class CMakeProject:
+    sdist: sdists.Sdist
+    defines: tuple[str, ...]
+    test_command: tuple[str, ...]  # run in the build directory
+    test_summary: str  # the start of the line that sums up a passing run
+    binaries: tuple[str, ...]  # linked through ThinLTO, compared between the modes
+
+
+NINJA = CMakeProject(
+    sdists.NINJA,
+    ("-DBUILD_TESTING=ON", "-DFETCHCONTENT_SOURCE_DIR_GOOGLETEST=/usr/src/googletest",
+     "-DFETCHCONTENT_FULLY_DISCONNECTED=ON", "-DBUILD_GMOCK=OFF", "-DINSTALL_GTEST=OFF"),
+    ("./ninja_test",),
+    "[  PASSED  ]",
+    ("ninja", "ninja_test"),
+)
+LIBDEFLATE = CMakeProject(
+    sdists.LIBDEFLATE,
+    ("-DLIBDEFLATE_BUILD_TESTS=ON",),
+    ("ctest", "--output-on-failure"),
+    "100% tests passed",
+    ("libdeflate.so.0", "programs/libdeflate-gzip", "programs/benchmark", "programs/checksum",
+     "programs/test_checksums", "programs/test_slow_decompression"),
+)
+
+
+def distributor_flags(options: Sequence[str] = (), distributor: str = GOMA_EXT) -> str:
+    """clang's link flags that make goma-ext (with OPTIONS) lld's DTLTO distributor."""
+    return f"-fthinlto-distributor={distributor} -Xthinlto-distributor={','.join(('dtlto', *options))}"
+
+
+def configure(project: CMakeProject, build: Path, link_flags: str = "", cache: Path = sdists.DEFAULT_CACHE,
+              env: Mapping[str, str] | None = None) -> None:
+    """cmake -G Ninja for PROJECT into BUILD; LINK_FLAGS go after -fuse-ld=lld on every link."""
+    src = sdists.fetch(project.sdist, cache)
+    flags = f"-fuse-ld=lld {link_flags}".strip()
+    run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), *TOOLCHAIN, *project.defines,
+         f"-DCMAKE_EXE_LINKER_FLAGS={flags}", f"-DCMAKE_SHARED_LINKER_FLAGS={flags}"], env=env)
+
+
+def build(build_dir: Path, *targets: str, env: Mapping[str, str] | None = None) -> Sample:
+    """ninja in BUILD_DIR (TARGETS, or everything): wall, CPU, the largest process's peak RSS."""
+    return run(["ninja", "-C", str(build_dir), *targets], env=env)
+
+
+def test(project: CMakeProject, build_dir: Path) -> str:
+    """The project's own tests, run in BUILD_DIR: the line that sums up a passing run (BenchError otherwise)."""
+    out = run(list(project.test_command), cwd=build_dir).output
+    summary = [line for line in out.splitlines() if line.startswith(project.test_summary)]
+    if not summary:
+        raise BenchError(f"{' '.join(project.test_command)} in {build_dir}: no {project.test_summary!r} line")
+    return summary[-1].strip()

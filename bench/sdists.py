@@ -1,0 +1,79 @@
+"""Real projects' sources from PyPI source distributions, pinned by version and sha256, fetched once."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.measure import BenchError, run
+
+DEFAULT_CACHE = Path.home() / ".cache" / "gn-thinlto-bench"
+
+
+@dataclass(frozen=True)
+class Sdist:
+    """PyPI package NAME==VERSION (sha256 pinned), whose project sources are in SUBDIR of the unpacked sdist."""
+
+    name: str
+    version: str
+    sha256: str
+    subdir: str
+
+    @property
+    def tarball(self) -> str:
+        return f"{self.name}-{self.version}.tar.gz"
+
+
+# ninja's C++ sources with their CMakeLists.txt and tests (ninja_test, GoogleTest).
+NINJA = Sdist("ninja", "1.13.0", "4a40ce995ded54d9dc24f8ea37ff3bf62ad192b547f6c7126e7e25045e76f978", "ninja-upstream")
+# libdeflate 1.26 (C) with its CMakeLists.txt and its test programs (ctest), as the `deflate` package bundles it.
+LIBDEFLATE = Sdist("deflate", "0.9.0", "962e0a6f1ea3a94b900a8ea0ce138fa92bfcbafda5b86367104a259ffcd3462b", "libdeflate")
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch(sdist: Sdist, cache: Path = DEFAULT_CACHE) -> Path:
+    """CACHE/NAME-VERSION/SUBDIR (downloaded and checked once, reused afterwards)."""
+    top = cache / f"{sdist.name}-{sdist.version}"
+    if (top / sdist.subdir / "CMakeLists.txt").is_file():
+        return top / sdist.subdir
+    cache.mkdir(parents=True, exist_ok=True)
+    tarball = cache / sdist.tarball
+    if not tarball.is_file():
+        # --no-binary for this package only: :all: would also build its build dependencies (cmake!) from source
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", sdist.name, "--no-deps",
+             f"{sdist.name}=={sdist.version}", "-d", str(cache)])
+    got = sha256(tarball)
+    if got != sdist.sha256:
+        tarball.unlink()
+        raise BenchError(f"{tarball}: sha256 {got}, expected {sdist.sha256} (deleted; run again)")
+    tmp = cache / f"{sdist.name}-{sdist.version}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(tarball) as tar:
+        _extract(tar, tmp)
+    shutil.rmtree(top, ignore_errors=True)
+    (tmp / f"{sdist.name}-{sdist.version}").rename(top)
+    tmp.rmdir()
+    return top / sdist.subdir
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Extract only regular files and directories inside DEST (the sha256 is pinned; this is belt and braces).
+
+    tarfile's extraction filters need Python 3.11.4; Debian 12 ships 3.11.2, so the check is done here.
+    """
+    for member in tar.getmembers():
+        parts = Path(member.name).parts
+        if member.name.startswith("/") or ".." in parts or not (member.isfile() or member.isdir()):
+            raise BenchError(f"{tar.name!r}: unexpected member {member.name!r} (absolute, outside, or not a file)")
+    tar.extractall(dest)  # every member checked above
