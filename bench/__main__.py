@@ -13,6 +13,7 @@ BENCHMARKS = {
     "sharing": "bench.sharing_bench",
     "remote": "bench.remote_bench",
     "cache": "bench.cache_bench",
+    "dtlto": "bench.dtlto_bench",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

@@ -54,12 +54,13 @@ def distributor_flags(options: Sequence[str] = (), distributor: str = GOMA_EXT) 
 
 
 def configure(project: CMakeProject, build: Path, link_flags: str = "", cache: Path = sdists.DEFAULT_CACHE,
-              env: Mapping[str, str] | None = None) -> None:
-    """cmake -G Ninja for PROJECT into BUILD; LINK_FLAGS go after -fuse-ld=lld on every link."""
+              env: Mapping[str, str] | None = None, extra: Sequence[str] = ()) -> None:
+    """cmake -G Ninja for PROJECT into BUILD; LINK_FLAGS go after -fuse-ld=lld on every link; EXTRA are more
+    cmake arguments."""
     src = sdists.fetch(project.sdist, cache)
     flags = f"-fuse-ld=lld {link_flags}".strip()
     run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), *TOOLCHAIN, *project.defines,
-         f"-DCMAKE_EXE_LINKER_FLAGS={flags}", f"-DCMAKE_SHARED_LINKER_FLAGS={flags}"], env=env)
+         f"-DCMAKE_EXE_LINKER_FLAGS={flags}", f"-DCMAKE_SHARED_LINKER_FLAGS={flags}", *extra], env=env)
 
 
 def build(build_dir: Path, *targets: str, env: Mapping[str, str] | None = None) -> Sample:

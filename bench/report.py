@@ -129,8 +129,13 @@ def _goal(rows: list[list[Any]], goal: str, where: str, value: float | None, tar
         rows.append([goal, where, None, f"{'≤' if at_most else '≥'} {target:g}", "not measured"])
         return
     met = value <= target if at_most else value >= target
-    by = value / target if at_most else target / value if value else float("inf")
-    rows.append([goal, where, value, f"{'≤' if at_most else '≥'} {target:g}", "met" if met else f"missed by {by:.2f}×"])
+    if met:
+        verdict = "met"
+    elif at_most and target == 0:
+        verdict = f"missed by {value:g}"
+    else:
+        verdict = f"missed by {(value / target if at_most else target / value if value else float('inf')):.2f}×"
+    rows.append([goal, where, value, f"{'≤' if at_most else '≥'} {target:g}", verdict])
 
 
 def goals_block(data: dict[str, Data | None]) -> str:
@@ -168,6 +173,13 @@ def goals_block(data: dict[str, Data | None]) -> str:
               cache["prune"]["trim_tenth_s"], 1.0, True)
         _goal(rows, "shared cache: compiler runs / distinct backends", "two example builds",
               cache["shared"]["runs_vs_distinct"], 1.0, True)
+    dtlto = {r["variant"][:3]: r for r in (data.get("dtlto") or {}).get("rows", [])}
+    if "(b)" in dtlto:
+        _goal(rows, "DTLTO link wall: goma-ext local / lld in-process", "ninja_test", dtlto["(b)"]["wall_vs_a"], 1.1,
+              True)
+    for tag, where in (("(d)", "ninja_test, regular archives"), ("(f)", "ninja_test, thin archives")):
+        if tag in dtlto:
+            _goal(rows, "DTLTO fresh-directory remote link: jobs executed", where, dtlto[tag]["remote"], 0, True)
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
 
 
@@ -195,9 +207,16 @@ def cache_block(d: Data) -> str:
     ])
 
 
+def dtlto_block(d: Data) -> str:
+    from bench.dtlto_bench import COLUMNS, table_rows
+
+    missing = f"\n\nRemote rows not measured: {d['remote_missing']}." if d.get("remote_missing") else ""
+    return _run_line(d) + "\n\n" + render(COLUMNS, table_rows(d["rows"]), markdown=True) + missing
+
+
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
-    "builds-chromium": builds_block, "cache": cache_block,
+    "builds-chromium": builds_block, "cache": cache_block, "dtlto": dtlto_block,
 }
 
 

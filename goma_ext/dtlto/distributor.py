@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -121,29 +120,34 @@ class Distributor:
         width = self.settings.remote.jobs if self.settings.remote else self.settings.slots.limit
         try:
             with ThreadPoolExecutor(max_workers=max(1, min(width, len(self.jobs.jobs) or 1))) as pool:
-                futures: list[Future[stats.RunRecord]] = [pool.submit(self._job, j) for j in self.jobs.jobs]
+                futures: list[Future[stats.RunRecord]] = [pool.submit(self._job, j) for j in self._largest_first()]
                 _done, pending = wait(futures, return_when=FIRST_EXCEPTION)
                 if pending:
                     for f in pending:
                         f.cancel()
                     wait(pending)
-            errors = [f.exception() for f in futures if f.done() and not f.cancelled() and f.exception()]
+            errors = [e for f in futures if f.done() and not f.cancelled() and (e := f.exception()) is not None]
         finally:
             if self._remote:
                 self._remote.close()
         self._log(self.records)
         if errors:
             remove_outputs(self.jobs.jobs, self.cwd)
-            first = errors[0]
-            if isinstance(first, JobFailed):
-                return 1
-            raise first  # type: ignore[misc]
+            other = [e for e in errors if not isinstance(e, JobFailed)]
+            if other:
+                raise other[0]
+            return 1
         if any(r.mode in (stats.Mode.LOCAL, stats.Mode.FALLBACK, stats.Mode.REMOTE) for r in self.records):
             from gn_thinlto.steps.cache_prune import prune_if_due
 
             if self.settings.cache.root:
                 prune_if_due(self.settings.cache.root, self.settings.cache_policy)
         return 0
+
+    def _largest_first(self) -> list[DistJob]:
+        """The jobs, largest bitcode first, as lld orders its in-process backends: the longest compiles start
+        early instead of ending the link alone (lld's job file is in link order)."""
+        return sorted(self.jobs.jobs, key=lambda job: (self.cwd / job.module).stat().st_size, reverse=True)
 
     def _log(self, records: list[stats.RunRecord]) -> None:
         log = self.settings.stats_log
@@ -208,12 +212,13 @@ class Distributor:
 
         lld names a job's index and native object after its pid, so the action reads its index from and writes
         its object to paths named by the job's content key instead (STAGE/<key>/): the same backend in another
-        link or build directory is then the same REAPI action, served by the action cache. (Jobs that import
-        from archive members still differ: the index names the members' pid-named files.)
+        link or build directory is then the same REAPI action, served by the action cache. Modules lld
+        extracted from archives (pid-named files) are staged there too under their content's name, and the
+        staged index names them so (stage_members).
         """
         import fcntl
 
-        from goma_ext.dtlto.inputs import remote_inputs
+        from goma_ext.dtlto.inputs import remote_inputs, stage_members
         from goma_ext.remote.identity import identify_cached
 
         assert self._remote is not None
@@ -226,18 +231,20 @@ class Distributor:
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
         with open(self.cwd / stage / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # the same backend of a concurrent link waits
+            renames: dict[str, str] = {}
             try:
-                shutil.copyfile(self.cwd / job.index, self.cwd / index)
-                staged_inputs = [index if p == job.index else p for p in inputs]
+                renames = stage_members(self.cwd, job.index, index, stage)
+                argv = [renames.get(a, a) for a in backend.relocated(index, native)]
+                staged_inputs = [index if p == job.index else renames.get(p, p) for p in inputs]
                 compiler = identify_cached(job.argv[0], self.cwd, self.cwd / COMPILER_CACHE)
-                res = executor.run(backend.relocated(index, native), self.cwd, staged_inputs, [native], compiler)
+                res = executor.run(argv, self.cwd, staged_inputs, [native], compiler)
                 if res.exit_code == 0:
                     os.replace(self.cwd / native, self.cwd / job.output)
             except GomaExtError as e:
                 self._warn_once(f"remote execution failed, compiling locally: {e}")
                 return None
             finally:
-                for path in (index, native):
+                for path in (index, native, *renames.values()):
                     remove_if_exists(self.cwd / path)
         if res.exit_code < 0 or res.exit_code >= 128:
             self._warn_once(f"remote compiler died (exit {res.exit_code}), compiling locally")

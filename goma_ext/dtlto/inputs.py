@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import shutil
 from pathlib import Path
 
+from goma_ext.bitcode.index import parse_index
+from goma_ext.bitcode.rename import rename_modules
 from goma_ext.dtlto.jobfile import DistJob, JobFile
 from goma_ext.errors import GomaExtError
 from goma_ext.inputs.backend import backend_inputs
+
+# A module lld 22 extracted from an archive for DTLTO: `<archive>(<member> at <offset>).<task>.<pid, hex>.o`.
+EXTRACTED_MEMBER = re.compile(r"\(.* at \d+\)\.\d+\.[0-9A-Fa-f]+\.o$")
 
 
 class InputMismatch(GomaExtError):
@@ -33,3 +41,26 @@ def remote_inputs(jobs: JobFile, job: DistJob, cwd: Path) -> tuple[str, ...]:
             f"only in {jobs.path.name}: {only_lld or 'none'}; only in the index: {only_index or 'none'}"
         )
     return tuple(dict.fromkeys([*job.inputs, *jobs.common_inputs, *decoded.other_inputs]))
+
+
+def stage_members(cwd: Path, index: str, staged_index: str, stage: str) -> dict[str, str]:
+    """Write INDEX to STAGED_INDEX, with every module lld extracted from an archive renamed to a file in STAGE
+    named by its content (a hard link, else a copy, made here). Returns old path -> new path (all relative to
+    CWD); empty when the index names no such module (then the copy is the index as it is)."""
+    data = (cwd / index).read_bytes()
+    modules = parse_index(data, name=index, summaries=False).modules if data else []
+    renames = {}
+    for module in modules:
+        if EXTRACTED_MEMBER.search(module.path):
+            digest = hashlib.sha256((cwd / module.path).read_bytes()).hexdigest()
+            renames[module.path] = os.path.join(stage, "m", f"{digest[:32]}.o")
+    for old, new in renames.items():
+        (cwd / new).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(cwd / old, cwd / new)
+        except FileExistsError:
+            pass
+        except OSError:
+            shutil.copyfile(cwd / old, cwd / new)
+    (cwd / staged_index).write_bytes(rename_modules(data, renames, name=index) if renames else data)
+    return renames

@@ -39,14 +39,23 @@ def test_remote_link_equals_local_then_a_fresh_directory_executes_nothing(
     assert not (fresh / ".goma-ext-dtlto").exists() or not any((fresh / ".goma-ext-dtlto").glob("*/*.o"))
 
 
-def test_remote_link_with_an_archive_member(cluster: Cluster, tmp_path: Path, salt: str) -> None:
-    """lld extracts liblib.a's member to a pid-named file; its job and its importer's upload that file."""
+def test_archive_members_are_the_same_action_in_every_link(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+    """lld extracts liblib.a's member to a file named after its pid, and the index names it; staged under its
+    content's name with a renamed index, its job and its importers are still served by the action cache in a
+    fresh directory, and the binary is the local link's."""
     cluster.ensure_server()
-    work = build(tmp_path / "ws")
+    local, work, fresh = (build(tmp_path / d) for d in ("local", "ws", "fresh"))
+    assert link(local, dist=("--no-cache",)).returncode == 0
     done = link(work, dist=_remote(cluster), env=_env(salt))
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert [r.mode for r in records(work)] == [stats.Mode.REMOTE] * 3
-    assert run(["./app"], work).stdout == EXPECTED_OUTPUT
+    done = link(fresh, dist=_remote(cluster), env=_env(salt))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [r.mode for r in records(fresh)] == [stats.Mode.CACHE_HIT] * 3
+    for d in (work, fresh):
+        assert (d / "app").read_bytes() == (local / "app").read_bytes()
+        assert run(["./app"], d).stdout == EXPECTED_OUTPUT
+        assert not [p for p in (d / ".goma-ext-dtlto").rglob("*") if p.is_file() and p.name != ".lock"]
 
 
 def test_job_file_disagreeing_with_the_index_is_an_error_naming_both(

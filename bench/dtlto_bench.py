@@ -1,0 +1,138 @@
+"""`python -m bench dtlto`: ninja_test's link (ninja's own CMake build, clang/lld 22 ThinLTO) with lld's
+in-process backends against goma-ext as lld's DTLTO distributor, side by side in one run.
+
+Rows: (a) lld in-process; (b) goma-ext local (a cold backend cache each time); (c) goma-ext remote on the local
+cluster, cold (a new cache salt each time, no local backend cache); (d) remote from a fresh build directory
+with (c)'s salt: the action cache should serve every job. lld 22 extracts archive members to files named
+after its pid, and the index names them: jobs touching libgtest.a's member are new actions in every link.
+(e) and (f) are (c) and (d) with CMake writing thin archives (llvm-ar T), whose members keep their own paths.
+Each link is timed alone (`ninja ninja_test` after removing the binary), its median of --repeat runs;
+peak RSS is the largest process of the link's tree. The binaries pass ninja_test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import cluster_tool, cmake_projects, prereqs, results
+from bench.fsio import remove
+from bench.measure import Sample, progress, ratio
+from bench.sdists import DEFAULT_CACHE
+from bench.table import render
+from goma_ext.remote import stats
+
+PROJECT = cmake_projects.NINJA
+TARGET = "ninja_test"
+# Included after every project() (CMAKE_PROJECT_INCLUDE), where it overrides the platform's archive rules;
+# a -D of these variables would be shadowed by them.
+THIN_ARCHIVES_CMAKE = "".join(
+    f'set(CMAKE_{lang}_ARCHIVE_{step} "<CMAKE_AR> {flags} <TARGET> <LINK_FLAGS> <OBJECTS>")\n'
+    for lang in ("C", "CXX") for step, flags in (("CREATE", "qcT"), ("APPEND", "qT")))
+COLUMNS = ["variant", "link wall s", "vs (a)", "peak RSS MiB", "vs (a)", "jobs", "executed remotely",
+           "action-cache hits", "local", "fallbacks", "uploaded MiB", "ninja_test"]
+
+
+def _prepared(build: Path, link_flags: str, extra: Sequence[str] = ()) -> Path:
+    """BUILD configured and built once, so that only the link of TARGET is left to time."""
+    if not (build / TARGET).exists():
+        cmake_projects.configure(PROJECT, build, link_flags, extra=extra)
+        cmake_projects.build(build, env={"GOMA_EXT_DTLTO": "--no-cache"})
+    return build
+
+
+def _time_link(build: Path, env: Mapping[str, str] | None) -> tuple[Sample, list[stats.RunRecord]]:
+    log = build / "goma_ext_dtlto.jsonl"
+    before = len(stats.read(log))
+    (build / TARGET).unlink()
+    sample = cmake_projects.build(build, TARGET, env=env)
+    return sample, stats.read(log)[before:]
+
+
+def _row(name: str, samples: list[tuple[Sample, list[stats.RunRecord]]], build: Path) -> dict[str, Any]:
+    walls = [s.wall_s for s, _ in samples]
+    last = stats.summarize(samples[-1][1])
+    modes = last["modes"]
+    return {
+        "variant": name, "wall_s": statistics.median(walls), "walls_s": walls,
+        "rss_mib": statistics.median(s.max_rss_mib for s, _ in samples),
+        "jobs": last["runs"], "remote": modes["remote"], "action_cache_hits": modes["cache_hit"],
+        "local": modes["local"] + modes["backend_cache"], "fallbacks": modes["fallback"],
+        "uploaded_mib": last["bytes_uploaded"] / 2**20, "test": cmake_projects.test(PROJECT, build),
+    }
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench dtlto", description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=3, help="links timed per variant (medians reported)")
+    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    p.add_argument("--name", default="dtlto")
+    p.add_argument("--no-remote", action="store_true", help="rows (a) and (b) only")
+    args = p.parse_args(argv)
+    prereqs.ensure()
+    ctx = results.context()
+    print(f"machine: {ctx['machine'].one_line()}")
+    work = args.cache / "dtlto-bench"
+    dist = cmake_projects.distributor_flags()
+    rows = []
+    progress("(a) lld in-process: building ninja's sources")
+    inproc = _prepared(work / "inproc", "")
+    rows.append(_row("(a) lld in-process", [_time_link(inproc, None) for _ in range(args.repeat)], inproc))
+    progress("(b) goma-ext local")
+    local = _prepared(work / "dtlto", dist)
+    samples = [_time_link(local, {"GOMA_EXT_DTLTO": f"--cache={work / f'local-cache-{i}-{os.getpid()}'}"})
+               for i in range(args.repeat)]
+    for i in range(args.repeat):
+        remove(work / f"local-cache-{i}-{os.getpid()}")
+    rows.append(_row("(b) goma-ext local", samples, local))
+    missing = None if not args.no_remote else "--no-remote"
+    missing = missing or cluster_tool.available()
+    if missing is None:
+        state = work / "cluster"
+        endpoint = cluster_tool.start(state)
+        try:
+            rows += _remote_rows(work, dist, endpoint, args.repeat, (), "")
+            thin = work / "thin-archives.cmake"
+            thin.write_text(THIN_ARCHIVES_CMAKE)
+            rows += _remote_rows(work, dist, endpoint, args.repeat, (f"-DCMAKE_PROJECT_INCLUDE={thin}",),
+                                 "thin archives, ")
+        finally:
+            cluster_tool.stop(state)
+    base = rows[0]
+    for r in rows:
+        r["wall_vs_a"], r["rss_vs_a"] = ratio(r["wall_s"], base["wall_s"]), ratio(r["rss_mib"], base["rss_mib"])
+    print(render(COLUMNS, table_rows(rows)))
+    if missing:
+        print(f"remote rows not measured: {missing}")
+    command = "python -m bench dtlto" + (f" {' '.join(argv)}" if argv else "")
+    path = results.write(args.results, args.name, {**ctx, "command": command, "rows": rows, "remote_missing": missing})
+    print(f"results: {path}")
+    return 0
+
+
+def _remote_rows(work: Path, dist: str, endpoint: str, repeat: int, extra: Sequence[str],
+                 tag: str) -> list[dict[str, Any]]:
+    suffix = "-thin" if extra else ""
+    cold, fresh = work / f"remote{suffix}", work / f"fresh{suffix}"
+    progress(f"(c) goma-ext remote, {tag}cold")
+    _prepared(cold, dist, extra)
+    salts = [f"dtlto-bench-{os.getpid()}-{suffix}-{i}" for i in range(repeat)]
+    remote = f"--no-cache --remote={endpoint}"
+    samples = [_time_link(cold, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": s}) for s in salts]
+    rows = [_row(f"({'e' if extra else 'c'}) goma-ext remote, {tag}cold", samples, cold)]
+    progress(f"(d) goma-ext remote, {tag}fresh build directory")
+    remove(fresh)
+    _prepared(fresh, dist, extra)
+    samples = [_time_link(fresh, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": salts[-1]}) for _ in range(repeat)]
+    rows.append(_row(f"({'f' if extra else 'd'}) goma-ext remote, {tag}fresh directory", samples, fresh))
+    return rows
+
+
+def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    return [[r["variant"], r["wall_s"], r["wall_vs_a"], r["rss_mib"], r["rss_vs_a"], r["jobs"], r["remote"],
+             r["action_cache_hits"], r["local"], r["fallbacks"], r["uploaded_mib"], r["test"]] for r in rows]
