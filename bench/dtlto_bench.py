@@ -3,9 +3,8 @@ in-process backends against goma-ext as lld's DTLTO distributor, side by side in
 
 Rows: (a) lld in-process; (b) goma-ext local (a cold backend cache each time); (c) goma-ext remote on the local
 cluster, cold (a new cache salt each time, no local backend cache); (d) remote from a fresh build directory
-with (c)'s salt: the action cache should serve every job. lld 22 extracts archive members to files named
-after its pid, and the index names them: jobs touching libgtest.a's member are new actions in every link.
-(e) and (f) are (c) and (d) with CMake writing thin archives (llvm-ar T), whose members keep their own paths.
+with (c)'s salt: the action cache should serve every job, libgtest.a's member (which lld extracts to a file
+named after its pid) and the jobs importing from it included.
 Each link is timed alone (`ninja ninja_test` after removing the binary), its median of --repeat runs;
 peak RSS is the largest process of the link's tree. The binaries pass ninja_test.
 """
@@ -28,19 +27,14 @@ from goma_ext.remote import stats
 
 PROJECT = cmake_projects.NINJA
 TARGET = "ninja_test"
-# Included after every project() (CMAKE_PROJECT_INCLUDE), where it overrides the platform's archive rules;
-# a -D of these variables would be shadowed by them.
-THIN_ARCHIVES_CMAKE = "".join(
-    f'set(CMAKE_{lang}_ARCHIVE_{step} "<CMAKE_AR> {flags} <TARGET> <LINK_FLAGS> <OBJECTS>")\n'
-    for lang in ("C", "CXX") for step, flags in (("CREATE", "qcT"), ("APPEND", "qT")))
 COLUMNS = ["variant", "link wall s", "vs (a)", "peak RSS MiB", "vs (a)", "jobs", "executed remotely",
            "action-cache hits", "local", "fallbacks", "uploaded MiB", "ninja_test"]
 
 
-def _prepared(build: Path, link_flags: str, extra: Sequence[str] = ()) -> Path:
+def _prepared(build: Path, link_flags: str) -> Path:
     """BUILD configured and built once, so that only the link of TARGET is left to time."""
     if not (build / TARGET).exists():
-        cmake_projects.configure(PROJECT, build, link_flags, extra=extra)
+        cmake_projects.configure(PROJECT, build, link_flags)
         cmake_projects.build(build, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
 
@@ -96,11 +90,7 @@ def main(argv: Sequence[str]) -> int:
         state = work / "cluster"
         endpoint = cluster_tool.start(state)
         try:
-            rows += _remote_rows(work, dist, endpoint, args.repeat, (), "")
-            thin = work / "thin-archives.cmake"
-            thin.write_text(THIN_ARCHIVES_CMAKE)
-            rows += _remote_rows(work, dist, endpoint, args.repeat, (f"-DCMAKE_PROJECT_INCLUDE={thin}",),
-                                 "thin archives, ")
+            rows += _remote_rows(work, dist, endpoint, args.repeat)
         finally:
             cluster_tool.stop(state)
     base = rows[0]
@@ -115,21 +105,19 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _remote_rows(work: Path, dist: str, endpoint: str, repeat: int, extra: Sequence[str],
-                 tag: str) -> list[dict[str, Any]]:
-    suffix = "-thin" if extra else ""
-    cold, fresh = work / f"remote{suffix}", work / f"fresh{suffix}"
-    progress(f"(c) goma-ext remote, {tag}cold")
-    _prepared(cold, dist, extra)
-    salts = [f"dtlto-bench-{os.getpid()}-{suffix}-{i}" for i in range(repeat)]
+def _remote_rows(work: Path, dist: str, endpoint: str, repeat: int) -> list[dict[str, Any]]:
+    cold, fresh = work / "remote", work / "fresh"
+    progress("(c) goma-ext remote, cold")
+    _prepared(cold, dist)
+    salts = [f"dtlto-bench-{os.getpid()}-{i}" for i in range(repeat)]
     remote = f"--no-cache --remote={endpoint}"
     samples = [_time_link(cold, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": s}) for s in salts]
-    rows = [_row(f"({'e' if extra else 'c'}) goma-ext remote, {tag}cold", samples, cold)]
-    progress(f"(d) goma-ext remote, {tag}fresh build directory")
+    rows = [_row("(c) goma-ext remote, cold", samples, cold)]
+    progress("(d) goma-ext remote, fresh build directory")
     remove(fresh)
-    _prepared(fresh, dist, extra)
+    _prepared(fresh, dist)
     samples = [_time_link(fresh, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": salts[-1]}) for _ in range(repeat)]
-    rows.append(_row(f"({'f' if extra else 'd'}) goma-ext remote, {tag}fresh directory", samples, fresh))
+    rows.append(_row("(d) goma-ext remote, fresh directory", samples, fresh))
     return rows
 
 
