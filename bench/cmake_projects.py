@@ -28,8 +28,10 @@ class CMakeProject:
     test_command: tuple[str, ...]  # run in the build directory
     test_summary: str  # the start of the line that sums up a passing run
     binaries: tuple[str, ...]  # linked through ThinLTO, compared between the modes
+    bench_target: str  # the link bench/dtlto_bench.py times
 
 
+PROJECTS: dict[str, CMakeProject] = {}
 NINJA = CMakeProject(
     sdists.NINJA,
     ("-DBUILD_TESTING=ON", "-DFETCHCONTENT_SOURCE_DIR_GOOGLETEST=/usr/src/googletest",
@@ -37,6 +39,7 @@ NINJA = CMakeProject(
     ("./ninja_test",),
     "[  PASSED  ]",
     ("ninja", "ninja_test"),
+    "ninja_test",
 )
 LIBDEFLATE = CMakeProject(
     sdists.LIBDEFLATE,
@@ -45,6 +48,7 @@ LIBDEFLATE = CMakeProject(
     "100% tests passed",
     ("libdeflate.so.0", "programs/libdeflate-gzip", "programs/benchmark", "programs/checksum",
      "programs/test_checksums", "programs/test_slow_decompression"),
+    "programs/benchmark",
 )
 
 
@@ -75,3 +79,6 @@ def test(project: CMakeProject, build_dir: Path) -> str:
     if not summary:
         raise BenchError(f"{' '.join(project.test_command)} in {build_dir}: no {project.test_summary!r} line")
     return summary[-1].strip()
+
+
+PROJECTS.update(ninja=NINJA, libdeflate=LIBDEFLATE)

@@ -1,6 +1,8 @@
 """`python -m bench dtlto`: ninja_test's link (ninja's own CMake build, clang/lld 22 ThinLTO) with lld's
 in-process backends against goma-ext as lld's DTLTO distributor, side by side in one run.
 
+(`--project libdeflate` times libdeflate's `programs/benchmark` link instead: a small run for the tests.)
+
 Rows: (a) lld in-process; (b) goma-ext local (a cold backend cache each time); (c) goma-ext remote on the local
 cluster, cold (a new cache salt each time, no local backend cache); (d) remote from a fresh build directory
 with (c)'s salt: the action cache should serve every job, libgtest.a's member (which lld extracts to a file
@@ -19,35 +21,36 @@ from pathlib import Path
 from typing import Any
 
 from bench import cluster_tool, cmake_projects, prereqs, results
+from bench.cmake_projects import CMakeProject
 from bench.fsio import remove
 from bench.measure import Sample, progress, ratio
 from bench.sdists import DEFAULT_CACHE
 from bench.table import render
 from goma_ext.remote import stats
 
-PROJECT = cmake_projects.NINJA
-TARGET = "ninja_test"
 COLUMNS = ["variant", "link wall s", "vs (a)", "peak RSS MiB", "vs (a)", "jobs", "executed remotely",
-           "action-cache hits", "local", "fallbacks", "uploaded MiB", "ninja_test"]
+           "action-cache hits", "local", "fallbacks", "uploaded MiB", "the project's tests"]
 
 
-def _prepared(build: Path, link_flags: str) -> Path:
-    """BUILD configured and built once, so that only the link of TARGET is left to time."""
-    if not (build / TARGET).exists():
-        cmake_projects.configure(PROJECT, build, link_flags)
+def _prepared(project: CMakeProject, build: Path, link_flags: str) -> Path:
+    """BUILD configured and built once, so that only the timed link is left to run."""
+    if not (build / project.bench_target).exists():
+        cmake_projects.configure(project, build, link_flags)
         cmake_projects.build(build, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
 
 
-def _time_link(build: Path, env: Mapping[str, str] | None) -> tuple[Sample, list[stats.RunRecord]]:
+def _time_link(project: CMakeProject, build: Path,
+               env: Mapping[str, str] | None) -> tuple[Sample, list[stats.RunRecord]]:
     log = build / "goma_ext_dtlto.jsonl"
     before = len(stats.read(log))
-    (build / TARGET).unlink()
-    sample = cmake_projects.build(build, TARGET, env=env)
+    (build / project.bench_target).unlink()
+    sample = cmake_projects.build(build, project.bench_target, env=env)
     return sample, stats.read(log)[before:]
 
 
-def _row(name: str, samples: list[tuple[Sample, list[stats.RunRecord]]], build: Path) -> dict[str, Any]:
+def _row(project: CMakeProject, name: str, samples: list[tuple[Sample, list[stats.RunRecord]]],
+         build: Path) -> dict[str, Any]:
     walls = [s.wall_s for s, _ in samples]
     last = stats.summarize(samples[-1][1])
     modes = last["modes"]
@@ -56,7 +59,7 @@ def _row(name: str, samples: list[tuple[Sample, list[stats.RunRecord]]], build: 
         "rss_mib": statistics.median(s.max_rss_mib for s, _ in samples),
         "jobs": last["runs"], "remote": modes["remote"], "action_cache_hits": modes["cache_hit"],
         "local": modes["local"] + modes["backend_cache"], "fallbacks": modes["fallback"],
-        "uploaded_mib": last["bytes_uploaded"] / 2**20, "test": cmake_projects.test(PROJECT, build),
+        "uploaded_mib": last["bytes_uploaded"] / 2**20, "test": cmake_projects.test(project, build),
     }
 
 
@@ -67,30 +70,33 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--name", default="dtlto")
     p.add_argument("--no-remote", action="store_true", help="rows (a) and (b) only")
+    p.add_argument("--project", choices=sorted(cmake_projects.PROJECTS), default="ninja")
     args = p.parse_args(argv)
+    project = cmake_projects.PROJECTS[args.project]
     prereqs.ensure()
     ctx = results.context()
     print(f"machine: {ctx['machine'].one_line()}")
-    work = args.cache / "dtlto-bench"
+    work = args.cache / "dtlto-bench" / args.project
     dist = cmake_projects.distributor_flags()
     rows = []
-    progress("(a) lld in-process: building ninja's sources")
-    inproc = _prepared(work / "inproc", "")
-    rows.append(_row("(a) lld in-process", [_time_link(inproc, None) for _ in range(args.repeat)], inproc))
+    progress(f"(a) lld in-process: building {args.project}'s sources")
+    inproc = _prepared(project, work / "inproc", "")
+    rows.append(_row(project, "(a) lld in-process", [_time_link(project, inproc, None) for _ in range(args.repeat)],
+                     inproc))
     progress("(b) goma-ext local")
-    local = _prepared(work / "dtlto", dist)
-    samples = [_time_link(local, {"GOMA_EXT_DTLTO": f"--cache={work / f'local-cache-{i}-{os.getpid()}'}"})
+    local = _prepared(project, work / "dtlto", dist)
+    samples = [_time_link(project, local, {"GOMA_EXT_DTLTO": f"--cache={work / f'local-cache-{i}-{os.getpid()}'}"})
                for i in range(args.repeat)]
     for i in range(args.repeat):
         remove(work / f"local-cache-{i}-{os.getpid()}")
-    rows.append(_row("(b) goma-ext local", samples, local))
+    rows.append(_row(project, "(b) goma-ext local", samples, local))
     missing = None if not args.no_remote else "--no-remote"
     missing = missing or cluster_tool.available()
     if missing is None:
         state = work / "cluster"
         endpoint = cluster_tool.start(state)
         try:
-            rows += _remote_rows(work, dist, endpoint, args.repeat)
+            rows += _remote_rows(project, work, dist, endpoint, args.repeat)
         finally:
             cluster_tool.stop(state)
     base = rows[0]
@@ -100,24 +106,27 @@ def main(argv: Sequence[str]) -> int:
     if missing:
         print(f"remote rows not measured: {missing}")
     command = "python -m bench dtlto" + (f" {' '.join(argv)}" if argv else "")
-    path = results.write(args.results, args.name, {**ctx, "command": command, "rows": rows, "remote_missing": missing})
+    path = results.write(args.results, args.name, {**ctx, "command": command, "project": args.project,
+                                                   "target": project.bench_target, "rows": rows,
+                                                   "remote_missing": missing})
     print(f"results: {path}")
     return 0
 
 
-def _remote_rows(work: Path, dist: str, endpoint: str, repeat: int) -> list[dict[str, Any]]:
+def _remote_rows(project: CMakeProject, work: Path, dist: str, endpoint: str, repeat: int) -> list[dict[str, Any]]:
     cold, fresh = work / "remote", work / "fresh"
     progress("(c) goma-ext remote, cold")
-    _prepared(cold, dist)
+    _prepared(project, cold, dist)
     salts = [f"dtlto-bench-{os.getpid()}-{i}" for i in range(repeat)]
     remote = f"--no-cache --remote={endpoint}"
-    samples = [_time_link(cold, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": s}) for s in salts]
-    rows = [_row("(c) goma-ext remote, cold", samples, cold)]
+    samples = [_time_link(project, cold, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": s}) for s in salts]
+    rows = [_row(project, "(c) goma-ext remote, cold", samples, cold)]
     progress("(d) goma-ext remote, fresh build directory")
     remove(fresh)
-    _prepared(fresh, dist)
-    samples = [_time_link(fresh, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": salts[-1]}) for _ in range(repeat)]
-    rows.append(_row("(d) goma-ext remote, fresh directory", samples, fresh))
+    _prepared(project, fresh, dist)
+    samples = [_time_link(project, fresh, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": salts[-1]})
+               for _ in range(repeat)]
+    rows.append(_row(project, "(d) goma-ext remote, fresh directory", samples, fresh))
     return rows
 
 
