@@ -109,10 +109,11 @@ class Distributor:
         self._failed = threading.Event()
         self.records: list[stats.RunRecord] = []
 
-    def _warn_once(self, message: str) -> None:
+    def _warn_once(self, message: str, kind: str = "") -> None:
+        """One warning line per KIND of problem (by default, per message) in this link."""
         with self._print:
-            if message not in self._warned:
-                self._warned.add(message)
+            if (kind or message) not in self._warned:
+                self._warned.add(kind or message)
                 print(f"{WARNING} {message}", file=sys.stderr, flush=True)
 
     def run(self) -> int:
@@ -241,7 +242,8 @@ class Distributor:
                 if res.exit_code == 0:
                     os.replace(self.cwd / native, self.cwd / job.output)
             except GomaExtError as e:
-                self._warn_once(f"remote execution failed, compiling locally: {e}")
+                code = getattr(e, "code", None) or type(e).__name__
+                self._warn_once(f"remote execution failed, compiling locally: {e}", kind=f"remote:{code}")
                 return None
             finally:
                 for path in (index, native, *renames.values()):

@@ -22,8 +22,16 @@ class InputMismatch(GomaExtError):
     """lld's job file and the ThinLTO index disagree on what a backend reads."""
 
 
-def _norm(paths: tuple[str, ...] | list[str]) -> set[str]:
-    return {os.path.normpath(p) for p in paths}
+def _norm(paths: tuple[str, ...] | list[str], cwd: Path) -> set[str]:
+    """Normalized, and relative to CWD when inside it (lld writes what the link line said, maybe absolute)."""
+    base = os.path.abspath(cwd)
+    out = set()
+    for p in paths:
+        norm = os.path.normpath(p)
+        if os.path.isabs(norm) and (norm + os.sep).startswith(base + os.sep):
+            norm = os.path.relpath(norm, base)
+        out.add(norm)
+    return out
 
 
 def remote_inputs(jobs: JobFile, job: DistJob, cwd: Path) -> tuple[str, ...]:
@@ -31,8 +39,8 @@ def remote_inputs(jobs: JobFile, job: DistJob, cwd: Path) -> tuple[str, ...]:
     must have listed, and nothing else), the link's common inputs and any file a flag names (response files,
     profiles). A disagreement between the job file and the index is an error naming both."""
     decoded = backend_inputs(job.argv, cwd)
-    from_index = _norm([decoded.bitcode, *([decoded.index] if decoded.index else []), *decoded.imports])
-    listed = _norm(list(job.inputs))
+    from_index = _norm([decoded.bitcode, *([decoded.index] if decoded.index else []), *decoded.imports], cwd)
+    listed = _norm(list(job.inputs), cwd)
     if from_index != listed:
         only_lld = sorted(listed - from_index)
         only_index = sorted(from_index - listed)

@@ -71,3 +71,16 @@ def test_job_file_disagreeing_with_the_index_is_an_error_naming_both(
     assert "the inputs of the job for main.o disagree with its index main." in line, done.stderr
     assert "only in the index: ['util.o']" in line and ".dist-file.json" in line
     assert not (work / "app").exists()
+
+
+def test_absolute_paths_compile_locally_with_one_warning(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+    """A link line with absolute paths makes lld's job file absolute: not a remote action (it would be machine-
+    specific), so every job falls back to a local compile, with one warning."""
+    cluster.ensure_server()
+    work = build(tmp_path / "ws")
+    done = link(work, dist=_remote(cluster), env=_env(salt), inputs=[str(work / o) for o in OBJECTS_ONLY])
+    assert done.returncode == 0, done.stderr
+    warnings = done.stderr.splitlines()
+    assert len(warnings) == 1 and "absolute path" in warnings[0] and "compiling locally" in warnings[0], warnings
+    assert [r.mode for r in records(work)] == [stats.Mode.FALLBACK] * 3
+    assert run(["./app"], work).stdout == EXPECTED_OUTPUT
