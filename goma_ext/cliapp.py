@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from goma_ext import __version__
 
-Register = Callable[[argparse._SubParsersAction], None]
+Register = Callable[[argparse._SubParsersAction], object]
 
 
 def build_parser(prog: str, description: str | None, commands: Sequence[Register]) -> argparse.ArgumentParser:

@@ -6,19 +6,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gn_thinlto.cli import cache, example, explain, gen, trace
+from gn_thinlto.cli import cache, example, explain, gen, report, trace
 from gn_thinlto.errors import GnThinltoError
 from goma_ext.cliapp import build_parser as _build_parser
 from goma_ext.cliapp import run_cli
 from goma_ext.errors import GomaExtError
-from goma_ext.remote import report_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
     return _build_parser(
         "gn-thinlto", __doc__,
         [example.add_parser, gen.add_parser, explain.add_parser, cache.add_parser, trace.add_parser,
-         report_cli.add_parser],
+         report.add_parser],
     )
 
 

@@ -61,21 +61,36 @@ def last_build(ninja_log: str) -> list[LogEdge]:
     return sorted((LogEdge(s, e, tuple(o)) for (s, e, _), o in edges.items()), key=lambda x: (x.start_ms, x.outputs))
 
 
-def phase_of(edge: LogEdge, links: Sequence[Link]) -> tuple[str, str]:
-    """(phase, binary) of an edge: compile, thin link, backend, final link or other."""
-    first = edge.outputs[0]
-    for link in links:
-        if first.startswith(f"{link.directory}/native/"):
-            return "backend", link.binary
-        if first.startswith(f"{link.directory}/"):
-            return "thin link", link.binary
-        if set(edge.outputs) & set(link.outputs):
-            return "final link", link.binary
-    if first.startswith(f"{STATE_DIR}/shared/"):
-        return "backend", "shared"
-    if first.endswith(".o") and first.startswith("obj/"):
-        return "compile", ""
-    return "other", ""
+class PhaseIndex:
+    """(phase, binary) of an edge — compile, thin link, backend, final link or other — by its first output's
+    directory, a lookup per path prefix (not a scan of every link: Chromium has hundreds)."""
+
+    def __init__(self, links: Sequence[Link]) -> None:
+        self._dirs = {link.directory: link.binary for link in links}
+        self._finals = {out: link.binary for link in links for out in link.outputs}
+
+    def _link_dir(self, path: str) -> str | None:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            prefix = "/".join(parts[:i])
+            if prefix in self._dirs:
+                return prefix
+        return None
+
+    def phase_of(self, edge: LogEdge) -> tuple[str, str]:
+        first = edge.outputs[0]
+        directory = self._link_dir(first)
+        if directory is not None:
+            phase = "backend" if first.startswith(f"{directory}/native/") else "thin link"
+            return phase, self._dirs[directory]
+        final = next((self._finals[o] for o in edge.outputs if o in self._finals), None)
+        if final is not None:
+            return "final link", final
+        if first.startswith(f"{STATE_DIR}/shared/"):
+            return "backend", "shared"
+        if first.endswith(".o") and first.startswith("obj/"):
+            return "compile", ""
+        return "other", ""
 
 
 def slots(edges: Sequence[LogEdge]) -> list[int]:
@@ -98,8 +113,9 @@ def trace_events(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping
     """The trace: one complete ("X") event per edge on its slot's track, and track names."""
     events: list[dict[str, Any]] = []
     track = slots(edges)
+    index = PhaseIndex(links)
     for edge, slot in zip(edges, track):
-        phase, binary = phase_of(edge, links)
+        phase, binary = index.phase_of(edge)
         args: dict[str, Any] = {"outputs": list(edge.outputs)}
         if binary:
             args["binary"] = binary

@@ -14,13 +14,15 @@ from goma_ext.remote.errors import RemoteError
 MIB = 1024 * 1024
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `report` command; returns its parser so that gn-thinlto can add options of its own."""
     p = commands.add_parser("report", help="sum the remote/cache/fallback stats of a build directory")
     p.add_argument("out", type=Path, metavar="OUT", help="build directory")
     p.add_argument("--json", action="store_true", help="print the totals as JSON")
     p.add_argument("--dtlto", action="store_true",
                    help=f"sum the DTLTO distributor's log ({DTLTO_STATS_LOG}, in the link's directory) instead")
     p.set_defaults(run=run)
+    return p
 
 
 def _mib(n: int | None) -> str:

@@ -187,3 +187,11 @@ def test_trace_of_the_build_names_every_phase(built: Build, tmp_path: Path) -> N
         "cache": "hit"}
     assert by_phase["final link"]["args"]["binary"] == "crc_tool"
     assert "exe.unstripped/crc_tool" in by_phase["final link"]["args"]["outputs"]
+    # `gn-thinlto report --build`: that backend held back crc_tool's final link, which ended the build
+    proc = gn_thinlto("report", str(built.out), "--build", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    path = [(s["phase"], s["binary"]) for s in report["critical_path"]]
+    assert path[:2] == [("backend", "crc_tool"), ("final link", "crc_tool")], path
+    assert report["binaries"][0]["binary"] == "crc_tool" and report["binaries"][0]["cache_hits"] == 1
+    assert 0 < report["serial_fraction"] <= 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gn_thinlto.cli.trace import LogEdge, Link, cache_verdicts, last_build, phase_of, slots, trace_events
+from gn_thinlto.cli.trace import Link, LogEdge, PhaseIndex, cache_verdicts, last_build, slots, trace_events
 
 LOG = """# ninja log v5
 0\t100\t1\tobj/old.o\taaaa
@@ -28,7 +28,7 @@ def test_last_build_and_edges() -> None:
 
 
 def test_phases() -> None:
-    kinds = [phase_of(e, LINKS) for e in last_build(LOG)]
+    kinds = [PhaseIndex(LINKS).phase_of(e) for e in last_build(LOG)]
     assert kinds == [("compile", ""), ("compile", ""), ("thin link", "app"), ("backend", "app"), ("backend", "app"),
                      ("final link", "app"), ("other", "")]
 
