@@ -21,7 +21,7 @@ LLVM_VERSIONS = (19, 22)
 REQUIRED_TOOLS: dict[str, tuple[str, ...]] = {
     "integration": (
         "clang-19", "clang++-19", "ld.lld-19", "llvm-ar-19", "llvm-bcanalyzer-19", "llvm-objdump-19",
-        "clang-22", "ld.lld-22", "llvm-bcanalyzer-22", "gn", "ninja", "strace",
+        "clang-22", "ld.lld-22", "llvm-bcanalyzer-22", "gn", "ninja", "strace", "cmake", "chromium",
     ),
     "remote": ("clang-19", "clang-22", "gn", "ninja", "ld.lld-19", "ld.lld-22", "openssl", "pg_ctlcluster"),
 }

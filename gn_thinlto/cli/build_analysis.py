@@ -3,7 +3,9 @@ the slowest backends, from .ninja_log, the backend log and ninja's own graph (`n
 
 The critical path is walked backwards from the edge that finished last: each step goes to the input's
 producing edge (among those that ran in this build) that finished last, which is what held the edge back.
-The serial fraction is the share of the build's wall time during which at most one edge ran.
+Each step also says how long it waited after its input was ready (ninja had no free slot, or other inputs
+without timing were still being made). The serial fraction is the share of the build's wall time during
+which at most one edge ran.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ def analyse(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str,
     """The whole report as plain data (for text, JSON or HTML)."""
     index = PhaseIndex(links)
     path = critical_path(edges, inputs, index)
-    wall = (max(e.end_ms for e in edges) - min(e.start_ms for e in edges)) if edges else 0
+    start = min((e.start_ms for e in edges), default=0)
+    wall = max(e.end_ms for e in edges) - start if edges else 0
     phase_ms: dict[str, int] = {}
     binaries: dict[str, dict[str, Any]] = {}
     backends: list[dict[str, Any]] = []
@@ -125,7 +128,9 @@ def analyse(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str,
         "edges": len(edges), "wall_ms": wall, "serial_fraction": round(serial_fraction(edges), 4),
         "phase_ms": dict(sorted(phase_ms.items())),
         "critical_path": [{"phase": s.phase, "binary": s.binary, "output": s.edge.outputs[0],
-                           "start_ms": s.edge.start_ms, "end_ms": s.edge.end_ms} for s in path],
+                           "start_ms": s.edge.start_ms, "end_ms": s.edge.end_ms,
+                           "waited_ms": s.edge.start_ms - (path[i - 1].edge.end_ms if i else start)}
+                          for i, s in enumerate(path)],
         "critical_path_ms_by_phase": dict(sorted(path_ms.items())),
         "binaries": sorted(binaries.values(), key=lambda r: r["binary"]),
         "slowest_backends": sorted(backends, key=lambda b: -b["ms"])[:10],
@@ -140,8 +145,8 @@ def text(report: Mapping[str, Any]) -> str:
     lines.append(f"critical path: {len(report['critical_path'])} edges ({by_phase})")
     for step in report["critical_path"]:
         who = f" [{step['binary']}]" if step["binary"] else ""
-        lines.append(f"  {step['start_ms'] / 1000:7.2f}–{step['end_ms'] / 1000:7.2f} s  {step['phase']}{who}  "
-                     f"{step['output']}")
+        lines.append(f"  {step['start_ms'] / 1000:7.2f}–{step['end_ms'] / 1000:7.2f} s (waited "
+                     f"{step['waited_ms'] / 1000:.2f} s)  {step['phase']}{who}  {step['output']}")
     lines.append("binary: backends run (cache hits), backend s, thin link s, final link s")
     for row in report["binaries"]:
         lines.append(f"  {row['binary']}: {row['backends_run']} ({row['cache_hits']}), {row['backend_ms'] / 1000:.1f}, "

@@ -1,12 +1,15 @@
-"""`gn-thinlto report OUT [--json] [--dtlto] [--build]`: goma-ext's remote stats, or with --build where the last
-build's time went (critical path by phase, serial fraction, per binary, slowest backends: build_analysis)."""
+"""`gn-thinlto report OUT [--json] [--dtlto] [--build [--html FILE]]`: goma-ext's remote stats, or with --build
+where the last build's time went (critical path by phase, serial fraction, per binary, slowest backends:
+build_analysis), also as an HTML page with plots (build_html)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
-from gn_thinlto.cli import build_analysis, trace
+from gn_thinlto.cli import build_analysis, build_html, trace
 from gn_thinlto.errors import GnThinltoError
 from goma_ext.remote import report_cli
 
@@ -15,11 +18,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p = report_cli.add_parser(commands)
     p.add_argument("--build", action="store_true",
                    help="the last build instead: critical path, serial fraction, per binary, slowest backends")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="with --build: also write the report as a self-contained HTML page with plots")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.build:
+        if args.html:
+            raise GnThinltoError("--html FILE goes with --build (the report of the last build)")
         return report_cli.run(args)
     log = args.out / ".ninja_log"
     if not log.is_file():
@@ -29,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
         raise GnThinltoError(f"{log}: no build recorded")
     backend_log = args.out / trace.BACKEND_LOG
     cache = trace.cache_verdicts(backend_log.read_text()) if backend_log.is_file() else {}
-    report = build_analysis.analyse(edges, trace.read_links(args.out), cache, build_analysis.read_graph(args.out))
+    links = trace.read_links(args.out)
+    report = build_analysis.analyse(edges, links, cache, build_analysis.read_graph(args.out))
     print(json.dumps(report, indent=2) if args.json else build_analysis.text(report))
+    if args.html:
+        images = build_html.plots(edges, links, report)
+        args.html.write_text(build_html.page(str(args.out), report, images))
+        print(f"HTML report{'' if images else ' (no plots: matplotlib missing)'}: {args.html}", file=sys.stderr)
     return 0

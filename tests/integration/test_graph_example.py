@@ -4,6 +4,7 @@ counts, equivalence with GN's in-process ThinLTO build, and incremental behaviou
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,27 @@ def test_trace_of_the_build_names_every_phase(built: Build, tmp_path: Path) -> N
     assert path[:2] == [("backend", "crc_tool"), ("final link", "crc_tool")], path
     assert report["binaries"][0]["binary"] == "crc_tool" and report["binaries"][0]["cache_hits"] == 1
     assert 0 < report["serial_fraction"] <= 1
+
+
+def test_html_report_renders_in_a_headless_browser(built: Build, tmp_path: Path) -> None:
+    """[trace] `gn-thinlto report --build --html`: Debian's chromium loads the page headless; its DOM says both
+    plots decoded and the four tables are there, and the screenshot shows the plots' phase colours."""
+    from matplotlib.image import imread
+
+    from gn_thinlto.cli.build_html import PHASE_COLOURS
+
+    from .test_graph_support import gn_thinlto
+
+    page, shot = tmp_path / "report.html", tmp_path / "report.png"
+    proc = gn_thinlto("report", str(built.out), "--build", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    browser = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert '<body data-plots="2" data-tables="4">' in dom.stdout, dom.stdout[:500] + dom.stderr[-500:]
+    subprocess.run([*browser, "--window-size=1280,2000", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    pixels = (imread(shot)[:, :, :3] * 255).round().astype(int)
+    assert pixels.shape[:2] == (2000, 1280)
+    found = {name for name, colour in PHASE_COLOURS.items()
+             if ((pixels == [int(colour[i:i + 2], 16) for i in (1, 3, 5)]).all(axis=2)).sum() > 200}
+    assert found, "no plot colours in the screenshot"
