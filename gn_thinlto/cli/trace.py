@@ -3,7 +3,8 @@ chrome://tracing), from ninja's .ninja_log and the backend step's log.
 
 One track per parallel slot (the lowest free one, as ninja's own slots would be); every edge is a slice
 named by its phase — compile, thin link, backend, final link, other — and, for ThinLTO phases, its binary;
-backend slices carry the backend cache's verdict (hit or miss) for that object.
+backend slices carry the backend cache's verdict (hit or miss) for that object and, for a miss, how it ran:
+locally, or through goma-ext run (remote, action-cache hit or local fallback, with the bytes uploaded).
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from typing import Any
 
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import STATE_DIR
+from gn_thinlto.steps.backend import REMOTE_STAGE
+from gn_thinlto.steps.backend_cache import CacheEvent
+from goma_ext.remote import stats
+from goma_ext.remote.config import DEFAULT_STATS_LOG
+from goma_ext.remote.stats import RunRecord
 
 BACKEND_LOG = f"{STATE_DIR}/backend.log"
 
@@ -109,7 +115,8 @@ def slots(edges: Sequence[LogEdge]) -> list[int]:
     return out
 
 
-def trace_events(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str, str]) -> dict[str, Any]:
+def trace_events(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str, str],
+                 remote: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The trace: one complete ("X") event per edge on its slot's track, and track names."""
     events: list[dict[str, Any]] = []
     track = slots(edges)
@@ -121,6 +128,8 @@ def trace_events(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping
             args["binary"] = binary
         if phase == "backend":
             args["cache"] = cache.get(edge.outputs[0], "unknown")
+            if args["cache"] == CacheEvent.MISS:
+                args.update((remote or {}).get(edge.outputs[0], {"execution": "local"}))
         name = f"{phase} {binary}: {edge.outputs[0]}" if binary else f"{phase}: {edge.outputs[0]}"
         events.append({"name": name, "cat": phase, "ph": "X", "ts": edge.start_ms * 1000,
                        "dur": max(edge.end_ms - edge.start_ms, 0) * 1000, "pid": 1, "tid": slot, "args": args})
@@ -135,9 +144,23 @@ def cache_verdicts(backend_log: str) -> dict[str, str]:
     verdicts = {}
     for line in backend_log.splitlines():
         parts = line.split(" ", 2)
-        if len(parts) == 3:
+        if len(parts) == 3 and parts[0] in (CacheEvent.HIT, CacheEvent.MISS):
             verdicts[parts[2]] = parts[0]
     return verdicts
+
+
+def remote_runs(backend_log: str, records: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
+    """For each native object the launcher (goma-ext run) made: how (remote, cache_hit = action cache,
+    fallback) and the bytes it uploaded. The backend log names the staging directory (the content key) of
+    each such object; the wrapper's record names the staged object inside it."""
+    staged = {r.output.split("/")[-2]: r for r in records if r.output.startswith(f"{REMOTE_STAGE}/")}
+    runs = {}
+    for line in backend_log.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == CacheEvent.REMOTE and parts[1] in staged:
+            r = staged[parts[1]]
+            runs[parts[2]] = {"execution": r.mode.value, "bytes_uploaded": r.bytes_uploaded}
+    return runs
 
 
 def read_links(out_dir: Path) -> list[Link]:
@@ -165,8 +188,10 @@ def run(args: argparse.Namespace) -> int:
     if not edges:
         raise GnThinltoError(f"{log}: no build recorded")
     backend_log = args.out / BACKEND_LOG
-    cache = cache_verdicts(backend_log.read_text()) if backend_log.is_file() else {}
-    trace = trace_events(edges, read_links(args.out), cache)
+    backend_text = backend_log.read_text() if backend_log.is_file() else ""
+    remote_log = args.out / DEFAULT_STATS_LOG
+    records = stats.read(remote_log) if remote_log.is_file() else []
+    trace = trace_events(edges, read_links(args.out), cache_verdicts(backend_text), remote_runs(backend_text, records))
     output = args.output or args.out / STATE_DIR / "trace.json"
     output.write_text(json.dumps(trace) + "\n")
     phases: dict[str, int] = {}

@@ -131,6 +131,7 @@ def run_launched(
             for path in (index, native, dwo):
                 remove_if_exists(path)
     record(log, CacheEvent.MISS, key, job.output)
+    record(log, CacheEvent.REMOTE, content, job.output)  # ties the output to the launcher's record (trace)
     return 0
 
 

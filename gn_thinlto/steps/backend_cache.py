@@ -21,10 +21,11 @@ KEY_VERSION = b"gn-thinlto-backend-v1"
 
 
 class CacheEvent:
-    """The two events the backend log records (the first word of each line)."""
+    """The events the backend log records (the first word of each line)."""
 
     HIT = "hit"
     MISS = "miss"
+    REMOTE = "remote"  # a miss the launcher ran: `remote CONTENT OUTPUT`, CONTENT naming its staging directory
 
 
 class BackendJob:

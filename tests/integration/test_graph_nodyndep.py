@@ -34,6 +34,19 @@ def _check_all(b: Build) -> None:
         assert b.run_binary(name) == f"OK {name}"
 
 
+def test_report_of_the_clean_build_without_dyndep(built: Build) -> None:
+    """[trace] `gn-thinlto report --build` on the dyndep-free graph: the clean build's critical path runs
+    compile -> thin link -> backend -> final link."""
+    import json
+
+    from .test_graph_support import gn_thinlto
+
+    proc = gn_thinlto("report", str(built.out), "--build", "--json")
+    assert proc.returncode == 0, proc.stderr
+    phases = [s["phase"] for s in json.loads(proc.stdout)["critical_path"] if s["phase"] != "other"]
+    assert phases == ["compile", "thin link", "backend", "final link"], phases
+
+
 def test_builds_without_dyndep_and_passes_self_checks(built: Build) -> None:
     for path in (built.out / "gn-thinlto").rglob("*.ninja"):
         assert not [line for line in path.read_text().splitlines() if line.strip().startswith("dyndep =")], path

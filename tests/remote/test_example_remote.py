@@ -6,6 +6,7 @@ served entirely from the action cache.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +68,16 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
     assert again["bytes_uploaded"] == 0
     assert _natives(fresh) == got
     print(f"remote build: {summary}\nfresh build: {again}")
+    # [trace] the backend slices of each build say how their misses ran and what they uploaded
+    for out, how in ((remote, "remote"), (fresh, "cache_hit")):
+        proc = subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "trace", str(out), "-o", str(out / "t.json")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        backends = [e["args"] for e in json.loads((out / "t.json").read_text())["traceEvents"]
+                    if e.get("cat") == "backend"]
+        misses = [a for a in backends if a["cache"] == "miss"]
+        assert len(misses) == summary["runs"] and {a["execution"] for a in misses} == {how}, misses[:3]
+        assert sum(a["bytes_uploaded"] for a in misses) == stats.report(out)["bytes_uploaded"]
 
 
 @pytest.mark.slow

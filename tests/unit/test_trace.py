@@ -46,3 +46,27 @@ def test_trace_events_carry_cache_verdicts() -> None:
     backends = {e["args"]["outputs"][0]: e["args"]["cache"] for e in slices if e["cat"] == "backend"}
     assert backends == {"gn-thinlto/app/native/obj/a.o": "miss", "gn-thinlto/app/native/obj/b.o": "hit"}
     assert {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"} == {"slot 0", "slot 1"}
+
+
+def test_remote_runs_tie_backend_objects_to_the_wrappers_records() -> None:
+    from gn_thinlto.cli.trace import remote_runs
+    from goma_ext.remote.stats import Mode, RunRecord
+
+    log = ("miss k1 gn-thinlto/app/native/obj/a.o\nremote c1 gn-thinlto/app/native/obj/a.o\n"
+           "miss k2 gn-thinlto/app/native/obj/b.o\n")
+    records = [RunRecord("gn-thinlto/remote-stage/c1/native.o", Mode.REMOTE, 0, 0.5, bytes_uploaded=1234)]
+    runs = remote_runs(log, records)
+    assert runs == {"gn-thinlto/app/native/obj/a.o": {"execution": "remote", "bytes_uploaded": 1234}}
+    trace = trace_events(last_build(LOG), LINKS, cache_verdicts(log), runs)
+    backends = {e["args"]["outputs"][0]: e["args"] for e in trace["traceEvents"] if e.get("cat") == "backend"}
+    assert backends["gn-thinlto/app/native/obj/a.o"]["execution"] == "remote"
+    assert backends["gn-thinlto/app/native/obj/b.o"]["execution"] == "local"
+
+
+def test_a_build_directory_without_logs_is_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from gn_thinlto.cli.main import main
+
+    for command in (["trace", str(tmp_path)], ["report", str(tmp_path), "--build"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ".ninja_log: no such file; build" in err, err
