@@ -94,10 +94,26 @@ def serial_fraction(edges: Sequence[LogEdge]) -> float:
     return serial / wall if wall else 0.0
 
 
+def _shared(keys: Mapping[str, str], index: PhaseIndex) -> dict[str, int]:
+    """Per binary: how many of its backends have the key of a backend of another binary (the same job)."""
+    binaries_of: dict[str, set[str]] = {}
+    for output, key in keys.items():
+        binaries_of.setdefault(key, set()).add(index.phase_of(LogEdge(0, 0, (output,)))[1])
+    shared: dict[str, int] = {}
+    for output, key in keys.items():
+        if len(binaries_of[key]) > 1:
+            binary = index.phase_of(LogEdge(0, 0, (output,)))[1]
+            shared[binary] = shared.get(binary, 0) + 1
+    return shared
+
+
 def analyse(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str, str],
-            inputs: Mapping[str, set[str]]) -> dict[str, Any]:
-    """The whole report as plain data (for text, JSON or HTML)."""
+            inputs: Mapping[str, set[str]], keys: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The whole report as plain data (for text, JSON or HTML). KEYS: each native object's backend cache key
+    (backend_keys), for the jobs shared between binaries."""
     index = PhaseIndex(links)
+    shared = _shared(keys or {}, index)
+    planned = {link.binary: link for link in links}
     path = critical_path(edges, inputs, index)
     start = min((e.start_ms for e in edges), default=0)
     wall = max(e.end_ms for e in edges) - start if edges else 0
@@ -109,8 +125,12 @@ def analyse(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping[str,
         phase_ms[phase] = phase_ms.get(phase, 0) + e.end_ms - e.start_ms
         if not binary:
             continue
-        row = binaries.setdefault(binary, {"binary": binary, "backends_run": 0, "cache_hits": 0, "backend_ms": 0,
-                                           "thin_link_ms": 0, "final_link_ms": 0})
+        link = planned.get(binary)
+        row = binaries.setdefault(binary, {
+            "binary": binary, "bitcode_objects": link.bitcode_objects if link else 0,
+            "used": link.used if link else 0, "backends_run": 0, "cache_hits": 0,
+            "shared_with_other_binaries": shared.get(binary, 0), "backend_ms": 0, "thin_link_ms": 0,
+            "final_link_ms": 0})
         if phase == "backend":
             row["backends_run"] += 1
             row["cache_hits"] += cache.get(e.outputs[0]) == "hit"
@@ -147,9 +167,11 @@ def text(report: Mapping[str, Any]) -> str:
         who = f" [{step['binary']}]" if step["binary"] else ""
         lines.append(f"  {step['start_ms'] / 1000:7.2f}–{step['end_ms'] / 1000:7.2f} s (waited "
                      f"{step['waited_ms'] / 1000:.2f} s)  {step['phase']}{who}  {step['output']}")
-    lines.append("binary: backends run (cache hits), backend s, thin link s, final link s")
+    lines.append("binary: bitcode objects, used by the thin link, backends run (cache hits, shared with other "
+                 "binaries), backend s, thin link s, final link s")
     for row in report["binaries"]:
-        lines.append(f"  {row['binary']}: {row['backends_run']} ({row['cache_hits']}), {row['backend_ms'] / 1000:.1f}, "
+        lines.append(f"  {row['binary']}: {row['bitcode_objects']}, {row['used']}, {row['backends_run']} "
+                     f"({row['cache_hits']}, {row['shared_with_other_binaries']}), {row['backend_ms'] / 1000:.1f}, "
                      f"{row['thin_link_ms'] / 1000:.2f}, {row['final_link_ms'] / 1000:.2f}")
     lines.append("slowest backends:")
     for b in report["slowest_backends"]:

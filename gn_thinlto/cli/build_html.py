@@ -93,9 +93,11 @@ def page(out_dir: str, report: Mapping[str, Any], images: Mapping[str, str] | No
                 for x in report["critical_path"]]),
         _table("time per phase (s)", ["phase", "all edges", "critical path"],
                [[p, s(ms), s(report["critical_path_ms_by_phase"].get(p, 0))] for p, ms in report["phase_ms"].items()]),
-        _table("binaries", ["binary", "backends run", "cache hits", "backend s", "thin link s", "final link s"],
-               [[r["binary"], r["backends_run"], r["cache_hits"], s(r["backend_ms"]), s(r["thin_link_ms"]),
-                 s(r["final_link_ms"])] for r in report["binaries"]]),
+        _table("binaries", ["binary", "bitcode objects", "used", "backends run", "cache hits",
+                            "shared with other binaries", "backend s", "thin link s", "final link s"],
+               [[r["binary"], r["bitcode_objects"], r["used"], r["backends_run"], r["cache_hits"],
+                 r["shared_with_other_binaries"], s(r["backend_ms"]), s(r["thin_link_ms"]), s(r["final_link_ms"])]
+                for r in report["binaries"]]),
         _table("ten slowest backends", ["s", "binary", "output", "cache"],
                [[s(b["ms"]), b["binary"], b["output"], b["cache"]] for b in report["slowest_backends"]]),
     ]

@@ -35,9 +35,10 @@ def run(args: argparse.Namespace) -> int:
     if not edges:
         raise GnThinltoError(f"{log}: no build recorded")
     backend_log = args.out / trace.BACKEND_LOG
-    cache = trace.cache_verdicts(backend_log.read_text()) if backend_log.is_file() else {}
+    backend_text = backend_log.read_text() if backend_log.is_file() else ""
     links = trace.read_links(args.out)
-    report = build_analysis.analyse(edges, links, cache, build_analysis.read_graph(args.out))
+    report = build_analysis.analyse(edges, links, trace.cache_verdicts(backend_text),
+                                    build_analysis.read_graph(args.out), trace.backend_keys(backend_text))
     print(json.dumps(report, indent=2) if args.json else build_analysis.text(report))
     if args.html:
         images = build_html.plots(edges, links, report)

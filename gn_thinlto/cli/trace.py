@@ -39,11 +39,14 @@ class LogEdge:
 
 @dataclass(frozen=True)
 class Link:
-    """What the trace needs of one planned link: its binary, its directory and its final outputs."""
+    """What the trace needs of one planned link: its binary, its directory and its final outputs (and, for
+    the report, how many bitcode objects it has and how many its thin link used)."""
 
     binary: str
     directory: str
     outputs: tuple[str, ...]
+    bitcode_objects: int = 0
+    used: int = 0
 
 
 def last_build(ninja_log: str) -> list[LogEdge]:
@@ -149,6 +152,16 @@ def cache_verdicts(backend_log: str) -> dict[str, str]:
     return verdicts
 
 
+def backend_keys(backend_log: str) -> dict[str, str]:
+    """The cache key of each native object's last backend run: equal keys are the same job in two binaries."""
+    keys = {}
+    for line in backend_log.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] in (CacheEvent.HIT, CacheEvent.MISS):
+            keys[parts[2]] = parts[1]
+    return keys
+
+
 def remote_runs(backend_log: str, records: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
     """For each native object the launcher (goma-ext run) made: how (remote, cache_hit = action cache,
     fallback) and the bytes it uploaded. The backend log names the staging directory (the content key) of
@@ -169,7 +182,9 @@ def read_links(out_dir: Path) -> list[Link]:
         m = json.loads(manifest.read_text())
         directory = str(manifest.parent.relative_to(out_dir))
         final = m["final_output"].removeprefix("./")
-        links.append(Link(final, directory, (m["final_output"], final)))
+        used_list = out_dir / m.get("used_list", "")
+        used = len(used_list.read_text().split()) if m.get("used_list") and used_list.is_file() else 0
+        links.append(Link(final, directory, (m["final_output"], final), len(m.get("natives", ())), used))
     return links
 
 

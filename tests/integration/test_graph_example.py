@@ -180,6 +180,9 @@ def test_trace_of_the_build_names_every_phase(built: Build, tmp_path: Path) -> N
     proc = gn_thinlto("trace", str(built.out), "-o", str(tmp_path / "trace.json"))
     assert proc.returncode == 0, proc.stderr
     trace = json.loads((tmp_path / "trace.json").read_text())
+    from tests.unit.test_trace import check_trace_event_format
+
+    assert check_trace_event_format(trace) >= 3
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     by_phase = {e["cat"]: e for e in slices}
     assert set(by_phase) == {"backend", "final link", "other"}, [e["name"] for e in slices]  # other: stamps

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gn_thinlto.cli.build_analysis import analyse, critical_path, parse_graph, serial_fraction, text
-from gn_thinlto.cli.trace import LogEdge, PhaseIndex, cache_verdicts, last_build
+from gn_thinlto.cli.trace import Link, LogEdge, PhaseIndex, cache_verdicts, last_build
 from tests.unit.test_trace import LINKS, LOG
 
 # `ninja -t graph` for the build in LOG: compiles, the thin link (two outputs, so through an edge node), two
@@ -66,8 +66,13 @@ def test_serial_fraction() -> None:
 
 def test_report_per_binary_and_slowest_backends() -> None:
     cache = cache_verdicts("miss k1 gn-thinlto/app/native/obj/a.o\nhit k2 gn-thinlto/app/native/obj/b.o\n")
-    report = analyse(last_build(LOG), LINKS, cache, parse_graph(DOT))
-    assert report["binaries"] == [{"binary": "app", "backends_run": 2, "cache_hits": 1, "backend_ms": 25,
+    links = [Link("app", "gn-thinlto/app", ("./app", "app"), bitcode_objects=3, used=2),
+             Link("tool", "gn-thinlto/tool", ("./tool", "tool"))]
+    keys = {"gn-thinlto/app/native/obj/a.o": "k1", "gn-thinlto/app/native/obj/b.o": "k2",
+            "gn-thinlto/tool/native/obj/a.o": "k1"}
+    report = analyse(last_build(LOG), links, cache, parse_graph(DOT), keys)
+    assert report["binaries"] == [{"binary": "app", "bitcode_objects": 3, "used": 2, "backends_run": 2,
+                                   "cache_hits": 1, "shared_with_other_binaries": 1, "backend_ms": 25,
                                    "thin_link_ms": 20, "final_link_ms": 4}]
     assert [b["output"] for b in report["slowest_backends"]] == ["gn-thinlto/app/native/obj/b.o",
                                                                  "gn-thinlto/app/native/obj/a.o"]

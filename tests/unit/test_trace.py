@@ -70,3 +70,32 @@ def test_a_build_directory_without_logs_is_one_line(tmp_path, capsys) -> None:  
         assert main(command) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and ".ninja_log: no such file; build" in err, err
+
+
+def check_trace_event_format(trace: dict) -> int:  # type: ignore[type-arg]
+    """What a trace viewer needs of our file (Trace Event Format: the JSON object form, complete "X" events and
+    "M" metadata), and what Perfetto's importer would reject: slices on one track that overlap without
+    nesting. Returns the number of slices. (Perfetto's trace processor itself, from the `perfetto` package,
+    downloads its binary at run time, which this machine cannot.)"""
+    assert set(trace) == {"traceEvents", "displayTimeUnit"} and trace["displayTimeUnit"] in ("ms", "ns")
+    tracks: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for e in trace["traceEvents"]:
+        assert isinstance(e["name"], str) and e["ph"] in ("X", "M") and isinstance(e["pid"], int), e
+        assert isinstance(e["tid"], int) and isinstance(e["args"], dict), e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name") and isinstance(e["args"]["name"], str), e
+            continue
+        assert isinstance(e["cat"], str) and isinstance(e["ts"], int) and isinstance(e["dur"], int), e
+        assert e["ts"] >= 0 and e["dur"] >= 0, e
+        tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in tracks.values():
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert start >= end, f"overlapping slices on one track: {spans}"
+    named = {e["tid"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert {tid for _, tid in tracks} <= named
+    return sum(len(s) for s in tracks.values())
+
+
+def test_trace_follows_the_trace_event_format() -> None:
+    assert check_trace_event_format(trace_events(last_build(LOG), LINKS, {})) == 7
