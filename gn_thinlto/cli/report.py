@@ -1,4 +1,4 @@
-"""`gn-thinlto report OUT [--json] [--dtlto] [--build [--html FILE]]`: goma-ext's remote stats, or with --build
+"""`gn-thinlto report OUT [--json] [--dtlto] [--build] [--html FILE]`: goma-ext's remote stats, or with --build
 where the last build's time went (critical path by phase, serial fraction, per binary, slowest backends:
 build_analysis), also as an HTML page with plots (build_html)."""
 
@@ -19,14 +19,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--build", action="store_true",
                    help="the last build instead: critical path, serial fraction, per binary, slowest backends")
     p.add_argument("--html", type=Path, metavar="FILE",
-                   help="with --build: also write the report as a self-contained HTML page with plots")
+                   help="also write the --build report (implied) as a self-contained HTML page with plots")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.build:
-        if args.html:
-            raise GnThinltoError("--html FILE goes with --build (the report of the last build)")
+    if not (args.build or args.html):
         return report_cli.run(args)
     log = args.out / ".ninja_log"
     if not log.is_file():
