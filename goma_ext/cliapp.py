@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -34,3 +35,6 @@ def run_cli(parser: argparse.ArgumentParser, argv: Sequence[str] | None, errors:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `… | head`: the reader left; say nothing more (stdout is gone)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
