@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from gn_thinlto.cli import build_analysis, build_html, trace
-from gn_thinlto.errors import GnThinltoError
 from goma_ext.remote import report_cli
 
 
@@ -26,14 +25,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not (args.build or args.html):
         return report_cli.run(args)
-    log = args.out / ".ninja_log"
-    if not log.is_file():
-        raise GnThinltoError(f"{log}: no such file; build {args.out} with ninja first")
-    edges = trace.last_build(log.read_text())
-    if not edges:
-        raise GnThinltoError(f"{log}: no build recorded")
-    backend_log = args.out / trace.BACKEND_LOG
-    backend_text = backend_log.read_text() if backend_log.is_file() else ""
+    edges, backend_text = trace.read_build(args.out)
     links = trace.read_links(args.out)
     report = build_analysis.analyse(edges, links, trace.cache_verdicts(backend_text),
                                     build_analysis.read_graph(args.out), trace.backend_keys(backend_text))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,24 +142,22 @@ def trace_events(edges: Sequence[LogEdge], links: Sequence[Link], cache: Mapping
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def cache_verdicts(backend_log: str) -> dict[str, str]:
-    """The backend cache's last verdict (hit, miss) for each native object."""
-    verdicts = {}
+def _backend_events(backend_log: str, events: tuple[str, ...]) -> Iterator[tuple[str, str, str]]:
+    """(event, key, output) of each backend log line whose event is one of EVENTS, in order."""
     for line in backend_log.splitlines():
         parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] in (CacheEvent.HIT, CacheEvent.MISS):
-            verdicts[parts[2]] = parts[0]
-    return verdicts
+        if len(parts) == 3 and parts[0] in events:
+            yield parts[0], parts[1], parts[2]
+
+
+def cache_verdicts(backend_log: str) -> dict[str, str]:
+    """The backend cache's last verdict (hit, miss) for each native object."""
+    return {output: event for event, _, output in _backend_events(backend_log, (CacheEvent.HIT, CacheEvent.MISS))}
 
 
 def backend_keys(backend_log: str) -> dict[str, str]:
     """The cache key of each native object's last backend run: equal keys are the same job in two binaries."""
-    keys = {}
-    for line in backend_log.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] in (CacheEvent.HIT, CacheEvent.MISS):
-            keys[parts[2]] = parts[1]
-    return keys
+    return {output: key for _, key, output in _backend_events(backend_log, (CacheEvent.HIT, CacheEvent.MISS))}
 
 
 def remote_runs(backend_log: str, records: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
@@ -167,13 +165,20 @@ def remote_runs(backend_log: str, records: Sequence[RunRecord]) -> dict[str, dic
     fallback) and the bytes it uploaded. The backend log names the staging directory (the content key) of
     each such object; the wrapper's record names the staged object inside it."""
     staged = {r.output.split("/")[-2]: r for r in records if r.output.startswith(f"{REMOTE_STAGE}/")}
-    runs = {}
-    for line in backend_log.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] == CacheEvent.REMOTE and parts[1] in staged:
-            r = staged[parts[1]]
-            runs[parts[2]] = {"execution": r.mode.value, "bytes_uploaded": r.bytes_uploaded}
-    return runs
+    return {output: {"execution": staged[key].mode.value, "bytes_uploaded": staged[key].bytes_uploaded}
+            for _, key, output in _backend_events(backend_log, (CacheEvent.REMOTE,)) if key in staged}
+
+
+def read_build(out_dir: Path) -> tuple[list[LogEdge], str]:
+    """The last build's edges (.ninja_log) and the backend log's text; one clear error without a build."""
+    log = out_dir / ".ninja_log"
+    if not log.is_file():
+        raise GnThinltoError(f"{log}: no such file; build {out_dir} with ninja first")
+    edges = last_build(log.read_text())
+    if not edges:
+        raise GnThinltoError(f"{log}: no build recorded")
+    backend_log = out_dir / BACKEND_LOG
+    return edges, backend_log.read_text() if backend_log.is_file() else ""
 
 
 def read_links(out_dir: Path) -> list[Link]:
@@ -196,14 +201,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    log = args.out / ".ninja_log"
-    if not log.is_file():
-        raise GnThinltoError(f"{log}: no such file; build {args.out} with ninja first")
-    edges = last_build(log.read_text())
-    if not edges:
-        raise GnThinltoError(f"{log}: no build recorded")
-    backend_log = args.out / BACKEND_LOG
-    backend_text = backend_log.read_text() if backend_log.is_file() else ""
+    edges, backend_text = read_build(args.out)
     remote_log = args.out / DEFAULT_STATS_LOG
     records = stats.read(remote_log) if remote_log.is_file() else []
     trace = trace_events(edges, read_links(args.out), cache_verdicts(backend_text), remote_runs(backend_text, records))
