@@ -5,8 +5,9 @@
 
 lld runs `goma-ext dtlto OPTIONS… JSON` in the link's working directory. Settings, later ones winning: the
 `dtlto:` and `remote:` sections of a YAML file (--config, else $GOMA_EXT_DTLTO_CONFIG, else
-~/.config/goma-ext/dtlto.yaml if present), options in $GOMA_EXT_DTLTO (shell words), the GOMA_EXT_REMOTE*
-variables (as for `goma-ext run`), then the options lld passes on.
+~/.config/goma-ext/dtlto.yaml if present), the GOMA_EXT_REMOTE* variables (as for `goma-ext run`;
+GOMA_EXT_REMOTE=off wins over everything), options in $GOMA_EXT_DTLTO (shell words), then the options lld
+passes on.
 """
 
 from __future__ import annotations
