@@ -183,8 +183,9 @@ class Distributor:
         backend = BackendJob(job.argv, job.module, job.index, job.output)
         dests = _dests(backend, job.output, backend.dwo)
         store = self.settings.cache if set(job.outputs) <= set(dests.values()) else CacheStore("")
-        content = content_key(backend)
-        key = cache_key(backend, content)
+        # the keys cost a decode of the index: only for the cache and for remote staging
+        content = content_key(backend) if store.root or self._remote else ""
+        key = cache_key(backend, content) if store.root else ""
         if store.root and fetch_outputs(store, key, {k: str(self.cwd / p) for k, p in dests.items()}):
             return self._record(job, stats.Mode.BACKEND_CACHE, 0, start)
         with store.miss_lock(key) as served:  # the same backend in a concurrent link compiles once
