@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     from goma_ext.cluster import cli as cluster_cli
     from goma_ext.dtlto import cli as dtlto_cli
     from goma_ext.inputs import cli as cmd_inputs
+    from goma_ext.proxy import cli as proxy_cli
     from goma_ext.remote import report_cli
     from goma_ext.remote import wrapper as run
     from goma_ext.worker import cli as worker_cli
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         "goma-ext",
         __doc__,
         [cmd_index.add_parser, cmd_inputs.add_parser, run.add_parser, worker_cli.add_parser,
-         cluster_cli.add_parser, report_cli.add_parser, dtlto_cli.add_parser],
+         cluster_cli.add_parser, report_cli.add_parser, dtlto_cli.add_parser, proxy_cli.add_parser],
     )
 
 

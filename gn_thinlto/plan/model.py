@@ -133,7 +133,7 @@ class Refusal:
 class RemoteBackends:
     """Backends run through the REAPI wrapper: LAUNCHER + `--naive-inputs RSP --` + the backend command."""
 
-    launcher: tuple[str, ...]  # e.g. (python, -m, goma_ext.remote.wrapper, --remote, URL, …), without the final `--`
+    launcher: tuple[str, ...]  # e.g. (python, -S, …/thin_client.py, --remote, URL, …), without the final `--`
     jobs: int  # depth of the ninja pool for remote backends
 
 

@@ -32,13 +32,13 @@ from goma_ext.dtlto.slots import Slots
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.names import COMPILER_CACHE
 
 if TYPE_CHECKING:
     from goma_ext.remote.client import RemoteExecutor
 
 WARNING = "goma-ext: warning: dtlto:"
 KEY_VERSION = b"goma-ext-dtlto-backend-v1"
-COMPILER_CACHE = ".goma_ext_compilers.json"
 STAGE = ".goma-ext-dtlto"  # remote actions' index and object, under the content key: the same in every link
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -56,6 +57,7 @@ class Cas:
         self._present: set[Digest] = set()
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
+        self.calls: Counter[str] = Counter()  # RPCs made, by method (the proxy's stats)
 
     def _resource(self, tail: str) -> str:
         return f"{self._instance}/{tail}" if self._instance else tail
@@ -91,6 +93,7 @@ class Cas:
             )
             find = functools.partial(self._rpc, self._cas.FindMissingBlobs, req)
             resp = retry.call("FindMissingBlobs", find, self._policy)
+            self.calls["FindMissingBlobs"] += 1
             asked = set(chunk)
             for d in resp.missing_blob_digests:
                 digest = Digest.from_proto(d)
@@ -100,22 +103,33 @@ class Cas:
 
     def upload(self, blobs: Mapping[Digest, BlobSource]) -> int:
         """Upload each blob the server lacks, at most once per Cas object; return the bytes sent."""
+        return sum(d.size for d in self.upload_missing(blobs))
+
+    def upload_missing(self, blobs: Mapping[Digest, BlobSource]) -> set[Digest]:
+        """Upload each blob the server lacks (asking only about those not known present); return those sent."""
         todo = {d: s for d, s in blobs.items() if d not in self._present}
         if not todo:
-            return 0
+            return set()
         missing = self.find_missing(todo)
         self._present.update(d for d in todo if d not in missing)
-        sent = 0
         small = sorted(d for d in missing if self._fits_batch(d))
         for batch in self._batches(small):
             self._batch_update({d: todo[d].read() for d in batch})
-            sent += sum(d.size for d in batch)
+            self.calls["BatchUpdateBlobs"] += 1
         for d in sorted(d for d in missing if not self._fits_batch(d)):
             self._write_stream(d, todo[d].read())
-            sent += d.size
+            self.calls["ByteStream.Write"] += 1
         self._present.update(missing)
-        self.bytes_uploaded += sent
-        return sent
+        self.bytes_uploaded += sum(d.size for d in missing)
+        return missing
+
+    def forget_present(self) -> None:
+        """Drop what this client believes the CAS holds (after the server reported missing inputs)."""
+        self._present.clear()
+
+    @property
+    def known_present(self) -> int:
+        return len(self._present)
 
     def upload_bytes(self, items: Iterable[bytes]) -> list[Digest]:
         """Upload in-memory blobs; return their digests in order."""

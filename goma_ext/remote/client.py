@@ -18,7 +18,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import InputError, RemoteError
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.merkle import BlobSource, build_input_tree
+from goma_ext.remote.merkle import BlobSource, FileDigester, InputTree, build_input_tree, hash_file
 from goma_ext.remote.proto import re_pb2
 
 
@@ -77,66 +77,123 @@ def _write_atomically(path: Path, data: bytes, executable: bool) -> None:
         raise
 
 
+@dataclass(frozen=True)
+class PreparedAction:
+    """An action ready to look up or execute: its messages, its input tree and where its outputs go."""
+
+    built: action_mod.BuiltAction
+    tree: InputTree
+    outputs: tuple[str, ...]
+
+    def blobs(self) -> dict[Digest, BlobSource]:
+        """Everything the CAS must hold to execute the action."""
+        blobs = dict(self.tree.blobs)
+        blobs[self.built.command_digest] = BlobSource(data=self.built.command)
+        blobs[self.built.action_digest] = BlobSource(data=self.built.action)
+        return blobs
+
+
+def prepare_action(
+    cfg: RemoteConfig,
+    argv: Sequence[str],
+    cwd: Path,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    compiler: CompilerIdentity,
+    digest_of: FileDigester = hash_file,
+) -> PreparedAction:
+    """Check the command's paths, hash its inputs into a tree and build its Action (exec root from cfg)."""
+    check_arguments(argv)
+    exec_root = (cwd / cfg.exec_root) if not cfg.exec_root.is_absolute() else cfg.exec_root
+    work = exec_relative(exec_root, cwd)
+    tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of)
+    for out in outputs:
+        _under(work, out)
+    spec = action_mod.ActionSpec(
+        arguments=(Path(argv[0]).name, *argv[1:]),
+        working_directory=work,
+        output_paths=tuple(outputs),
+        platform=compiler.properties(),
+        input_root=tree.root,
+        timeout_s=int(cfg.execute_timeout_s),
+        salt=cfg.cache_salt.encode(),
+    )
+    return PreparedAction(action_mod.build(spec), tree, tuple(outputs))
+
+
+def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, cwd: Path, outputs: Sequence[str]) -> tuple[bytes, bytes]:
+    """Download streams and output files (all verified) and only then replace the outputs on disk."""
+    files = {f.path: f for f in result.output_files}
+    wanted: list[Digest] = []
+    if result.exit_code == 0:
+        for out in outputs:
+            if out not in files:
+                raise RemoteError(f"remote result lacks output {out}", temporary=True, code="MISSING_OUTPUT")
+            wanted.append(Digest.from_proto(files[out].digest))
+    stream_digests = [
+        Digest.from_proto(d)
+        for raw, d in ((result.stdout_raw, result.stdout_digest), (result.stderr_raw, result.stderr_digest))
+        if not raw and d.hash
+    ]
+    blobs = cas.read_many(wanted + stream_digests)
+    stdout = result.stdout_raw or (blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b"")
+    stderr = result.stderr_raw or (blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b"")
+    if result.exit_code == 0:
+        for out in outputs:
+            f = files[out]
+            _write_atomically(cwd / out, blobs[Digest.from_proto(f.digest)], f.is_executable)
+    return stdout, stderr
+
+
 class RemoteExecutor:
     """A REAPI client bound to one config; one per process (the CAS upload memory lives here)."""
 
     def __init__(self, cfg: RemoteConfig) -> None:
         self.cfg = cfg
-        self._metadata = cfg.metadata()
-        self._policy = retry.RetryPolicy(cfg.max_attempts, cfg.backoff_base_s, cfg.backoff_cap_s, cfg.rpc_timeout_s)
-        self._channel = open_channel(cfg)
-        self._limits = capabilities.fetch(self._channel, cfg.instance, self._metadata, self._policy)
-        if not self._limits.exec_enabled:
+        self.metadata = cfg.metadata()
+        self.policy = retry.RetryPolicy(cfg.max_attempts, cfg.backoff_base_s, cfg.backoff_cap_s, cfg.rpc_timeout_s)
+        self.channel = open_channel(cfg)
+        limits = capabilities.fetch(self.channel, cfg.instance, self.metadata, self.policy)
+        if not limits.exec_enabled:
             raise RemoteError(f"{cfg.endpoint} does not offer remote execution", temporary=False)
-        self.cas = Cas(self._channel, cfg.instance, self._metadata, self._limits, self._policy)
+        self.cas = Cas(self.channel, cfg.instance, self.metadata, limits, self.policy)
 
     def close(self) -> None:
-        self._channel.close()
+        self.channel.close()
+
+    def lookup(self, action: Digest) -> re_pb2.ActionResult | None:
+        return execution.lookup(self.channel, self.cfg.instance, self.metadata, action, self.policy)
+
+    def execute(self, action: Digest, cfg: RemoteConfig | None = None) -> re_pb2.ActionResult:
+        """Execute a cached-checked action whose blobs are in the CAS (timeouts from cfg, default ours)."""
+        cfg = cfg or self.cfg
+        response = execution.execute(
+            self.channel, cfg.instance, self.metadata, action, self.policy, cfg.execute_timeout_s, cfg.queue_timeout_s
+        )
+        return response.result
 
     def run(
         self, argv: Sequence[str], cwd: Path, inputs: Sequence[str], outputs: Sequence[str], compiler: CompilerIdentity
     ) -> RemoteRun:
         """Run argv (inputs/outputs relative to cwd) remotely and write its outputs under cwd."""
         phases: dict[str, float] = {}
-        t0 = time.monotonic()
-        check_arguments(argv)
-        exec_root = (cwd / self.cfg.exec_root) if not self.cfg.exec_root.is_absolute() else self.cfg.exec_root
-        work = exec_relative(exec_root, cwd)
-        tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work])
-        for out in outputs:
-            _under(work, out)
-        spec = action_mod.ActionSpec(
-            arguments=(Path(argv[0]).name, *argv[1:]),
-            working_directory=work,
-            output_paths=tuple(outputs),
-            platform=compiler.properties(),
-            input_root=tree.root,
-            timeout_s=int(self.cfg.execute_timeout_s),
-            salt=self.cfg.cache_salt.encode(),
-        )
-        built = action_mod.build(spec)
-        phases["prepare"] = time.monotonic() - t0
         t = time.monotonic()
-        result = execution.lookup(self._channel, self.cfg.instance, self._metadata, built.action_digest, self._policy)
+        prepared = prepare_action(self.cfg, argv, cwd, inputs, outputs, compiler)
+        phases["prepare"] = time.monotonic() - t
+        t = time.monotonic()
+        result = self.lookup(prepared.built.action_digest)
         phases["cache_lookup"] = time.monotonic() - t
         cache_hit = result is not None
         uploaded = 0
         if result is None:
             t = time.monotonic()
-            blobs = dict(tree.blobs)
-            blobs[built.command_digest] = BlobSource(data=built.command)
-            blobs[built.action_digest] = BlobSource(data=built.action)
-            uploaded = self.cas.upload(blobs)
+            uploaded = self.cas.upload(prepared.blobs())
             phases["upload"] = time.monotonic() - t
             t = time.monotonic()
-            response = execution.execute(
-                self._channel, self.cfg.instance, self._metadata, built.action_digest, self._policy,
-                self.cfg.execute_timeout_s, self.cfg.queue_timeout_s,
-            )
+            result = self.execute(prepared.built.action_digest)
             phases["execute"] = time.monotonic() - t
-            result = response.result
         t = time.monotonic()
-        stdout, stderr = self._fetch_outputs(result, cwd, outputs)
+        stdout, stderr = fetch_outputs(self.cas, result, cwd, outputs)
         phases["download"] = time.monotonic() - t
         return RemoteRun(
             exit_code=result.exit_code,
@@ -144,33 +201,7 @@ class RemoteExecutor:
             stderr=stderr,
             cache_hit=cache_hit,
             bytes_uploaded=uploaded,
-            input_bytes=tree.file_bytes,
-            action_digest=str(built.action_digest),
+            input_bytes=prepared.tree.file_bytes,
+            action_digest=str(prepared.built.action_digest),
             phases=phases,
         )
-
-    def _fetch_outputs(self, result: re_pb2.ActionResult, cwd: Path, outputs: Sequence[str]) -> tuple[bytes, bytes]:
-        """Download streams and output files (all verified) and only then replace the outputs on disk."""
-        files = {f.path: f for f in result.output_files}
-        wanted: list[Digest] = []
-        if result.exit_code == 0:
-            for out in outputs:
-                if out not in files:
-                    raise RemoteError(f"remote result lacks output {out}", temporary=True, code="MISSING_OUTPUT")
-                wanted.append(Digest.from_proto(files[out].digest))
-        stream_digests = [
-            Digest.from_proto(d)
-            for raw, d in ((result.stdout_raw, result.stdout_digest), (result.stderr_raw, result.stderr_digest))
-            if not raw and d.hash
-        ]
-        blobs = self.cas.read_many(wanted + stream_digests)
-        stdout_blob = blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b""
-        stdout = result.stdout_raw or stdout_blob
-        stderr = result.stderr_raw or (
-            blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b""
-        )
-        if result.exit_code == 0:
-            for out in outputs:
-                f = files[out]
-                _write_atomically(cwd / out, blobs[Digest.from_proto(f.digest)], f.is_executable)
-        return stdout, stderr

@@ -1,4 +1,6 @@
-"""Remote settings: the `remote:` section of gn_thinlto.yaml, overridden by GOMA_EXT_* environment variables."""
+"""Remote settings: the `remote:` section of gn_thinlto.yaml, overridden by GOMA_EXT_* environment variables.
+
+Standard library only at import time (the thin client `goma-ext run` imports it under `python -S`)."""
 
 from __future__ import annotations
 
@@ -7,29 +9,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from goma_ext.remote.errors import RemoteConfigError
+from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
 
 SCHEMES = {"grpc": False, "grpcs": True}
-DEFAULT_STATS_LOG = "gn_thinlto_remote.jsonl"
-DTLTO_STATS_LOG = "goma_ext_dtlto.jsonl"  # the DTLTO distributor's, in the link's working directory
-
-# Environment variable -> config field; values are strings, converted by the field's type.
-ENV_VARS: Mapping[str, str] = {
-    "GOMA_EXT_REMOTE": "endpoint",
-    "GOMA_EXT_REMOTE_INSTANCE": "instance",
-    "GOMA_EXT_REMOTE_CA_FILE": "ca_file",
-    "GOMA_EXT_REMOTE_TOKEN_FILE": "token_file",
-    "GOMA_EXT_EXEC_ROOT": "exec_root",
-    "GOMA_EXT_REMOTE_JOBS": "jobs",
-    "GOMA_EXT_RPC_TIMEOUT": "rpc_timeout_s",
-    "GOMA_EXT_EXECUTE_TIMEOUT": "execute_timeout_s",
-    "GOMA_EXT_CACHE_SALT": "cache_salt",
-    "GOMA_EXT_QUEUE_TIMEOUT": "queue_timeout_s",
-}
-TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
-OFF_VALUES = frozenset({"", "off", "none", "local", "0", "false"})
+__all__ = ["DEFAULT_STATS_LOG", "DTLTO_STATS_LOG", "ENV_VARS", "OFF_VALUES", "TOKEN_ENV", "RemoteConfig", "load_config"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +88,8 @@ def section_from_yaml(path: Path) -> dict[str, Any]:
     """The `remote:` mapping of a gn_thinlto.yaml file (empty if the file or section is absent)."""
     if not path.is_file():
         return {}
+    import yaml  # not at module level: `goma-ext run`'s fast path imports this module under `python -S`
+
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as e:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from goma_ext.remote import identity_cache
 from goma_ext.remote.errors import RemoteError
 
 PROP_VERSION = "compiler-version"
@@ -35,17 +32,17 @@ class CompilerIdentity:
 
 def resolve_program(program: str, cwd: Path) -> Path:
     """The real file `program` runs (PATH lookup for bare names, cwd for relative paths, symlinks followed)."""
-    if "/" in program:
-        found: str | None = str(cwd / program)
-    else:
-        found = shutil.which(program)
-    if found is None or not os.access(found, os.X_OK):
+    found = identity_cache.resolve(program, str(cwd))
+    if found is None:
         raise RemoteError(f"compiler {program!r} not found or not executable", temporary=False, code="COMPILER")
-    return Path(found).resolve()
+    return Path(found)
 
 
 def identify(program: str, cwd: Path) -> CompilerIdentity:
     """Hash the compiler binary and ask it for its version."""
+    import hashlib
+    import subprocess
+
     path = resolve_program(program, cwd)
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -64,22 +61,18 @@ def identify(program: str, cwd: Path) -> CompilerIdentity:
 def identify_cached(program: str, cwd: Path, cache_file: Path) -> CompilerIdentity:
     """identify(), remembered in `cache_file` (in the build directory) keyed by the binary's path, size and mtime."""
     path = resolve_program(program, cwd)
-    st = path.stat()
-    key = f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
-    try:
-        known = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        known = {}
-    entry = known.get(key) if isinstance(known, dict) else None
-    if isinstance(entry, dict) and isinstance(entry.get("version"), str) and isinstance(entry.get("sha256"), str):
-        return CompilerIdentity(path, entry["version"], entry["sha256"])
+    known = identity_cache.lookup(str(path), str(cache_file))
+    if known is not None:
+        return CompilerIdentity(path, *known)
     ident = identify(str(path), cwd)
-    known = known if isinstance(known, dict) else {}
-    known[key] = {"version": ident.version, "sha256": ident.sha256}
+    entries = identity_cache.load(str(cache_file))
+    entries[identity_cache.key(str(path))] = {"version": ident.version, "sha256": ident.sha256}
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=f".{cache_file.name}.")
         with os.fdopen(fd, "w") as f:
-            json.dump(known, f, sort_keys=True)
+            json.dump(entries, f, sort_keys=True)
         os.replace(tmp, cache_file)
     except OSError:
         pass  # the cache is an optimisation only

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,8 +79,20 @@ def _emit(node: _Dir, blobs: dict[Digest, BlobSource]) -> Digest:
     return digest
 
 
-def build_input_tree(exec_root: Path, paths: Iterable[str], extra_dirs: Iterable[str] = ()) -> InputTree:
-    """Hash each file (exec-root-relative path) and build the canonical tree; `extra_dirs` are kept even if empty."""
+FileDigester = Callable[[Path, os.stat_result], Digest]
+
+
+def hash_file(path: Path, st: os.stat_result) -> Digest:
+    """The default FileDigester: read and hash the file (the stat result is for digesters that memoize)."""
+    return Digest.of_file(path)
+
+
+def build_input_tree(
+    exec_root: Path, paths: Iterable[str], extra_dirs: Iterable[str] = (), digest_of: FileDigester = hash_file
+) -> InputTree:
+    """Hash each file (exec-root-relative path) and build the canonical tree; `extra_dirs` are kept even if empty.
+
+    `digest_of` hashes one file; the proxy passes one that remembers digests by the file's stat identity."""
     root = _Dir()
     blobs: dict[Digest, BlobSource] = {}
     file_bytes = 0
@@ -92,7 +104,7 @@ def build_input_tree(exec_root: Path, paths: Iterable[str], extra_dirs: Iterable
             raise InputError(f"input {rel}: {e.strerror}") from e
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"input {rel} is not a regular file")
-        digest = Digest.of_file(full)
+        digest = digest_of(full, st)
         blobs.setdefault(digest, BlobSource(path=full))
         file_bytes += digest.size
         _insert(root, rel, digest, bool(st.st_mode & stat.S_IXUSR))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goma_ext.remote import records
 from goma_ext.remote.config import DEFAULT_STATS_LOG
 from goma_ext.remote.errors import RemoteError
 
@@ -39,26 +39,18 @@ class RunRecord:
     reason: str = ""
 
     def to_json(self) -> str:
-        data = asdict(self)
-        data["mode"] = self.mode.value
-        data["phases"] = {k: round(v, 4) for k, v in sorted(self.phases.items())}
-        data["wall_s"] = round(self.wall_s, 4)
-        return json.dumps(data, sort_keys=True)
+        return records.line(self.output, self.mode.value, self.exit_code, self.wall_s, self.bytes_uploaded,
+                            self.input_bytes, self.naive_bytes, self.phases, self.reason)
 
 
 def append(log: Path, record: RunRecord) -> None:
     """Append one line with a single O_APPEND write, so concurrent wrappers never interleave."""
-    line = (record.to_json() + "\n").encode()
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    records.append(log, record.to_json())
 
 
 def read(log: Path) -> list[RunRecord]:
     """Parse a stats log; a torn or foreign line is an error naming its line number."""
-    records = []
+    found = []
     try:
         lines = log.read_text().splitlines()
     except FileNotFoundError:
@@ -68,7 +60,7 @@ def read(log: Path) -> list[RunRecord]:
             continue
         try:
             d = json.loads(line)
-            records.append(
+            found.append(
                 RunRecord(
                     output=str(d["output"]), mode=Mode(d["mode"]), exit_code=int(d["exit_code"]),
                     wall_s=float(d["wall_s"]), bytes_uploaded=int(d.get("bytes_uploaded", 0)),
@@ -78,7 +70,7 @@ def read(log: Path) -> list[RunRecord]:
             )
         except (ValueError, KeyError, TypeError) as e:
             raise RemoteError(f"{log}:{n}: not a stats record: {e}", temporary=False) from e
-    return records
+    return found
 
 
 def summarize(records: Iterable[RunRecord]) -> dict[str, Any]:

@@ -1,24 +1,36 @@
-"""`goma-ext run -- CMD…`: the compiler wrapper ninja runs for backend edges (remote, else local with one warning)."""
+"""`goma-ext run -- CMD…`: the compiler wrapper ninja runs for backend edges (remote, else local with one warning).
+
+The thin client: ninja runs it as a script under `python -S`, and its fast path imports only the standard
+library. It hands the action to the user's long-lived `goma-ext proxy` for the endpoint (started on demand),
+which holds the gRPC channel and the CAS state. Without a proxy (none startable, or GOMA_EXT_PROXY=off) it
+loads site-packages and runs the action in-process over gRPC, as before the proxy existed.
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
+
+if __name__ == "__main__" and not __package__:  # run as a script (see default_launcher)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+# The imports below come after the script-mode path set-up above.
+import argparse
+import base64
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote import stats
-from goma_ext.remote.config import DEFAULT_STATS_LOG, RemoteConfig, load_config, section_from_yaml
+from goma_ext.remote import proxy_client, records, stats
+from goma_ext.remote import proxy_protocol as wire
+from goma_ext.remote.config import RemoteConfig, load_config, section_from_yaml
 from goma_ext.remote.errors import RemoteError
+from goma_ext.remote.identity import identify_cached
+from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, is_off
 
 WARNING_PREFIX = "goma-ext: warning:"
-COMPILER_CACHE = ".goma_ext_compilers.json"  # compiler identities, in the build directory
 DOWN_MARKER = ".goma_ext_remote_down"  # written when the server is unreachable; later runs skip remote for a while
 DOWN_HOLD_S = 30.0
 
@@ -32,13 +44,23 @@ class RunRequest:
     remote: RemoteConfig | None
     naive_rsp: str | None = None
     stats_log: str = DEFAULT_STATS_LOG
+    proxy: proxy_client.ProxyTarget | None = None
+    settings: ProxySettings | None = None
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """Where cfg came from, for the proxy to merge the same way: the YAML section and the command-line flags."""
+
+    section: Mapping[str, object]
+    flags: Mapping[str, str | None]
 
 
 def default_launcher() -> tuple[str, ...]:
-    """How ninja should start the wrapper: this interpreter running goma_ext.remote.wrapper.
+    """How ninja should start the wrapper: this interpreter running the thin client as a script under `python -S`.
 
-    No PATH set-up and light imports."""
-    return (sys.executable, "-m", "goma_ext.remote.wrapper")
+    No PATH set-up, no site-packages scan, standard-library imports only (like the build steps)."""
+    return (sys.executable, "-S", os.path.join(os.path.dirname(os.path.realpath(__file__)), "thin_client.py"))
 
 
 def wrap_command(
@@ -68,28 +90,36 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_arguments(commands.add_parser("run", help="run a ThinLTO backend command remotely (falls back to local)"))
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+def add_settings_arguments(p: argparse.ArgumentParser) -> None:
+    """The remote settings options, shared with `goma-ext proxy`."""
     p.add_argument("--config", type=Path, help="gn_thinlto.yaml whose `remote:` section to use")
     p.add_argument("--remote", help="grpc://HOST:PORT or grpcs://HOST:PORT ('off' runs locally)")
     p.add_argument("--instance", help="REAPI instance name")
     p.add_argument("--ca-file", type=Path, help="CA certificate (PEM) for grpcs://")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token (or set GOMA_EXT_REMOTE_TOKEN)")
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    add_settings_arguments(p)
     p.add_argument("--exec-root", type=Path, help="root of the input tree, relative to the build directory")
     p.add_argument("--naive-inputs", metavar="RSP", help="response file of every bitcode object of the link (stats)")
+    p.add_argument("--no-proxy", action="store_true",
+                   help=f"run the action in this process instead of through `goma-ext proxy` (or set {PROXY_ENV}=off)")
     p.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND ARGS…")
     p.set_defaults(run=run)
 
 
-def _config(args: argparse.Namespace, env: Mapping[str, str]) -> RemoteConfig | None:
+def _sources(args: argparse.Namespace) -> ProxySettings:
+    flags = {"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
+             "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None)}
     section = section_from_yaml(args.config) if args.config else {}
-    overrides = {
-        "endpoint": args.remote,
-        "instance": args.instance,
-        "ca_file": args.ca_file,
-        "token_file": args.token_file,
-        "exec_root": args.exec_root,
-    }
-    return load_config(section, env, overrides)
+    return ProxySettings(section, {k: str(v) if v is not None else None for k, v in flags.items()})
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> RemoteConfig | None:
+    """The settings of add_settings_arguments' options over the environment over the YAML file."""
+    sources = _sources(args)
+    return load_config(sources.section, env, sources.flags)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,21 +128,26 @@ def run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         raise GomaExtError("run: no command given (usage: goma-ext run [OPTIONS] -- COMMAND ARGS…)")
-    req = RunRequest(tuple(argv), Path.cwd(), _config(args, os.environ), args.naive_inputs)
-    return execute(req)
+    if args.config:
+        load_site()  # YAML settings need PyYAML from site-packages
+    cwd = Path.cwd()
+    cfg = config_from_args(args, os.environ)
+    use_proxy = cfg is not None and not args.no_proxy and not is_off(os.environ.get(PROXY_ENV, "on"))
+    target = proxy_client.target_for(cfg, cwd, os.environ, args.config) if cfg is not None and use_proxy else None
+    return execute(RunRequest(tuple(argv), cwd, cfg, args.naive_inputs, proxy=target, settings=_sources(args)))
 
 
-def _naive_bytes(rsp: str | None, cwd: Path) -> int | None:
-    if not rsp:
-        return None
-    try:
-        names = (cwd / rsp).read_text().split()
-        return sum((cwd / n).stat().st_size for n in names)
-    except OSError:
-        return None
+def load_site() -> None:
+    """Add site-packages (grpc, protobuf, PyYAML) when running under `python -S`."""
+    if sys.flags.no_site:
+        import site
+
+        site.main()
 
 
 def run_local(argv: Sequence[str], cwd: Path) -> int:
+    import subprocess
+
     try:
         return subprocess.run(list(argv), cwd=cwd, check=False).returncode
     except OSError as e:
@@ -132,6 +167,8 @@ def marked_down(cwd: Path, now: float) -> str | None:
 
 def mark_down(cwd: Path, reason: str) -> None:
     """Remember (for DOWN_HOLD_S) that the server is unreachable, so the next backends skip the retries."""
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(dir=cwd, prefix=f"{DOWN_MARKER}.")
         with os.fdopen(fd, "w") as f:
@@ -141,10 +178,58 @@ def mark_down(cwd: Path, reason: str) -> None:
         pass
 
 
+def _relay(stdout: bytes, stderr: bytes) -> None:
+    sys.stdout.buffer.write(stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(stderr)
+    sys.stderr.flush()
+
+
+def _check_exit(code: int) -> None:
+    if code < 0 or code >= 128:
+        raise RemoteError(f"remote compiler died (exit {code})", temporary=True)
+
+
+def _via_proxy(req: RunRequest, target: proxy_client.ProxyTarget, settings: ProxySettings, cfg: RemoteConfig,
+               naive: int | None, start: float) -> stats.RunRecord:
+    """Hand the action to the proxy; it writes the outputs, we relay its streams. GomaExtError -> local run."""
+    compiler = identify_cached(req.argv[0], req.cwd, req.cwd / COMPILER_CACHE)
+    message = wire.run_message(list(req.argv), str(req.cwd), (str(compiler.path), compiler.version, compiler.sha256),
+                               settings.section, os.environ, settings.flags,
+                               wire.token_hash(cfg.token))
+    t = time.monotonic()
+    frame = proxy_client.call(target, message)
+    kind = frame.get("type")
+    if kind == wire.ERROR:
+        raise RemoteError(str(frame.get("message", "remote failure")), temporary=True)
+    if kind == wire.REFUSED:
+        raise RemoteError(f"proxy refused the action: {frame.get('message')}", temporary=False)
+    if kind != wire.RESULT:
+        raise proxy_client.ProxyError(f"proxy answered with a {kind!r} frame")
+    try:
+        code = int(frame["exit_code"])
+        streams = base64.b64decode(frame["stdout"]), base64.b64decode(frame["stderr"])
+        mode = stats.Mode(frame["mode"])
+        phases = {str(k): float(v) for k, v in dict(frame["phases"]).items()}
+        uploaded, input_bytes = int(frame["bytes_uploaded"]), int(frame["input_bytes"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise proxy_client.ProxyError(f"proxy answer is malformed: {e!r}") from e
+    _check_exit(code)
+    _relay(*streams)
+    phases["proxy_round_trip"] = time.monotonic() - t
+    return stats.RunRecord(records.output_of(req.argv), mode, code, time.monotonic() - start, uploaded, input_bytes,
+                           naive, phases)
+
+
 def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float) -> stats.RunRecord:
     """Run remotely and relay the result; raises GomaExtError on any infrastructure failure."""
+    if req.proxy is not None and req.settings is not None:
+        try:
+            return _via_proxy(req, req.proxy, req.settings, cfg, naive, start)
+        except proxy_client.ProxyUnavailable as e:
+            print(f"{WARNING_PREFIX} no proxy ({e}); running this action in-process", file=sys.stderr, flush=True)
+    load_site()
     from goma_ext.remote.client import RemoteExecutor
-    from goma_ext.remote.identity import identify_cached
     from goma_ext.remote.inputs import action_files
 
     down = marked_down(req.cwd, time.time())
@@ -162,12 +247,8 @@ def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float)
         res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler)
     finally:
         executor.close()
-    if res.exit_code < 0 or res.exit_code >= 128:
-        raise RemoteError(f"remote compiler died (exit {res.exit_code})", temporary=True)
-    sys.stdout.buffer.write(res.stdout)
-    sys.stdout.flush()
-    sys.stderr.buffer.write(res.stderr)
-    sys.stderr.flush()
+    _check_exit(res.exit_code)
+    _relay(res.stdout, res.stderr)
     mode = stats.Mode.CACHE_HIT if res.cache_hit else stats.Mode.REMOTE
     return stats.RunRecord(
         files.outputs[0],
@@ -181,14 +262,10 @@ def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float)
     )
 
 
-def _output_of(argv: Sequence[str]) -> str:
-    return argv[argv.index("-o") + 1] if "-o" in argv[:-1] else "?"
-
-
 def execute(req: RunRequest) -> int:
     """Remote first; any infrastructure failure -> one warning line and a local run. Records stats."""
     start = time.monotonic()
-    naive = _naive_bytes(req.naive_rsp, req.cwd)
+    naive = records.naive_bytes(req.naive_rsp, str(req.cwd))
     record: stats.RunRecord | None = None
     reason = "remote not configured"
     if req.remote is not None:
@@ -202,7 +279,7 @@ def execute(req: RunRequest) -> int:
         code = run_local(req.argv, req.cwd)
         mode = stats.Mode.FALLBACK if req.remote is not None else stats.Mode.LOCAL
         record = stats.RunRecord(
-            _output_of(req.argv),
+            records.output_of(req.argv),
             mode,
             code,
             time.monotonic() - start,
@@ -219,7 +296,7 @@ def execute(req: RunRequest) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m goma_ext.remote.wrapper [OPTIONS] -- CMD…`: the wrapper without the rest of the CLI's imports."""
+    """`python -S …/wrapper.py [OPTIONS] -- CMD…`: the wrapper without the rest of the CLI's imports."""
     parser = argparse.ArgumentParser(prog="goma-ext run", description=__doc__)
     _add_arguments(parser)
     args = parser.parse_args(argv)

@@ -44,7 +44,7 @@ def test_gen_remote_builds_through_the_cluster(cluster: Cluster, tmp_path: Path,
     gen_and_build(root, local, salt)
     gen_and_build(root, remote, salt, "--remote", cluster.endpoint)
 
-    assert "goma_ext.remote.wrapper --remote" in (remote / "gn-thinlto/rules.ninja").read_text()
+    assert "goma_ext/remote/thin_client.py --remote" in (remote / "gn-thinlto/rules.ninja").read_text()
     summary = stats.report(remote)
     assert summary["runs"] > 0 and summary["remote_executions"] == summary["runs"], summary
     assert summary["naive_upload_bytes"] >= summary["input_bytes"] > 0
@@ -62,4 +62,4 @@ def test_gen_remote_builds_through_the_cluster(cluster: Cluster, tmp_path: Path,
     (root / "app" / "BUILD.gn").touch()
     regen = subprocess.run(["ninja", "-C", str(remote), "build.ninja"], capture_output=True, text=True)
     assert regen.returncode == 0, regen.stdout + regen.stderr
-    assert "goma_ext.remote.wrapper --remote" in (remote / "gn-thinlto/rules.ninja").read_text()
+    assert "goma_ext/remote/thin_client.py --remote" in (remote / "gn-thinlto/rules.ninja").read_text()

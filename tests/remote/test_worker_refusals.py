@@ -41,7 +41,7 @@ def _run_raw(ex: RemoteExecutor, clang: CompilerIdentity, root: re_pb2.Directory
     blobs[built.command_digest] = BlobSource(data=built.command)
     blobs[built.action_digest] = BlobSource(data=built.action)
     ex.cas.upload(blobs)
-    return execution.execute(ex._channel, ex.cfg.instance, (), built.action_digest, ex._policy, 60)
+    return execution.execute(ex.channel, ex.cfg.instance, (), built.action_digest, ex.policy, 60)
 
 
 def _expect_refusal(code: str, fn: object) -> str:

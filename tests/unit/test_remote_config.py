@@ -11,6 +11,7 @@ import pytest
 from goma_ext.remote.config import RemoteConfig, load_config, section_from_yaml
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.wrapper import wrap_command
+from tests.conftest import REPO
 
 
 def test_yaml_section_env_and_overrides_merge_in_order(tmp_path: Path) -> None:
@@ -48,7 +49,7 @@ def test_token_from_env_becomes_bearer_metadata_and_never_reaches_the_command_li
 def test_wrap_command_puts_settings_before_the_backend_argv() -> None:
     cfg = RemoteConfig(endpoint="grpcs://h:9", instance="i", ca_file=Path("ca.pem"), exec_root=Path("../.."))
     cmd = wrap_command(["clang++-19", "-c", "x.o"], cfg, naive_rsp="obj/link.rsp", launcher=["goma-ext", "run"])
-    assert wrap_command(["c"], cfg)[:3] == [sys.executable, "-m", "goma_ext.remote.wrapper"]
+    assert wrap_command(["c"], cfg)[:3] == [sys.executable, "-S", str(REPO / "goma_ext/remote/thin_client.py")]
     assert cmd == ["goma-ext", "run", "--remote", "grpcs://h:9", "--instance", "i", "--ca-file", "ca.pem",
                    "--exec-root", "../..", "--naive-inputs", "obj/link.rsp", "--", "clang++-19", "-c", "x.o"]
 

@@ -1,0 +1,161 @@
+"""`goma-ext proxy start|stop|status|serve`: manage the user's proxies (the thin client starts them on demand)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from goma_ext.errors import GomaExtError
+from goma_ext.remote import proxy_client
+from goma_ext.remote import proxy_protocol as wire
+from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.wrapper import add_settings_arguments, config_from_args
+
+IDLE_ENV = "GOMA_EXT_PROXY_IDLE_TIMEOUT"
+MAX_ACTIVE_ENV = "GOMA_EXT_PROXY_MAX_ACTIVE"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("proxy", help="the long-lived local proxy that `goma-ext run` hands remote actions to",
+                            description=__doc__)
+    sub = p.add_subparsers(dest="proxy_command", required=True, metavar="{start,stop,status,serve}")
+    for name, fn, text in (
+        ("start", start, "start the proxy for the configured endpoint (if none runs) and print its pid"),
+        ("stop", stop, "stop the proxy for the configured endpoint, or every proxy of this user"),
+        ("status", status, "print what each running proxy has done"),
+        ("serve", serve, "run a proxy in the foreground (what `start` and the thin client spawn)"),
+    ):
+        q = sub.add_parser(name, help=text, description=text)
+        add_settings_arguments(q)
+        q.set_defaults(run=fn)
+        if name == "status":
+            q.add_argument("--json", action="store_true", help="print the figures as JSON")
+        if name == "serve":
+            q.add_argument("--idle-timeout", type=float, metavar="S",
+                           help=f"stop after S seconds without requests (default {IDLE_ENV} or 600)")
+            q.add_argument("--max-active", type=int, metavar="N",
+                           help=f"actions worked on at once (default {MAX_ACTIVE_ENV} or 256)")
+
+
+def _config(args: argparse.Namespace, required: bool) -> RemoteConfig | None:
+    cfg = config_from_args(args, os.environ)
+    if cfg is None and required:
+        raise GomaExtError("proxy: no remote endpoint (give --remote URL or set GOMA_EXT_REMOTE)")
+    return cfg
+
+
+def _selected(args: argparse.Namespace) -> list[Path]:
+    """The socket of the configured endpoint, or every socket in the state directory."""
+    cfg = _config(args, required=False)
+    if cfg is None:
+        return proxy_client.sockets(Path(wire.state_dir(os.environ)))
+    return [proxy_client.target_for(cfg, Path.cwd(), os.environ, args.config).files["sock"]]
+
+
+def start(args: argparse.Namespace) -> int:
+    cfg = _config(args, required=True)
+    assert cfg is not None
+    target = proxy_client.target_for(cfg, Path.cwd(), os.environ, args.config)
+    try:
+        proxy_client.start(target)
+        answer = proxy_client.ask(target.files["sock"], {"op": "ping"})
+    except OSError as e:
+        raise GomaExtError(f"proxy: cannot start: {e}") from e
+    print(f"proxy for {cfg.endpoint}: pid {answer.get('pid')}, version {answer.get('version')}, "
+          f"socket {target.files['sock']}")
+    return 0
+
+
+def stop(args: argparse.Namespace) -> int:
+    stopped = 0
+    for sock in _selected(args):
+        try:
+            answer = proxy_client.ask(sock, {"op": "stop"})
+        except OSError:
+            continue
+        pid = int(answer.get("pid", 0))
+        deadline = time.monotonic() + 30
+        while pid and time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        print(f"stopped proxy pid {pid} ({sock.name})")
+        stopped += 1
+    if not stopped:
+        print("no proxy running")
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def status(args: argparse.Namespace) -> int:
+    found = []
+    for sock in _selected(args):
+        try:
+            found.append({"socket": str(sock), **proxy_client.ask(sock, {"op": "status"})})
+        except OSError:
+            continue
+    for entry in found:
+        entry.pop("type", None)
+    if args.json:
+        print(json.dumps(found, indent=2, sort_keys=True))
+        return 0
+    if not found:
+        print("no proxy running")
+    for e in found:
+        modes = ", ".join(f"{k[len('actions_'):]} {v}" for k, v in sorted(e.items()) if k.startswith("actions_"))
+        print(f"pid {e['pid']} {e['endpoint']} (version {e['version']}): up {e['uptime_s']:.0f} s, "
+              f"cpu {e['cpu_s']:.1f} s, {e.get('runs', 0)} actions ({modes or 'none finished'}), "
+              f"{e['active']} active (peak {e['peak_active']}), {e.get('refused', 0)} refused")
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    cfg = _config(args, required=True)
+    assert cfg is not None
+    cwd = Path.cwd()
+    cfg = replace(cfg, ca_file=cwd / cfg.ca_file if cfg.ca_file else None,
+                  token_file=cwd / cfg.token_file if cfg.token_file else None)
+    target = proxy_client.target_for(cfg, cwd, os.environ, args.config)
+    sock = target.files["sock"]
+    try:
+        idle = args.idle_timeout if args.idle_timeout is not None else float(os.environ.get(IDLE_ENV, 600))
+        active = args.max_active if args.max_active is not None else int(os.environ.get(MAX_ACTIVE_ENV, 256))
+    except ValueError as e:
+        raise GomaExtError(f"proxy: {IDLE_ENV} / {MAX_ACTIVE_ENV}: {e}") from e
+    if idle <= 0 or active < 1:
+        raise GomaExtError("proxy: --idle-timeout must be positive and --max-active at least 1")
+    from goma_ext.proxy.server import Proxy
+
+    try:
+        wire.make_state_dir(str(target.directory))
+        wire.check_socket_path(str(sock))
+        try:
+            proxy_client.ask(sock, {"op": "ping"}, timeout_s=2)
+            raise GomaExtError(f"proxy: one already listens on {sock}")
+        except OSError:
+            sock.unlink(missing_ok=True)
+        proxy = Proxy(cfg, target.key, sock, idle, active)
+        target.files["pid"].write_text(f"{os.getpid()}\n")
+    except OSError as e:
+        raise GomaExtError(f"proxy: {e}") from e
+    os.chdir("/")
+    try:
+        proxy.serve()
+    finally:
+        try:
+            if target.files["pid"].read_text().strip() == str(os.getpid()):
+                target.files["pid"].unlink()
+        except OSError:
+            pass
+    return 0

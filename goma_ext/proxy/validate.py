@@ -1,0 +1,109 @@
+"""Checks on a `run` request before the proxy acts on it (the proxy's counterpart of the worker's policy)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from goma_ext.proxy.shared import ActionRequest
+from goma_ext.remote import proxy_protocol as wire
+from goma_ext.remote.config import ENV_VARS, RemoteConfig, load_config
+from goma_ext.remote.digest import Digest
+from goma_ext.remote.errors import RemoteConfigError
+from goma_ext.remote.identity import CompilerIdentity
+
+MAX_ARGS = 100_000
+MAX_TIMEOUT_S = 24 * 3600.0
+RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings"})
+SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
+FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "token_file", "exec_root"})
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class Refusal(Exception):
+    """The request is invalid; the message says which field and why (one line)."""
+
+
+def _settings(value: object, cwd: str, proxy_key: str) -> RemoteConfig:
+    """The request's settings merged as the in-process client merges them; they must select this proxy."""
+    if not isinstance(value, dict) or set(value) != SETTINGS_KEYS:
+        raise Refusal(f"`settings` must be an object with {', '.join(sorted(SETTINGS_KEYS))}")
+    section, env, flags, token = (value[k] for k in ("section", "env", "flags", "token_sha256"))
+    if not isinstance(section, dict):
+        raise Refusal("`settings.section` must be an object")
+    for name, d, keys in (("env", env, None), ("flags", flags, FLAG_KEYS)):
+        if not isinstance(d, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in d.items()):
+            raise Refusal(f"`settings.{name}` must map strings to strings")
+        if keys is not None and (extra := sorted(set(d) - keys)):
+            raise Refusal(f"`settings.{name}`: unknown setting(s) {', '.join(extra)}")
+    if not isinstance(token, str) or (token and not _SHA256.fullmatch(token)):
+        raise Refusal("`settings.token_sha256` must be empty or 64 lowercase hex digits")
+    try:
+        cfg = load_config(section, {k: v for k, v in env.items() if k in ENV_VARS}, flags)
+    except RemoteConfigError as e:
+        raise Refusal(f"settings: {e}") from e
+    if cfg is None:
+        raise Refusal("settings: remote execution is off")
+    key = wire.endpoint_key(cwd, cfg.endpoint, cfg.instance, str(cfg.ca_file) if cfg.ca_file else None,
+                            str(cfg.token_file) if cfg.token_file else None, token, cfg.headers)
+    if key != proxy_key:
+        raise Refusal(f"settings select another proxy ({cfg.endpoint}, key {key}; this one is {proxy_key})")
+    return cfg
+
+
+def _compiler(value: object, digest_of: Callable[[Path, os.stat_result], Digest]) -> CompilerIdentity:
+    """The client's claim about its compiler, checked against the binary's content (hashed, never run)."""
+    if not isinstance(value, dict) or set(value) != {"path", "version", "sha256"}:
+        raise Refusal("`compiler` must be an object with path, version and sha256")
+    path, version, sha = (value[k] for k in ("path", "version", "sha256"))
+    if not (isinstance(path, str) and os.path.isabs(path) and isinstance(version, str) and isinstance(sha, str)):
+        raise Refusal("`compiler` path must be absolute; version and sha256 strings")
+    if not version.strip() or "\n" in version or len(version) > 500 or not _SHA256.fullmatch(sha):
+        raise Refusal("`compiler` version must be one non-empty line and sha256 64 lowercase hex digits")
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise Refusal(f"compiler {path}: {e.strerror}") from e
+    if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+        raise Refusal(f"compiler {path} is not an executable file")
+    actual = digest_of(Path(path), st).hash
+    if actual != sha:
+        raise Refusal(f"compiler {path} has sha256 {actual}, not the {sha} the client claims")
+    return CompilerIdentity(Path(path), version.strip(), sha)
+
+
+def run_request(msg: Mapping[str, Any], digest_of: Callable[[Path, os.stat_result], Digest],
+                proxy_key: str) -> ActionRequest:
+    """A validated ActionRequest, or Refusal naming the first bad field."""
+    if unknown := sorted(set(msg) - RUN_KEYS):
+        raise Refusal(f"unknown field(s) {', '.join(map(repr, unknown))}")
+    argv = msg.get("argv")
+    if not isinstance(argv, list) or not 0 < len(argv) <= MAX_ARGS:
+        raise Refusal(f"`argv` must be a list of 1 to {MAX_ARGS} strings")
+    if not all(isinstance(a, str) and "\0" not in a for a in argv) or not argv[0]:
+        raise Refusal("`argv` entries must be strings without NUL bytes, the first non-empty")
+    cwd = msg.get("cwd")
+    if not isinstance(cwd, str) or "\0" in cwd or not os.path.isabs(cwd):
+        raise Refusal(f"`cwd` {cwd!r} is not an absolute path")
+    try:
+        st = os.stat(cwd)
+    except OSError as e:
+        raise Refusal(f"`cwd` {cwd}: {e.strerror}") from e
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise Refusal(f"`cwd` {cwd} is not a directory of this user")
+    cfg = _settings(msg.get("settings"), cwd, proxy_key)
+    if not 0 < cfg.execute_timeout_s <= MAX_TIMEOUT_S or not 0 < cfg.queue_timeout_s:
+        raise Refusal(f"settings: execute timeout must be in (0, {MAX_TIMEOUT_S:.0f}] s and queue timeout positive")
+    return ActionRequest(
+        argv=tuple(argv),
+        cwd=Path(cwd),
+        compiler=_compiler(msg.get("compiler"), digest_of),
+        exec_root=cfg.exec_root,
+        cache_salt=cfg.cache_salt,
+        execute_timeout_s=cfg.execute_timeout_s,
+        queue_timeout_s=min(cfg.queue_timeout_s, cfg.execute_timeout_s),
+    )

@@ -1,0 +1,46 @@
+"""The build directory's memory of compiler identities, readable without pathlib or dataclasses (thin client)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def which(program: str) -> str | None:
+    """shutil.which for a bare name, without importing shutil."""
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(d or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def resolve(program: str, cwd: str) -> str | None:
+    """The real file `program` runs (PATH lookup for bare names, cwd for relative paths, symlinks followed)."""
+    found = os.path.join(cwd, program) if "/" in program else which(program)
+    if found is None or not os.access(found, os.X_OK):
+        return None
+    return os.path.realpath(found)
+
+
+def key(path: str) -> str:
+    """Entries are keyed by the resolved binary's path, size, mtime and inode: a new compiler is a new key."""
+    st = os.stat(path)
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+def load(cache_file: str) -> dict[str, object]:
+    try:
+        with open(cache_file, encoding="utf-8") as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def lookup(path: str, cache_file: str) -> tuple[str, str] | None:
+    """(version, sha256) remembered for the resolved compiler `path`, if any."""
+    entry = load(cache_file).get(key(path))
+    if isinstance(entry, dict) and isinstance(entry.get("version"), str) and isinstance(entry.get("sha256"), str):
+        return entry["version"], entry["sha256"]
+    return None

@@ -1,0 +1,30 @@
+"""Names the remote settings use (environment variables, files, 'off' words), importable by the thin client."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+DEFAULT_STATS_LOG = "gn_thinlto_remote.jsonl"
+DTLTO_STATS_LOG = "goma_ext_dtlto.jsonl"  # the DTLTO distributor's, in the link's working directory
+COMPILER_CACHE = ".goma_ext_compilers.json"  # compiler identities, in the build directory
+
+# Environment variable -> config field; values are strings, converted by the field's type.
+ENV_VARS: Mapping[str, str] = {
+    "GOMA_EXT_REMOTE": "endpoint",
+    "GOMA_EXT_REMOTE_INSTANCE": "instance",
+    "GOMA_EXT_REMOTE_CA_FILE": "ca_file",
+    "GOMA_EXT_REMOTE_TOKEN_FILE": "token_file",
+    "GOMA_EXT_EXEC_ROOT": "exec_root",
+    "GOMA_EXT_REMOTE_JOBS": "jobs",
+    "GOMA_EXT_RPC_TIMEOUT": "rpc_timeout_s",
+    "GOMA_EXT_EXECUTE_TIMEOUT": "execute_timeout_s",
+    "GOMA_EXT_CACHE_SALT": "cache_salt",
+    "GOMA_EXT_QUEUE_TIMEOUT": "queue_timeout_s",
+}
+TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
+PROXY_ENV = "GOMA_EXT_PROXY"  # off/0/false: no proxy, every action in-process
+OFF_VALUES = frozenset({"", "off", "none", "local", "0", "false"})
+
+
+def is_off(value: str) -> bool:
+    return value.strip().lower() in OFF_VALUES

@@ -1,0 +1,196 @@
+"""The thin client's side of `goma-ext proxy`: reach (or start) the user's proxy for an endpoint, run one action.
+
+Standard library only: `goma-ext run` imports this under `python -S`. Failures come back as typed errors that
+say what the caller should do: ProxyUnavailable (no proxy and none startable: run in-process), anything else
+(hung, lost twice, refused, remote side failed): run locally.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goma_ext.errors import GomaExtError
+from goma_ext.remote import proxy_protocol as wire
+from goma_ext.remote.config import RemoteConfig
+
+if TYPE_CHECKING:
+    from typing import Any
+
+SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before the client gives up on the proxy
+DEFAULT_SILENCE_S = 20.0
+START_TIMEOUT_S = 15.0
+HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
+
+
+class ProxyError(GomaExtError):
+    """The proxy could not give an answer; the action should run locally."""
+
+
+class ProxyUnavailable(ProxyError):
+    """No proxy answers and none could be started: the caller uses the in-process remote path."""
+
+
+@dataclass(frozen=True)
+class ProxyTarget:
+    """Where this endpoint's proxy lives and how to start it."""
+
+    directory: Path
+    key: str
+    serve_argv: tuple[str, ...]
+    silence_s: float
+
+    @property
+    def files(self) -> dict[str, Path]:
+        return {kind: Path(p) for kind, p in wire.paths(str(self.directory), self.key).items()}
+
+
+def endpoint_key(cfg: RemoteConfig, cwd: Path) -> str:
+    """The key of cfg's proxy (see proxy_protocol.endpoint_key); relative credential files are relative to cwd."""
+    return wire.endpoint_key(str(cwd), cfg.endpoint, cfg.instance, str(cfg.ca_file) if cfg.ca_file else None,
+                             str(cfg.token_file) if cfg.token_file else None, wire.token_hash(cfg.token), cfg.headers)
+
+
+def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[str, ...]:
+    """`goma-ext proxy serve` for cfg, with absolute paths (the proxy runs in /)."""
+    argv = [sys.executable, "-m", "goma_ext.cli", "proxy", "serve", "--remote", cfg.endpoint]
+    if cfg.instance:
+        argv += ["--instance", cfg.instance]
+    if cfg.ca_file is not None:
+        argv += ["--ca-file", str(cwd / cfg.ca_file)]
+    if cfg.token_file is not None:
+        argv += ["--token-file", str(cwd / cfg.token_file)]
+    if config_file is not None:
+        argv += ["--config", str(cwd / config_file)]
+    return tuple(argv)
+
+
+def target_for(cfg: RemoteConfig, cwd: Path, env: Mapping[str, str], config_file: Path | None = None) -> ProxyTarget:
+    try:
+        silence = float(env.get(SILENCE_ENV, DEFAULT_SILENCE_S))
+    except ValueError as e:
+        raise GomaExtError(f"{SILENCE_ENV}={env[SILENCE_ENV]!r}: not a number of seconds") from e
+    return ProxyTarget(Path(wire.state_dir(env)), endpoint_key(cfg, cwd), serve_argv(cfg, cwd, config_file), silence)
+
+
+def _connect(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(2.0)
+        sock.connect(os.fspath(path))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) -> dict[str, Any]:
+    """Send the request; skip `wait` frames; the final frame. socket.timeout if the proxy goes silent."""
+    sock.settimeout(silence_s)
+    wire.send(sock, message)
+    while True:
+        frame = wire.receive(sock, wire.MAX_ANSWER_BYTES)
+        if frame.get("type") != wire.WAIT:
+            return frame
+
+
+def start(target: ProxyTarget) -> None:
+    """Start the proxy unless one answers; serialized by a lock so concurrent clients start one."""
+    import fcntl
+    import subprocess
+
+    files = target.files
+    wire.make_state_dir(str(target.directory))
+    wire.check_socket_path(str(files["sock"]))
+    with open(files["lock"], "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            _connect(files["sock"]).close()
+            return  # another client started it while we waited for the lock
+        except OSError:
+            pass
+        files["sock"].unlink(missing_ok=True)  # stale: nothing listens on it
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env[wire.STATE_DIR_ENV] = str(target.directory)
+        with open(files["log"], "ab") as log:
+            proc = subprocess.Popen(list(target.serve_argv), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    cwd="/", env=env, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ProxyUnavailable(f"proxy exited with status {proc.returncode} at start (log: {files['log']})")
+            try:
+                _connect(files["sock"]).close()
+                return
+            except OSError:
+                time.sleep(0.02)
+        raise ProxyUnavailable(f"proxy did not listen within {START_TIMEOUT_S:.0f} s (log: {files['log']})")
+
+
+def _hung_recently(target: ProxyTarget) -> bool:
+    try:
+        return time.time() - os.stat(target.files["hung"]).st_mtime < HUNG_HOLD_S
+    except OSError:
+        return False
+
+
+def _mark_hung(target: ProxyTarget) -> None:
+    try:
+        target.files["hung"].touch()
+    except OSError:
+        pass
+
+
+def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
+    """Send one request to the proxy (starting or replacing it as needed) and return its final frame.
+
+    A proxy that dies mid-request or speaks another version is replaced once; the second failure is final."""
+    if _hung_recently(target):
+        raise ProxyError(f"proxy {target.files['sock']} stopped answering less than {HUNG_HOLD_S:.0f} s ago")
+    last = ""
+    for _attempt in range(2):
+        try:
+            sock = _connect(target.files["sock"])
+        except OSError:
+            try:
+                start(target)
+                sock = _connect(target.files["sock"])
+            except OSError as e:
+                raise ProxyUnavailable(f"cannot start a proxy in {target.directory}: {e}") from e
+        try:
+            with sock:
+                frame = _exchange(sock, message, target.silence_s)
+        except TimeoutError as e:
+            _mark_hung(target)
+            raise ProxyError(f"proxy silent for {target.silence_s:.0f} s") from e
+        except (EOFError, OSError, wire.FrameError) as e:
+            last = f"proxy connection lost ({e})"
+            continue  # killed or crashed: the next attempt starts a new one
+        if frame.get("type") == wire.MISMATCH:
+            last = f"proxy speaks {frame.get('version')}, not {message.get('version')}"
+            time.sleep(0.05)  # it is unlinking its socket and draining; the next attempt starts ours
+            continue
+        return frame
+    raise ProxyError(last)
+
+
+def ask(sock_path: Path, message: Mapping[str, Any], timeout_s: float = 10.0) -> dict[str, Any]:
+    """One control request (ping, status, stop) to the proxy at sock_path; OSError if none answers."""
+    with _connect(sock_path) as sock:
+        try:
+            return _exchange(sock, message, timeout_s)
+        except (EOFError, wire.FrameError) as e:
+            raise OSError(f"{sock_path}: {e}") from e
+
+
+def sockets(directory: Path) -> list[Path]:
+    """The proxy sockets in a state directory."""
+    return sorted(directory.glob("proxy-*.sock")) if directory.is_dir() else []

@@ -1,0 +1,159 @@
+"""The wire format and file layout shared by `goma-ext run`'s thin client and `goma-ext proxy` (standard library only).
+
+Standard library only, and light: the thin client imports it on every action (no pathlib, hashlib, dataclasses).
+
+A connection carries one request and its answer. Each message is a frame: a 4-byte big-endian length, then a
+UTF-8 JSON object. The proxy answers a `run` with `wait` frames (one a second, so a client can tell a busy
+proxy from a hung one) and then exactly one final frame: `result`, `error` (the remote side failed: fall back
+to a local run), `refused` (the request is invalid) or `mismatch` (another goma-ext version: replace it).
+
+State directory (mode 0700): per endpoint key K, `proxy-K.sock` (mode 0600), `proxy-K.lock` (held while
+one is started), `proxy-K.log`, `proxy-K.pid` and `proxy-K.hung` (touched when it stopped answering).
+
+A `run` request: op, version, argv, cwd (absolute), compiler {path, version, sha256} and settings {section,
+env, flags, token_sha256}: the client's `remote:` YAML section, its GOMA_EXT_* variables (never the token)
+and its command-line settings, which the proxy merges exactly as the in-process client would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up budget)
+if TYPE_CHECKING:
+    from typing import Any
+
+if TYPE_CHECKING:
+    import socket
+
+PROTOCOL = 1
+HEADER = struct.Struct(">I")
+MAX_REQUEST_BYTES = 1 << 20
+MAX_ANSWER_BYTES = 256 << 20
+HEARTBEAT_S = 1.0
+SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes including the terminating NUL
+
+# Frame types of the proxy's answers.
+WAIT = "wait"
+RESULT = "result"
+ERROR = "error"
+REFUSED = "refused"
+MISMATCH = "mismatch"
+
+STATE_DIR_ENV = "GOMA_EXT_PROXY_DIR"
+
+
+class FrameError(Exception):
+    """A frame that is truncated, too large or not a JSON object."""
+
+
+def version_tag() -> str:
+    """Who speaks: goma-ext's version and the protocol number; client and proxy must agree exactly."""
+    from goma_ext import __version__
+
+    return f"{__version__}/p{PROTOCOL}"
+
+
+def state_dir(env: Mapping[str, str]) -> str:
+    """$GOMA_EXT_PROXY_DIR, else $XDG_RUNTIME_DIR/goma-ext, else ~/.cache/goma-ext/proxy (the user's alone)."""
+    if env.get(STATE_DIR_ENV):
+        return env[STATE_DIR_ENV]
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], "goma-ext")
+    return os.path.join(os.path.expanduser("~"), ".cache", "goma-ext", "proxy")
+
+
+def endpoint_key(cwd: str, endpoint: str, instance: str, ca_file: str | None, token_file: str | None,
+                 token_sha256: str, headers: tuple[tuple[str, str], ...] = ()) -> str:
+    """16 hex digits naming one proxy: what selects the server and the credentials (files as absolute paths
+    from cwd, a token only as its hash). CRC-32 rather than SHA-256: it only names files, and zlib loads in a
+    fraction of the time hashlib takes (the thin client's start-up budget)."""
+    import zlib
+
+    def absolute(p: str | None) -> str:
+        return os.path.normpath(os.path.join(cwd, p)) if p else ""
+
+    fields = [endpoint, instance, absolute(ca_file), absolute(token_file), token_sha256, [list(h) for h in headers]]
+    text = json.dumps(fields).encode()
+    return f"{zlib.crc32(text):08x}{zlib.crc32(text[::-1]):08x}"
+
+
+def token_hash(token: str | None) -> str:
+    """What the key and requests carry of a bearer token: its SHA-256 (hashlib loaded only when there is one)."""
+    if not token:
+        return ""
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def paths(directory: str, key: str) -> dict[str, str]:
+    return {kind: os.path.join(directory, f"proxy-{key}.{kind}") for kind in ("sock", "lock", "log", "pid", "hung")}
+
+
+def make_state_dir(directory: str) -> None:
+    """Create the state directory as the user's alone; refuse one that another user owns."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.stat(directory)
+    if st.st_uid != os.getuid():
+        raise OSError(f"proxy state directory {directory} belongs to uid {st.st_uid}, not to this user")
+    if st.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+
+
+def check_socket_path(path: str) -> None:
+    if len(os.fsencode(path)) > SUN_PATH_MAX:
+        raise OSError(f"proxy socket path {path} is longer than {SUN_PATH_MAX} bytes; set {STATE_DIR_ENV} shorter")
+
+
+def send(sock: socket.socket, message: Mapping[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode()
+    sock.sendall(HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks: list[bytes] = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("connection closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(sock: socket.socket, limit: int) -> dict[str, Any]:
+    """One frame as a dict; EOFError when the peer closed before a frame began or inside one."""
+    (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size))
+    if size > limit:
+        raise FrameError(f"frame of {size} bytes exceeds the limit of {limit}")
+    try:
+        message = json.loads(_recv_exact(sock, size))
+    except ValueError as e:
+        raise FrameError(f"frame is not JSON: {e}") from e
+    if not isinstance(message, dict):
+        raise FrameError(f"frame is a JSON {type(message).__name__}, not an object")
+    return message
+
+
+def run_message(argv: list[str], cwd: str, compiler: tuple[str, str, str], section: Mapping[str, Any],
+                env: Mapping[str, str], flags: Mapping[str, str | None], token_sha256: str) -> dict[str, Any]:
+    """A `run` request. compiler = (resolved path, version line, sha256); env is filtered to GOMA_EXT_*
+    without secrets; flags are the command line's settings (endpoint, instance, ca_file, token_file, exec_root)."""
+    path, version, sha256 = compiler
+    return {
+        "op": "run",
+        "version": version_tag(),
+        "argv": argv,
+        "cwd": cwd,
+        "compiler": {"path": path, "version": version, "sha256": sha256},
+        "settings": {
+            "section": dict(section),
+            "env": {k: v for k, v in env.items() if k.startswith("GOMA_EXT_") and not k.endswith("_TOKEN")},
+            "flags": {k: str(v) for k, v in flags.items() if v is not None},
+            "token_sha256": token_sha256,
+        },
+    }
