@@ -14,6 +14,8 @@ BENCHMARKS = {
     "remote": "bench.remote_bench",
     "cache": "bench.cache_bench",
     "dtlto": "bench.dtlto_bench",
+    "scale-model": "bench.scale_model",
+    "proxy": "bench.proxy_bench",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

@@ -21,12 +21,12 @@ def available() -> str | None:
     return None
 
 
-def start(state: Path) -> str:
-    """Start (or reuse) a cluster with 2 workers under STATE; return its endpoint."""
+def start(state: Path, workers: int = WORKERS) -> str:
+    """Start (or reuse) a cluster with WORKERS workers under STATE; return its endpoint."""
     from goma_ext.cluster import manager
 
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
-    st = manager.start(manager.ClusterSpec(state=state.resolve(), workers=WORKERS, server_venv=venv))
+    st = manager.start(manager.ClusterSpec(state=state.resolve(), workers=workers, server_venv=venv))
     return st.endpoint
 
 

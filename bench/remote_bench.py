@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,10 +39,12 @@ class Row:
     mean_backend_ms: float
 
 
-def one_build(subject: subjects.Subject, variant: Variant, out: Path, endpoint: str | None, salt: str, tag: str) -> Row:
+def one_build(subject: subjects.Subject, variant: Variant, out: Path, endpoint: str | None, salt: str, tag: str,
+              env: Mapping[str, str] | None = None) -> Row:
+    """One clean build; `env` adds to the build's environment (e.g. GOMA_EXT_PROXY=off)."""
     remove(out)
     variants.configure(variant, out, subject.root, subject.gn_args, endpoint)
-    s = run(["ninja", "-C", str(out)], env=variants.build_env(variant, salt))
+    s = run(["ninja", "-C", str(out)], env={**(variants.build_env(variant, salt) or {}), **(env or {})})
     subjects.check(subject, out)
     durations = variants.backend_durations_ms(out)
     mean = statistics.mean(durations) if durations else 0.0

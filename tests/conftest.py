@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +47,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def proxy_state_dir() -> Iterator[Path]:
+    """The session's own goma-ext proxy state directory (short: socket paths are limited to 107 bytes);
+    every proxy a test started through `goma-ext run` is stopped at the end."""
+    directory = Path(tempfile.mkdtemp(prefix="gxp-"))
+    old = os.environ.get("GOMA_EXT_PROXY_DIR")
+    os.environ["GOMA_EXT_PROXY_DIR"] = str(directory)
+    try:
+        yield directory
+    finally:
+        subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "stop"], capture_output=True, timeout=120,
+                       check=False)
+        if old is None:
+            del os.environ["GOMA_EXT_PROXY_DIR"]
+        else:
+            os.environ["GOMA_EXT_PROXY_DIR"] = old
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass(frozen=True)

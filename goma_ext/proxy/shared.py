@@ -186,7 +186,7 @@ class SharedRemote:
             if self._executor is not None and self._uploads is not None:
                 return self._executor, self._uploads
             if self._down is not None and time.monotonic() < self._down[0]:
-                raise RemoteError(f"server unreachable in the last {DOWN_HOLD_S:.0f} s ({self._down[1]})",
+                raise RemoteError(f"server marked unreachable in the last {DOWN_HOLD_S:.0f} s ({self._down[1]})",
                                   temporary=True, code="UNAVAILABLE")
             try:
                 self._executor = RemoteExecutor(self.cfg)

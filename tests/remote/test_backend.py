@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from goma_ext.remote import stats
-from tests.remote import thin_program
+from bench import thin_program
 from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, wrapper
-from tests.remote.thin_program import ThinProgram
+from bench.thin_program import ThinProgram
 
 
 def _build_all(program: ThinProgram, remote: str, salt: str) -> None:

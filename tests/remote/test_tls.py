@@ -7,7 +7,7 @@ from pathlib import Path
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import Cluster, local_reference, records, wrapper
-from tests.remote.thin_program import ThinProgram
+from bench.thin_program import ThinProgram
 
 
 def test_backend_over_tls_with_the_ca_file(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:

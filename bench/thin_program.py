@@ -1,4 +1,4 @@
-"""Test helper: a small C program compiled to ThinLTO bitcode and thin-linked with lld-19 --thinlto-index-only.
+"""A small C program compiled to ThinLTO bitcode and thin-linked with lld-19 --thinlto-index-only (tests, benchmarks).
 
 Layout (exec root = workspace root): src/*.c, build directory out/, objects out/obj/*.o, per-module indexes
 out/obj/*.o.thinlto.bc. Backend commands run in out/ with relative paths only, like a GN build's.

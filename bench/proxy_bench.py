@@ -1,0 +1,155 @@
+"""`python -m bench proxy`: the local proxy against today's in-process client, side by side in one run.
+
+1. Client CPU per action-cache hit: the same warm actions through `goma-ext run` in-process (GOMA_EXT_PROXY=off,
+   the launcher ninja used before the proxy: `python -m goma_ext.remote.wrapper`) and through the thin client
+   and the proxy (`python -S …/thin_client.py`); CPU of the client processes only (rusage of reaped children).
+2. Clean builds of the example: (c) local graph; (d1) in-process remote, cold cache; (d2) in-process again from
+   a fresh directory; then, on a fresh cluster (cold CAS and action cache again), (p1) through the proxy, cold;
+   (p2) through the proxy from a fresh directory (all action-cache hits).
+3. The load test (bench.proxy_load) on that cluster.
+
+Writes bench/results/proxy.json, including the measured costs the scale model (`bench scale-model`) reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench import cluster_tool, graph_tool, prereqs, proxy_load, results, subjects, thin_program
+from bench.fsio import remove
+from bench.measure import progress, ratio
+from bench.remote_bench import Row, one_build
+from bench.table import render
+from bench.variants import Variant
+from goma_ext.remote import proxy_protocol as wire
+
+IN_PROCESS = {"GOMA_EXT_PROXY": "off"}
+
+
+def _client_cpu(cmds: Sequence[tuple[list[str], Path]], env: Mapping[str, str]) -> tuple[float, float]:
+    """(CPU ms, wall ms) per command, run one after another; CPU of the client processes alone."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    walls = []
+    for cmd, cwd in cmds:
+        t = time.monotonic()
+        subprocess.run(cmd, cwd=cwd, env=dict(env), check=True, capture_output=True)
+        walls.append(time.monotonic() - t)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return 1000 * cpu / len(cmds), 1000 * statistics.median(walls)
+
+
+def hit_costs(work: Path, endpoint: str, env: Mapping[str, str], repeat: int) -> dict[str, float]:
+    """Client CPU and wall per action-cache hit, in-process vs thin client + proxy (same actions, warm cache)."""
+    program = thin_program.build(work / "hits")
+    settings = ["--remote", endpoint, "--exec-root", ".."]
+    thin = [sys.executable, "-S", str(proxy_load.THIN_CLIENT), *settings, "--"]
+    old = [sys.executable, "-m", "goma_ext.remote.wrapper", *settings, "--"]
+    for m in thin_program.MODULES:  # execute once, start the proxy, remember the compiler
+        subprocess.run([*thin, *program.backend(m)], cwd=program.out, env=dict(env), check=True, capture_output=True)
+    cmds = [m for _ in range(repeat) for m in thin_program.MODULES]
+    old_cpu, old_wall = _client_cpu([([*old, *program.backend(m)], program.out) for m in cmds], {**env, **IN_PROCESS})
+    new_cpu, new_wall = _client_cpu([([*thin, *program.backend(m)], program.out) for m in cmds], env)
+    return {"in_process_cpu_ms": old_cpu, "in_process_wall_ms": old_wall, "proxy_cpu_ms": new_cpu,
+            "proxy_wall_ms": new_wall, "hits": len(cmds)}
+
+
+def _builds(cache: Path, salt: str) -> tuple[list[Row], str]:
+    subject = subjects.SUBJECTS["example"](cache)
+    work = cache / "proxy" / "example"
+    rows = [one_build(subject, Variant.GRAPH, work / "out_c", None, salt, "c")]
+    state = cache / f"cluster-{salt}-a"
+    endpoint = cluster_tool.start(state)
+    try:
+        rows.append(one_build(subject, Variant.REMOTE, work / "out_d1", endpoint, salt, "d1", IN_PROCESS))
+        rows.append(one_build(subject, Variant.REMOTE, work / "out_d2", endpoint, salt, "d2", IN_PROCESS))
+    finally:
+        cluster_tool.stop(state)
+        remove(state)
+    progress("  in-process builds: done")
+    return rows, subject.name
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench proxy", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer hits and a smaller load test")
+    p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
+    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    p.add_argument("--workers", type=int, default=4, help="workers of the cluster for the proxy rows and load test")
+    args = p.parse_args(argv)
+    prereqs.ensure()
+    ctx = results.context()
+    command = "python -m bench proxy" + (" --quick" if args.quick else "")
+    print(f"machine: {ctx['machine'].one_line()}")
+    missing = graph_tool.available() or cluster_tool.available()
+    if missing:
+        print(f"not measured: {missing}")
+        results.write(args.results, "proxy", dict(ctx, missing=missing, command=command))
+        return 0
+    salt = f"bench-{time.time_ns()}"
+    state_dir = tempfile.mkdtemp(prefix="gxb-")
+    env = {**os.environ, wire.STATE_DIR_ENV: state_dir, "GOMA_EXT_CACHE_SALT": salt}
+    rows, subject_name = _builds(args.cache, salt)
+    state = args.cache / f"cluster-{salt}-b"  # fresh: cold CAS and action cache for the proxy rows
+    endpoint = cluster_tool.start(state, args.workers)
+    work = Path(tempfile.mkdtemp(prefix="proxy-bench-", dir=args.cache))
+    try:
+        subject = subjects.SUBJECTS["example"](args.cache)
+        out = args.cache / "proxy" / "example"
+        rows.append(one_build(subject, Variant.REMOTE, out / "out_p1", endpoint, salt, "p1",
+                              {wire.STATE_DIR_ENV: state_dir}))
+        rows.append(one_build(subject, Variant.REMOTE, out / "out_p2", endpoint, salt, "p2",
+                              {wire.STATE_DIR_ENV: state_dir}))
+        progress("  proxy builds: done")
+        hits = hit_costs(work, endpoint, env, 4 if args.quick else 20)
+        progress("  hit costs: done")
+        actions, digests = proxy_load.prepare(work / "load", 10 if args.quick else 100)
+        load = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-load"},
+                                   50 if args.quick else 200)
+        progress("  load test: done")
+    finally:
+        proxy_load.stop_proxies(env)
+        cluster_tool.stop(state)
+        remove(state)
+        remove(work)
+    by = {r.build: r for r in rows}
+    c, d1, d2, p1, p2 = (by[k] for k in ("c", "d1", "d2", "p1", "p2"))
+    overhead_old, overhead_new = d1.mean_backend_ms - c.mean_backend_ms, p1.mean_backend_ms - c.mean_backend_ms
+    goals = {
+        "client_cpu_per_hit_proxy_vs_in_process": ratio(hits["proxy_cpu_ms"], hits["in_process_cpu_ms"]),
+        "fresh_dir_all_hits_wall_vs_local": ratio(p2.wall_s, c.wall_s),
+        "fresh_dir_all_hits_wall_in_process_vs_local": ratio(d2.wall_s, c.wall_s),
+        "remote_overhead_proxy_vs_in_process": ratio(overhead_new, overhead_old),
+    }
+    costs = {
+        "client_cpu_ms_per_hit": hits["proxy_cpu_ms"],
+        "client_cpu_ms_per_action": load.client_cpu_ms,
+        "proxy_cpu_ms_per_action": load.per_action_ms("proxy"),
+        "server_round_trip_ms_p50": hits["proxy_wall_ms"],
+        "server_cpu_ms_per_action": load.per_action_ms("buildgrid") + load.per_action_ms("postgres"),
+        "remote_overhead_ms_per_action": overhead_new,
+    }
+    print(render(["build", "wall s", "actions", "remote", "cache hits", "fallbacks", "mean backend ms"],
+                 [[f"{subject_name} {r.build}", r.wall_s, r.actions, r.remote_executions, r.cache_hits,
+                   r.local_fallbacks, r.mean_backend_ms] for r in rows]))
+    print(render(["client", "CPU ms / hit", "wall ms / hit"],
+                 [["in-process", hits["in_process_cpu_ms"], hits["in_process_wall_ms"]],
+                  ["thin + proxy", hits["proxy_cpu_ms"], hits["proxy_wall_ms"]]]))
+    print(proxy_load.describe(load))
+    print(render(["goal", "value"], [[k, v] for k, v in goals.items()]))
+    data: dict[str, Any] = dict(ctx, command=command, rows=rows, hits=hits, load=asdict(load),
+                                load_throughput=load.throughput, goals=goals, workers=args.workers,
+                                source=graph_tool.source_state(), **costs)
+    print(f"results: {results.write(args.results, 'proxy', data)}")
+    return 0

@@ -1,0 +1,171 @@
+"""The proxy load test: thousands of thin clients, up to hundreds at once, through one proxy to the local cluster.
+
+Workspace: COPIES copies of bench.thin_program (5 modules); each copy runs every distinct action once (5 modules
+× the -O variants), so identical actions arrive concurrently from different directories, as from parallel
+builds. Every output is compared with a local compile of the same command (0 wrong), every client must exit 0
+with a stats record that is not a local fallback (0 lost). CPU is attributed per component from /proc.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import thin_program
+from bench.fsio import REPO
+from goma_ext.remote.identity import identify_cached
+from goma_ext.remote.names import COMPILER_CACHE
+
+THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
+VARIANTS = ("-O2", "-O1", "-Os", "-O3")
+COMPONENTS = ("proxy", "buildgrid", "postgres", "workers")
+
+
+@dataclass(frozen=True)
+class Action:
+    copy: Path  # a workspace copy
+    module: str
+    variant: str
+
+    @property
+    def output(self) -> str:
+        return f"obj/{self.module}{self.variant}.native.o"
+
+    def argv(self) -> list[str]:
+        argv = thin_program.ThinProgram(self.copy).backend(self.module, extra=(self.variant,))
+        return [*argv[:-1], self.output]
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    actions: int
+    clients: int
+    distinct: int
+    lost: int
+    wrong: int
+    modes: dict[str, int]
+    wall_s: float
+    p50_ms: float
+    p99_ms: float
+    client_cpu_ms: float  # per action, the thin client processes (rusage of reaped children)
+    cpu_s: dict[str, float]  # per component over the run
+    proxy: dict[str, Any]  # the proxy's own figures at the end
+
+    @property
+    def throughput(self) -> float:
+        return self.actions / self.wall_s
+
+    def per_action_ms(self, component: str) -> float:
+        return 1000 * self.cpu_s.get(component, 0.0) / self.actions
+
+
+def prepare(work: Path, copies: int) -> tuple[list[Action], dict[tuple[str, str], str]]:
+    """The workspace copies, the actions (copy-major: concurrent clients share actions) and reference digests."""
+    template = thin_program.build(work / "template")
+    # Each copy is a build directory that has run a backend before: its compiler identity is remembered there.
+    identify_cached(thin_program.CLANG, template.out, template.out / COMPILER_CACHE)
+    ref = template.copy(work / "ref")
+    digests = {}
+    for module in thin_program.MODULES:
+        for variant in VARIANTS:
+            action = Action(ref.root, module, variant)
+            subprocess.run(action.argv(), cwd=ref.out, check=True)
+            digests[(module, variant)] = hashlib.sha256((ref.out / action.output).read_bytes()).hexdigest()
+    actions = []
+    for i in range(copies):
+        copy = template.copy(work / f"c{i:04d}")
+        actions += [Action(copy.root, m, v) for m in thin_program.MODULES for v in VARIANTS]
+    return actions, digests
+
+
+def _cpu_by_component() -> dict[str, float]:
+    """CPU seconds (self + reaped children) of the cluster's processes and the proxy, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kind = ("postgres" if cmd.startswith("postgres") else "proxy" if "proxy serve" in cmd
+                else "buildgrid" if "bgd server" in cmd else "workers" if "goma_ext.cli worker" in cmd else None)
+        if kind:
+            out[kind] = out.get(kind, 0.0) + sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    return out
+
+
+def _one(action: Action, endpoint: str, env: Mapping[str, str]) -> tuple[int, float, str]:
+    cmd = [sys.executable, "-S", str(THIN_CLIENT), "--remote", endpoint, "--exec-root", "..", "--",
+           *action.argv()]
+    t = time.monotonic()
+    proc = subprocess.run(cmd, cwd=action.copy / "out", capture_output=True, text=True, env=dict(env), check=False)
+    return proc.returncode, time.monotonic() - t, proc.stderr
+
+
+def _proxy_status(env: Mapping[str, str]) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "status", "--json"], capture_output=True,
+                         text=True, check=True, env=dict(env)).stdout
+    found = json.loads(out)
+    return dict(found[0]) if found else {}
+
+
+def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], endpoint: str,
+             env: Mapping[str, str], clients: int) -> LoadResult:
+    """Run every action through the thin client, at most `clients` at once; check and measure."""
+    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", endpoint],
+                   check=True, env=dict(env), capture_output=True)
+    before_cpu, before_children = _cpu_by_component(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    with ThreadPoolExecutor(clients) as pool:
+        done = list(pool.map(lambda a: _one(a, endpoint, env), actions))
+    wall = time.monotonic() - t
+    after_children, after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_by_component()
+    client_cpu = (after_children.ru_utime + after_children.ru_stime
+                  - before_children.ru_utime - before_children.ru_stime)
+    wrong = sum(
+        1 for a in actions
+        if hashlib.sha256((a.copy / "out" / a.output).read_bytes()).hexdigest() != digests[(a.module, a.variant)]
+    )
+    modes: Counter[str] = Counter()
+    for copy in dict.fromkeys(a.copy for a in actions):
+        for line in (copy / "out" / "gn_thinlto_remote.jsonl").read_text().splitlines():
+            modes[json.loads(line)["mode"]] += 1
+    lost = sum(1 for rc, _, _ in done if rc != 0) + max(0, len(actions) - sum(modes.values())) + modes["fallback"]
+    latencies = sorted(s for _, s, _ in done)
+    return LoadResult(
+        actions=len(actions), clients=clients, distinct=len(digests), lost=lost, wrong=wrong, modes=dict(modes),
+        wall_s=wall, p50_ms=1000 * statistics.median(latencies),
+        p99_ms=1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        client_cpu_ms=1000 * client_cpu / len(actions),
+        cpu_s={k: after_cpu.get(k, 0.0) - before_cpu.get(k, 0.0) for k in COMPONENTS},
+        proxy=_proxy_status(env),
+    )
+
+
+def stop_proxies(env: Mapping[str, str]) -> None:
+    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "stop"], capture_output=True, env=dict(env),
+                   timeout=120, check=False)
+
+
+def describe(r: LoadResult) -> str:
+    """The load test's table rows as text (also what the benchmark prints)."""
+    cpu = ", ".join(f"{c} {r.per_action_ms(c):.1f}" for c in COMPONENTS)
+    return (f"{r.actions} actions ({r.distinct} distinct) from up to {r.clients} clients: {r.lost} lost, "
+            f"{r.wrong} wrong, modes {dict(sorted(r.modes.items()))}; {r.wall_s:.1f} s, {r.throughput:.1f} actions/s, "
+            f"latency p50 "
+            f"{r.p50_ms:.0f} ms p99 {r.p99_ms:.0f} ms; CPU ms/action: client {r.client_cpu_ms:.1f}, {cpu}")

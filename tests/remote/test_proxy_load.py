@@ -1,0 +1,33 @@
+"""The proxy under load (loopback only, bounded): 2,000 actions from up to 200 concurrent thin clients against the
+session's BuildGrid. Nothing may be lost or wrong; the figures are printed (the benchmark records them)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from bench import proxy_load
+from goma_ext.remote import proxy_protocol as wire
+from tests.remote.conftest import INSTANCE, Cluster
+
+ACTIONS, CLIENTS = 2000, 200
+
+
+@pytest.mark.slow
+def test_two_thousand_actions_from_two_hundred_clients(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+    cluster.ensure_server()
+    copies = ACTIONS // (len(proxy_load.VARIANTS) * 5)
+    actions, digests = proxy_load.prepare(tmp_path, copies)
+    state = tempfile.mkdtemp(prefix="gxl-")
+    env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, wire.STATE_DIR_ENV: state}
+    try:
+        result = proxy_load.run_load(actions, digests, cluster.endpoint, env, CLIENTS)
+    finally:
+        proxy_load.stop_proxies(env)
+    print(proxy_load.describe(result))
+    assert result.actions == ACTIONS and result.lost == 0 and result.wrong == 0, result
+    assert result.modes.get("fallback", 0) == 0 and sum(result.modes.values()) == ACTIONS
+    assert result.proxy["actions_remote"] <= result.distinct  # every distinct action executed at most once

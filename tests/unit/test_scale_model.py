@@ -1,0 +1,86 @@
+"""[bench] The scale model's pure parts: list scheduling, the backend phase's bounds, serial fraction, inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.measure import BenchError
+from bench.scale_model import (
+    BackendPhase,
+    Bound,
+    Inputs,
+    Measured,
+    Prediction,
+    ProxyCosts,
+    Shape,
+    backend_phase,
+    load_costs,
+    lpt_makespan,
+    predict,
+    sample_jobs,
+)
+
+COSTS = ProxyCosts(client_cpu_ms_per_hit=1.0, client_cpu_ms_per_action=32.0, proxy_cpu_ms_per_action=8.0,
+                   server_round_trip_ms_p50=5.0, server_cpu_ms_per_action=10.0, remote_overhead_ms_per_action=100.0)
+
+
+def test_list_scheduling_is_largest_first_not_optimal() -> None:
+    # Largest first on 2 cores: 5 | 4, then 3 to the core free at 4 (7), 3 to the one free at 5 (8), 3 to the one
+    # free at 7 (10). The optimum is 9 ({5, 4} | {3, 3, 3}): list scheduling is a bound, not the best schedule.
+    assert lpt_makespan([3, 5, 3, 4, 3], 2) == 10
+    assert lpt_makespan([3, 5, 3, 4, 3], 10) == 5  # more cores than jobs: the longest job
+    assert lpt_makespan([2, 2, 2, 2], 1) == 8
+    assert lpt_makespan([], 4) == 0
+
+
+def test_proxy_bound_dominates_many_cores() -> None:
+    phase = backend_phase([10.0] * 1000, cores=1000, costs=COSTS, build_cores=32)
+    assert phase.bound_ms(Bound.PROXY) == 8000  # 1000 actions x 8 ms in one process
+    assert phase.bound_ms(Bound.CLIENT_CPU) == 1000  # 1000 x 32 ms over 32 cores
+    assert phase.bound_ms(Bound.REMOTE_CORES) == 10
+    assert phase.makespan_ms == 10
+    assert phase.bounds_ms[0][0] is Bound.PROXY and phase.bounds_ms[1][0] is Bound.CLIENT_CPU
+    assert phase.wall_ms == 8000
+
+
+def test_remote_cores_and_longest_job_bounds() -> None:
+    few = backend_phase([1000.0] * 100, cores=2, costs=COSTS, build_cores=32)
+    assert few.bounds_ms[0] == (Bound.REMOTE_CORES, 50_000) and few.wall_ms == few.makespan_ms == 50_000
+    one_long = backend_phase([1.0] * 9 + [90_000.0], cores=100, costs=COSTS, build_cores=32)
+    assert one_long.bounds_ms[0][0] is Bound.LONGEST_BACKEND and one_long.wall_ms == 90_000
+
+
+def test_serial_fraction_is_serial_links_over_wall() -> None:
+    phase = BackendPhase(400.0, ((Bound.REMOTE_CORES, 400.0), (Bound.PROXY, 100.0)))
+    p = Prediction(factor=1.0, cores=10, thin_link_ms=300.0, backends=phase, final_link_ms=300.0)
+    assert p.wall_ms == 1000 and p.serial_fraction == pytest.approx(0.6)
+
+
+def test_predict_scales_compile_time_and_adds_overhead() -> None:
+    measured = Measured((100, 200), "app", modules=4, thin_link_ms=40, final_link_ms=8, build_dir=Path("out"))
+    inputs = Inputs(measured, COSTS, Path("costs.json"), Shape(product_modules=10, test_backends=0, build_cores=32))
+    p = predict(inputs, [100.0, 200.0], cores=1, factor=3.0)
+    assert p.thin_link_ms == 100  # 10 ms per module x 10 modules
+    assert p.final_link_ms == 20  # 2 ms per object x 10 objects
+    assert p.backends.makespan_ms == (300 + 100) + (600 + 100)
+
+
+def test_sample_is_deterministic_and_drawn_from_the_measurements() -> None:
+    a, b = sample_jobs([5, 7, 11], 50, seed=3), sample_jobs([5, 7, 11], 50, seed=3)
+    assert a == b and len(a) == 50 and set(a) <= {5.0, 7.0, 11.0}
+
+
+def test_costs_come_from_the_results_or_the_fallback(tmp_path: Path) -> None:
+    with pytest.raises(BenchError, match=r"proxy\.json: no such file"):
+        load_costs(tmp_path, None)
+    fallback = tmp_path / "costs.json"
+    fallback.write_text(json.dumps({"client_cpu_ms_per_hit": 1, "client_cpu_ms_per_action": 32,
+                                    "proxy_cpu_ms_per_action": 8, "server_round_trip_ms_p50": 5,
+                                    "server_cpu_ms_per_action": 10, "remote_overhead_ms_per_action": 100}))
+    assert load_costs(tmp_path, fallback) == (COSTS, fallback)
+    fallback.write_text("{}")
+    with pytest.raises(BenchError, match="not a proxy-costs file"):
+        load_costs(tmp_path, fallback)
