@@ -179,6 +179,14 @@ def goals_block(data: dict[str, Data | None]) -> str:
               True)
     if "(d)" in dtlto:
         _goal(rows, "DTLTO fresh-directory remote link: jobs executed", "ninja_test", dtlto["(d)"]["remote"], 0, True)
+    proxy = (data.get("proxy") or {}).get("goals")
+    if proxy:
+        _goal(rows, "proxy: client CPU per action-cache hit / in-process client", "example actions",
+              proxy["client_cpu_per_hit_proxy_vs_in_process"], 0.2, True)
+        _goal(rows, "proxy: fresh-directory remote build (all hits) wall / local graph build", "example",
+              proxy["fresh_dir_all_hits_wall_vs_local"], 1.0, True)
+        _goal(rows, "proxy: remote per-action overhead / in-process client's", "example",
+              proxy["remote_overhead_proxy_vs_in_process"], 0.5, True)
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
 
 
@@ -213,9 +221,35 @@ def dtlto_block(d: Data) -> str:
     return _run_line(d) + "\n\n" + render(COLUMNS, table_rows(d["rows"]), markdown=True) + missing
 
 
+def proxy_block(d: Data) -> str:
+    if d.get("missing"):
+        return f"{_run_line(d)}\n\nNot measured: {d['missing']}."
+    h, load, g = d["hits"], d["load"], d["goals"]
+    builds = render(["build", "wall s", "actions", "remote runs", "cache hits", "local fallbacks", "mean backend ms"],
+                    [[r["build"], r["wall_s"], r["actions"], r["remote_executions"], r["cache_hits"],
+                      r["local_fallbacks"], r["mean_backend_ms"]] for r in d["rows"]], markdown=True)
+    hits = render(["client", "CPU ms per action-cache hit", "wall ms per hit (median)", "hits"],
+                  [["in-process (`python -m goma_ext.remote.wrapper`, GOMA_EXT_PROXY=off)", h["in_process_cpu_ms"],
+                    h["in_process_wall_ms"], h["hits"]],
+                   ["thin client + proxy (`python -S …/thin_client.py`)", h["proxy_cpu_ms"], h["proxy_wall_ms"],
+                    h["hits"]]], markdown=True)
+    cpu = load["cpu_s"]
+    per = {k: 1000 * v / load["actions"] for k, v in cpu.items()}
+    load_table = render(
+        ["actions", "distinct", "clients", "lost", "wrong", "remote / cache hit", "wall s", "actions / s",
+         "p50 ms", "p99 ms", "client CPU ms / action", "proxy", "BuildGrid", "PostgreSQL", "workers"],
+        [[load["actions"], load["distinct"], load["clients"], load["lost"], load["wrong"],
+          f"{load['modes'].get('remote', 0)} / {load['modes'].get('cache_hit', 0)}", load["wall_s"],
+          d["load_throughput"], load["p50_ms"], load["p99_ms"], load["client_cpu_ms"], per.get("proxy"),
+          per.get("buildgrid"), per.get("postgres"), per.get("workers")]], markdown=True)
+    goals = render(["ratio", "value"], [[k.replace("_", " "), v] for k, v in g.items()], markdown=True)
+    return "\n\n".join([f"{_run_line(d)} {d.get('workers', '?')} workers for the proxy rows and the load test.",
+                          builds, hits, load_table, goals])
+
+
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
-    "builds-chromium": builds_block, "cache": cache_block, "dtlto": dtlto_block,
+    "builds-chromium": builds_block, "cache": cache_block, "dtlto": dtlto_block, "proxy": proxy_block,
 }
 
 

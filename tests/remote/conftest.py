@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from bench import thin_program
+from bench.thin_program import ThinProgram
 from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
 from tests.conftest import REPO
-from bench import thin_program
-from bench.thin_program import ThinProgram
 
 SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
 SLOW_DELAY_S = 2.0

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from goma_ext.remote import stats
 from bench import thin_program
-from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, wrapper
 from bench.thin_program import ThinProgram
+from goma_ext.remote import stats
+from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, wrapper
 
 
 def _build_all(program: ThinProgram, remote: str, salt: str) -> None:

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,28 +43,40 @@ def _natives(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "gn-thinlto").glob("*/native/**/*.o"))}
 
 
-@pytest.mark.slow
-def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Cluster, tmp_path: Path, salt: str) -> None:
-    cluster.ensure_server()
-    local, remote, fresh = tmp_path / "local", tmp_path / "remote", tmp_path / "fresh"
+@pytest.fixture(scope="module")
+def local_natives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The native objects of a local build of the example: what every remote build must reproduce."""
+    local = tmp_path_factory.mktemp("local") / "out"
     _gen(local, None)
-    _ninja(local, salt)
+    _ninja(local, "local")
+    return _natives(local)
+
+
+def _self_checks(out: Path) -> None:
+    from gn_thinlto.cli import tools
+    from gn_thinlto.cli.example import run_self_checks
+
+    binaries = tools.gn_ls(out, EXAMPLE_ROOT, "--type=executable", "--as=output")
+    assert binaries and [c for c in run_self_checks(out, binaries) if not c.ok] == []
+
+
+@pytest.mark.slow
+def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Cluster, tmp_path: Path, salt: str,
+                                                                    local_natives: dict[str, bytes]) -> None:
+    cluster.ensure_server()
+    remote, fresh = tmp_path / "remote", tmp_path / "fresh"
     _gen(remote, cluster.endpoint)
     _ninja(remote, salt)
 
     summary = stats.report(remote)
     assert summary["runs"] > 100 and summary["remote_executions"] == summary["runs"], summary
     assert summary["naive_upload_bytes"] > summary["input_bytes"] >= summary["bytes_uploaded"]
-    want, got = _natives(local), _natives(remote)
+    want, got = local_natives, _natives(remote)
     # Backends the local content cache already held (identical jobs of other binaries) never reach the wrapper.
     assert len(got) > summary["runs"] and sorted(got) == sorted(want)
     assert [name for name in want if got[name] != want[name]] == []
 
-    from gn_thinlto.cli import tools
-    from gn_thinlto.cli.example import run_self_checks
-
-    binaries = tools.gn_ls(remote, EXAMPLE_ROOT, "--type=executable", "--as=output")
-    assert binaries and [c for c in run_self_checks(remote, binaries) if not c.ok] == []
+    _self_checks(remote)
 
     _gen(fresh, cluster.endpoint)
     _ninja(fresh, salt)
@@ -106,3 +123,78 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
     assert names and all((remote / n).is_file() for n in names)
     proc = subprocess.run([str(remote / "calc")], cwd=remote, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("OK calc")
+
+
+def _start_ninja(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(["ninja", "-C", str(out), "-j", JOBS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, **env})
+
+
+def _proxies(state: str) -> list[dict[str, Any]]:
+    out = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "status", "--json"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "GOMA_EXT_PROXY_DIR": state}).stdout
+    return list(json.loads(out))
+
+
+@pytest.fixture
+def own_proxy_dir() -> Iterator[str]:
+    state = tempfile.mkdtemp(prefix="gxe-")
+    try:
+        yield state
+    finally:
+        subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "stop"], capture_output=True, check=False,
+                       env={**os.environ, "GOMA_EXT_PROXY_DIR": state})
+
+
+@pytest.mark.slow
+def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
+    cluster: Cluster, tmp_path: Path, salt: str, local_natives: dict[str, bytes], own_proxy_dir: str
+) -> None:
+    """[proxy] SIGKILL the proxy while ninja runs remote backends through it: the build finishes, every native
+    object equals the local build's (clients whose connection dropped start a new proxy or run locally)."""
+    cluster.ensure_server()
+    remote = tmp_path / "remote"
+    _gen(remote, cluster.endpoint)
+    build = _start_ninja(remote, {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir})
+    log = remote / stats.DEFAULT_STATS_LOG
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and len(log.read_text().splitlines()) >= 20):
+        assert build.poll() is None and time.monotonic() < deadline, "the build ended before the proxy was killed"
+        time.sleep(0.1)
+    (first,) = _proxies(own_proxy_dir)
+    os.kill(first["pid"], signal.SIGKILL)
+    output, _ = build.communicate(timeout=600)
+    assert build.returncode == 0, output[-3000:]
+    assert _natives(remote) == local_natives
+    _self_checks(remote)
+    summary = stats.report(remote)
+    (second,) = _proxies(own_proxy_dir)
+    assert second["pid"] != first["pid"] and summary["failed"] == 0, summary
+    print(f"proxy {first['pid']} killed after {first['runs']} actions; {second['pid']} served {second['runs']}; "
+          f"{summary['local_fallbacks']} local fallbacks")
+
+
+@pytest.mark.slow
+def test_two_builds_share_one_proxy_and_each_action_runs_once(
+    cluster: Cluster, tmp_path: Path, salt: str, local_natives: dict[str, bytes], own_proxy_dir: str
+) -> None:
+    """[proxy] Two build directories of the same code built at the same time: one proxy serves both, and each
+    distinct backend executes once (the other build joins it in flight or finds it in the action cache)."""
+    cluster.ensure_server()
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        _gen(out, cluster.endpoint)
+    env = {"GOMA_EXT_CACHE_SALT": salt + "-two", "GOMA_EXT_PROXY_DIR": own_proxy_dir}
+    builds = [_start_ninja(out, env) for out in outs]
+    for build in builds:
+        output, _ = build.communicate(timeout=600)
+        assert build.returncode == 0 and "goma-ext: warning" not in output, output[-3000:]
+    a, b = (stats.report(out) for out in outs)
+    assert a["runs"] == b["runs"] > 100 and a["local_fallbacks"] == b["local_fallbacks"] == 0
+    assert a["remote_executions"] + b["remote_executions"] == a["runs"], (a, b)
+    (proxy,) = _proxies(own_proxy_dir)
+    assert proxy["runs"] == a["runs"] + b["runs"] and proxy["actions_remote"] == a["runs"], proxy
+    for out in outs:
+        assert _natives(out) == local_natives
+    print(f"two builds, {a['runs']} actions each: {proxy.get('joined_in_flight', 0)} joined in flight, "
+          f"{a['cache_hits'] + b['cache_hits']} served by the action cache or a joined action")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from bench import thin_program
+from bench.thin_program import ThinProgram
 from goma_ext.cluster import procs
 from goma_ext.remote import stats
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from bench import thin_program
 from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, start_wrapper, wrapper
-from bench.thin_program import ThinProgram
 
 
 @pytest.fixture

@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from bench import thin_program
+from bench.thin_program import ThinProgram
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.conftest import REPO
-from bench import thin_program
 from tests.remote.conftest import INSTANCE, Cluster, local_reference, records
-from bench.thin_program import ThinProgram
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.thin_program import ThinProgram
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import Cluster, local_reference, records, wrapper
-from bench.thin_program import ThinProgram
 
 
 def test_backend_over_tls_with_the_ca_file(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
