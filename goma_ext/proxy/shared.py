@@ -24,11 +24,15 @@ from goma_ext.remote.proto import re_pb2
 
 T = TypeVar("T")
 MEMO_LIMIT = 500_000  # hashed files remembered; the memo starts over beyond this
+# A file changed less than this before it was hashed may change again within the same (coarse) timestamp tick,
+# leaving its stat identity as it was: such digests are not remembered (git's "racy" rule).
+RACY_NS = 100_000_000
 DOWN_HOLD_S = 30.0  # after UNAVAILABLE, answer at once for this long instead of retrying per action
 
 
 class DigestMemo:
-    """File digests keyed by the file's stat identity (path, size, mtime, ctime, inode): each file hashed once."""
+    """File digests keyed by the file's stat identity (path, size, mtime, ctime, inode): each file hashed once
+    (unless it had just changed when it was hashed: see RACY_NS). An upload still verifies the bytes it sends."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -43,12 +47,14 @@ class DigestMemo:
             if known is not None:
                 self.hits += 1
                 return known
+        racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
         digest = Digest.of_file(path)
         with self._lock:
             self.misses += 1
             if len(self._known) >= MEMO_LIMIT:
                 self._known.clear()
-            self._known[key] = digest
+            if not racy:
+                self._known[key] = digest
         return digest
 
 

@@ -194,7 +194,10 @@ def test_two_builds_share_one_proxy_and_each_action_runs_once(
     assert a["remote_executions"] + b["remote_executions"] == a["runs"], (a, b)
     (proxy,) = _proxies(own_proxy_dir)
     assert proxy["runs"] == a["runs"] + b["runs"] and proxy["actions_remote"] == a["runs"], proxy
+    assert proxy["children_cpu_s"] == 0, proxy
     for out in outs:
         assert _natives(out) == local_natives
     print(f"two builds, {a['runs']} actions each: {proxy.get('joined_in_flight', 0)} joined in flight, "
-          f"{a['cache_hits'] + b['cache_hits']} served by the action cache or a joined action")
+          f"{a['cache_hits'] + b['cache_hits']} served by the action cache or a joined action; "
+          f"{proxy['upload_requests']} upload requests in {proxy['upload_rounds']} CAS rounds "
+          f"({proxy['rpc_FindMissingBlobs']} FindMissingBlobs, {proxy['rpc_BatchUpdateBlobs']} BatchUpdateBlobs)")

@@ -31,3 +31,4 @@ def test_two_thousand_actions_from_two_hundred_clients(cluster: Cluster, tmp_pat
     assert result.actions == ACTIONS and result.lost == 0 and result.wrong == 0, result
     assert result.modes.get("fallback", 0) == 0 and sum(result.modes.values()) == ACTIONS
     assert result.proxy["actions_remote"] <= result.distinct  # every distinct action executed at most once
+    assert result.proxy["children_cpu_s"] == 0  # the proxy ran no process of its own
