@@ -27,6 +27,7 @@ PLAN: tuple[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], ...] = (
     ("index", "index", ("--sizes", "200", "--repeat", "10"), ("--sizes", "200,2000", "--repeat", "30")),
     ("sharing", "sharing", ("--quick",), ()),
     ("remote", "remote", ("--subjects", "tiny"), ()),
+    ("proxy", "proxy", ("--quick", "--subject", "tiny"), ()),
     ("dtlto", "dtlto", ("--project", "libdeflate", "--repeat", "1"), ()),
     ("builds", "builds", ("--subjects", "tiny", "--variants", "abcd", "--repeat", "1"),
      ("--variants", "abcd")),

@@ -67,6 +67,15 @@ def test_remote_smallest(tmp_path: Path) -> None:
     assert data["ratios"][0]["d2_cache_hit_rate"] is not None
 
 
+def test_proxy_smallest(tmp_path: Path) -> None:
+    data = bench("proxy", "--quick", "--subject", "tiny", "--workers", "2", results=tmp_path)
+    if data.get("missing"):  # no PostgreSQL here: the benchmark says so instead of inventing numbers
+        return
+    assert data["load"]["lost"] == data["load"]["wrong"] == 0 and data["load"]["actions"] == 200
+    assert {r["build"] for r in data["rows"]} == {"c", "c2", "d1", "d2", "p1", "p2"}
+    assert data["proxy_cpu_ms_per_action"] > 0 and set(data["goals"]) >= {"client_cpu_per_hit_proxy_vs_in_process"}
+
+
 def test_dtlto_smallest(tmp_path: Path) -> None:
     data = bench("dtlto", "--project", "libdeflate", "--repeat", "1", results=tmp_path)
     rows = {r["variant"][:3]: r for r in data["rows"]}
