@@ -5,8 +5,8 @@ Measured inputs (nothing is invented; each is printed with where it came from):
 - a clean local build of our graph of ninja's sources (`--build-dir DIR`, or built fresh in
   CACHE/scale-model/out with `ninja -j<this machine's cores>`, so that jobs do not queue for a core), from its
   .ninja_log, backend log and thin-link manifests: the duration of every backend edge that ran the compiler (a
-  backend-cache miss), the thin link's wall time per bitcode module of the largest link, and that link's final
-  link wall time per native object;
+  backend-cache miss), the thin link's wall time per bitcode module (the median over the build's links), and the
+  largest link's final link wall time per native object;
 - RESULTS/proxy.json, written by the proxy benchmark (`--proxy-costs FILE` is read when it is missing): client CPU
   per action on the build machine, the proxy's CPU per action, and the extra wall time of a remote action.
 
@@ -17,10 +17,11 @@ Assumptions (the numbers are options; all are printed with the results):
    40,000 bitcode objects).
 2. Backend compile time: drawn with replacement (seeded) from the measured distribution, times a factor. The
    model is run at 1× and at 3×, because Chromium's translation units are larger than ninja's and import more.
-3. The thin link costs the measured per-module cost × the product's modules, and the final link the measured
-   per-object cost × the product's modules (one native object per module). Both run alone, and the factor does
-   not scale them. The fixed start-up cost of a small link is spread here over 35,000 modules (an
-   overestimate). Larger summaries and more import candidates per module are not modelled (an underestimate).
+3. The thin link costs the measured per-module cost (median over the build's links) × the product's modules, and
+   the final link the largest link's per-object cost × the product's modules (one native object per module).
+   Both run alone, and the factor does not scale them. The fixed start-up cost of a small link is spread here over
+   35,000 modules (an overestimate). Larger summaries and more import candidates per module are not modelled (an
+   underestimate).
 4. Backend phase: all 40,000 jobs start after the thin link, so the test jobs, which could start earlier, get no
    credit. ninja's -j equals the remote cores, and each job holds its slot for its compile time plus the measured
    remote overhead. Jobs go largest first to the slot that frees first (list scheduling). A clean build has no
@@ -83,11 +84,18 @@ class Measured:
     thin_link_ms: int
     final_link_ms: int
     build_dir: Path
-    every_thin_link_ms_per_module: tuple[float, ...] = ()  # every link of that build, for comparison (not used)
+    every_thin_link_ms_per_module: tuple[float, ...] = ()  # every link of that build
+
+    @property
+    def largest_thin_link_ms_per_module(self) -> float:
+        return self.thin_link_ms / self.modules
 
     @property
     def thin_link_ms_per_module(self) -> float:
-        return self.thin_link_ms / self.modules
+        """The median over every link of the build: the largest link alone carries work of its own (the
+        regular-LTO codegen of its split module) that would dominate a straight extrapolation."""
+        every = self.every_thin_link_ms_per_module
+        return statistics.median(every) if every else self.largest_thin_link_ms_per_module
 
     @property
     def final_link_ms_per_object(self) -> float:
@@ -197,8 +205,8 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
         f"shared null-index mode = {shape.test_backends:,} more distinct backend jobs ({shape.backend_jobs:,} in all)",
         f"backend compile time: drawn from the measured distribution × {' and × '.join(f'{f:g}' for f in factors)} "
         "(Chromium's translation units are larger than ninja's)",
-        "thin link = per-module cost × product modules; final link = per-object cost × product modules; both "
-        "serial, not scaled by the factor",
+        "thin link = per-module cost (median of the build's links) × product modules; final link = per-object cost "
+        "× product modules; both serial, not scaled by the factor",
         "every backend starts after the thin link; ninja -j = remote cores; a job holds its slot for compile time "
         "+ remote overhead; largest first; no action-cache hits, queueing or upload limits",
         f"build machine: {shape.build_cores} cores; client bound = jobs × client CPU/action / cores",
@@ -267,6 +275,7 @@ def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Pa
 
 def describe_inputs(inputs: Inputs) -> list[str]:
     m, c, log = inputs.measured, inputs.costs, inputs.measured.build_dir / ".ninja_log"
+    every = m.every_thin_link_ms_per_module
     q = statistics.quantiles(m.backend_ms, n=10) if len(m.backend_ms) > 1 else [float(m.backend_ms[0])] * 9
     used = {"client_cpu_ms_per_action": "client bound", "proxy_cpu_ms_per_action": "proxy bound",
             "remote_overhead_ms_per_action": "added to every job"}
@@ -274,10 +283,10 @@ def describe_inputs(inputs: Inputs) -> list[str]:
         f"backend compile time: {len(m.backend_ms)} jobs, p10 {q[0]:.0f} / p50 {q[4]:.0f} / p90 {q[8]:.0f} / max "
         f"{max(m.backend_ms)} ms, mean {statistics.mean(m.backend_ms):.0f} ms — {log}, last build, backend "
         "edges the backend log marks 'miss' (compiler runs)",
-        f"thin link per bitcode module: {m.thin_link_ms_per_module:.2f} ms = {m.link}'s thin link {m.thin_link_ms} "
-        f"ms / {m.modules} modules — {log} and its thinlink.json (natives); all {len(m.every_thin_link_ms_per_module)} "
-        f"links of that build: {min(m.every_thin_link_ms_per_module, default=0):.1f}–"
-        f"{max(m.every_thin_link_ms_per_module, default=0):.1f} ms per module (printed, not used)",
+        f"thin link per bitcode module: {m.thin_link_ms_per_module:.2f} ms, the median of the {len(every)} links of "
+        f"that build ({min(every, default=0):.1f}–{max(every, default=0):.1f} ms per module; the largest, {m.link}: "
+        f"{m.thin_link_ms} ms / {m.modules} modules = {m.largest_thin_link_ms_per_module:.2f}) — {log} and the "
+        "links' thinlink.json",
         f"final link per native object: {m.final_link_ms_per_object:.2f} ms = {m.link}'s final link "
         f"{m.final_link_ms} ms / {m.modules} objects — {log}",
         *(f"{f.name}: {getattr(c, f.name):g} ms — {inputs.costs_source} ({used.get(f.name, 'printed, not used')})"
