@@ -78,8 +78,9 @@ def stop(args: argparse.Namespace) -> int:
         except OSError:
             continue
         pid = int(answer.get("pid", 0))
+        pid_file = sock.with_suffix(".pid")  # the proxy removes it as it exits, after draining
         deadline = time.monotonic() + 30
-        while pid and time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and _names(pid_file, pid):
             time.sleep(0.05)
         print(f"stopped proxy pid {pid} ({sock.name})")
         stopped += 1
@@ -88,14 +89,11 @@ def stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alive(pid: int) -> bool:
+def _names(pid_file: Path, pid: int) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return pid_file.read_text().strip() == str(pid)
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def status(args: argparse.Namespace) -> int:

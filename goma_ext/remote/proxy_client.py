@@ -90,16 +90,6 @@ def _connect(path: Path) -> socket.socket:
     return sock
 
 
-def _exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) -> dict[str, Any]:
-    """Send the request; skip `wait` frames; the final frame. socket.timeout if the proxy goes silent."""
-    sock.settimeout(silence_s)
-    wire.send(sock, message)
-    while True:
-        frame = wire.receive(sock, wire.MAX_ANSWER_BYTES)
-        if frame.get("type") != wire.WAIT:
-            return frame
-
-
 def start(target: ProxyTarget) -> None:
     """Start the proxy unless one answers; serialized by a lock so concurrent clients start one."""
     import fcntl
@@ -167,7 +157,7 @@ def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
                 raise ProxyUnavailable(f"cannot start a proxy in {target.directory}: {e}") from e
         try:
             with sock:
-                frame = _exchange(sock, message, target.silence_s)
+                frame = wire.exchange(sock, message, target.silence_s)
         except TimeoutError as e:
             _mark_hung(target)
             raise ProxyError(f"proxy silent for {target.silence_s:.0f} s") from e
@@ -186,7 +176,7 @@ def ask(sock_path: Path, message: Mapping[str, Any], timeout_s: float = 10.0) ->
     """One control request (ping, status, stop) to the proxy at sock_path; OSError if none answers."""
     with _connect(sock_path) as sock:
         try:
-            return _exchange(sock, message, timeout_s)
+            return wire.exchange(sock, message, timeout_s)
         except (EOFError, wire.FrameError) as e:
             raise OSError(f"{sock_path}: {e}") from e
 

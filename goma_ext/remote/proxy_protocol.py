@@ -139,6 +139,17 @@ def receive(sock: socket.socket, limit: int) -> dict[str, Any]:
     return message
 
 
+def exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) -> dict[str, Any]:
+    """Send a request and return the final frame, skipping `wait` frames; TimeoutError when the proxy stays
+    silent for silence_s, EOFError/FrameError/OSError when the connection breaks."""
+    sock.settimeout(silence_s)
+    send(sock, message)
+    while True:
+        frame = receive(sock, MAX_ANSWER_BYTES)
+        if frame.get("type") != WAIT:
+            return frame
+
+
 def run_message(argv: list[str], cwd: str, compiler: tuple[str, str, str], section: Mapping[str, Any],
                 env: Mapping[str, str], flags: Mapping[str, str | None], token_sha256: str) -> dict[str, Any]:
     """A `run` request. compiler = (resolved path, version line, sha256); env is filtered to GOMA_EXT_*

@@ -75,12 +75,7 @@ def _ask(files: Mapping[str, str], message: Mapping[str, Any], silence_s: float)
     try:
         sock.settimeout(2.0)
         sock.connect(files["sock"])
-        sock.settimeout(silence_s)
-        wire.send(sock, message)
-        while True:
-            frame = wire.receive(sock, wire.MAX_ANSWER_BYTES)
-            if frame.get("type") != wire.WAIT:
-                return frame
+        return wire.exchange(sock, message, silence_s)
     except TimeoutError:
         with open(files["hung"], "a"):
             os.utime(files["hung"])
