@@ -32,10 +32,13 @@ from goma_ext.dtlto.slots import Slots
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import COMPILER_CACHE
 
 if TYPE_CHECKING:
-    from goma_ext.remote.client import RemoteExecutor
+    from goma_ext.remote.client import RemoteExecutor, RemoteRun
+    from goma_ext.remote.identity import CompilerIdentity
+    from goma_ext.remote.proxy_client import ProxyTarget
 
 WARNING = "goma-ext: warning: dtlto:"
 KEY_VERSION = b"goma-ext-dtlto-backend-v1"
@@ -71,14 +74,20 @@ def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
 
 
 class _Remote:
-    """One REAPI client for the whole link, opened by the first job that needs it; a failure to open it makes
-    every job fall back (one warning)."""
+    """Remote execution for the whole link: through the user's `goma-ext proxy` for the endpoint (shared with
+    every other link and build), else one in-process REAPI client opened by the first job that needs it. A
+    failure to open either makes every job fall back (one warning)."""
 
-    def __init__(self, cfg: RemoteConfig, warn_once: Callable[[str], None]) -> None:
-        self.cfg, self._warn = cfg, warn_once
+    def __init__(self, cfg: RemoteConfig, warn_once: Callable[[str], None], cwd: Path) -> None:
+        from goma_ext.remote import proxy_client
+        from goma_ext.remote.names import PROXY_ENV, is_off
+
+        self.cfg, self._warn, self._cwd = cfg, warn_once, cwd
         self._lock = threading.Lock()
         self._executor: RemoteExecutor | None = None
         self._down: str | None = None
+        use_proxy = not is_off(os.environ.get(PROXY_ENV, "on")) and not cfg.headers  # headers: YAML-only settings
+        self._proxy = proxy_client.target_for(cfg, cwd, os.environ) if use_proxy else None
 
     def executor(self) -> RemoteExecutor | None:
         from goma_ext.remote.client import RemoteExecutor
@@ -91,6 +100,48 @@ class _Remote:
                     self._down = str(e)
                     self._warn(f"remote execution unavailable, compiling locally: {e}")
             return self._executor
+
+    def run(self, argv: list[str], inputs: list[str], outputs: list[str],
+            compiler: CompilerIdentity) -> RemoteRun | None:
+        """Run one job remotely (outputs written under cwd); None when no remote client can be had."""
+        from goma_ext.remote.proxy_client import ProxyUnavailable
+
+        proxy = self._proxy
+        if proxy is not None:
+            try:
+                return self._via_proxy(proxy, argv, inputs, outputs, compiler)
+            except ProxyUnavailable as e:
+                self._warn(f"no proxy ({e}); remote jobs run in this process")
+                self._proxy = None
+        executor = self.executor()
+        return executor.run(argv, self._cwd, inputs, outputs, compiler) if executor is not None else None
+
+    def _via_proxy(self, proxy: ProxyTarget, argv: list[str], inputs: list[str], outputs: list[str],
+                   compiler: CompilerIdentity) -> RemoteRun:
+        import base64
+
+        from goma_ext.remote import proxy_client
+        from goma_ext.remote import proxy_protocol as wire
+        from goma_ext.remote.client import RemoteRun
+
+        cfg = self.cfg
+        env = {"GOMA_EXT_CACHE_SALT": cfg.cache_salt, "GOMA_EXT_EXECUTE_TIMEOUT": str(cfg.execute_timeout_s),
+               "GOMA_EXT_QUEUE_TIMEOUT": str(cfg.queue_timeout_s)}
+        flags = {"endpoint": cfg.endpoint, "instance": cfg.instance, "exec_root": str(cfg.exec_root),
+                 "ca_file": str(cfg.ca_file) if cfg.ca_file else None,
+                 "token_file": str(cfg.token_file) if cfg.token_file else None}
+        message = wire.run_message(argv, str(self._cwd), (str(compiler.path), compiler.version, compiler.sha256), {},
+                                   env, flags, wire.token_hash(cfg.token), files=(inputs, outputs))
+        frame = proxy_client.call(proxy, message)
+        if frame.get("type") != wire.RESULT:
+            raise RemoteError(f"proxy: {frame.get('message', frame.get('type'))}", temporary=True)
+        try:
+            return RemoteRun(int(frame["exit_code"]), base64.b64decode(frame["stdout"]),
+                             base64.b64decode(frame["stderr"]), frame["mode"] == "cache_hit",
+                             int(frame["bytes_uploaded"]), int(frame["input_bytes"]), "",
+                             {str(k): float(v) for k, v in dict(frame["phases"]).items()})
+        except (KeyError, TypeError, ValueError) as e:
+            raise RemoteError(f"proxy answer is malformed: {e!r}", temporary=True) from e
 
     def close(self) -> None:
         if self._executor is not None:
@@ -105,7 +156,7 @@ class Distributor:
         self.jobs, self.cwd, self.settings = jobs, Path.cwd(), settings
         self._warned: set[str] = set()
         self._print = threading.Lock()
-        self._remote = _Remote(settings.remote, self._warn_once) if settings.remote else None
+        self._remote = _Remote(settings.remote, self._warn_once, self.cwd) if settings.remote else None
         self._failed = threading.Event()
         self.records: list[stats.RunRecord] = []
 
@@ -225,9 +276,6 @@ class Distributor:
 
         assert self._remote is not None
         inputs = remote_inputs(self.jobs, job, self.cwd)  # a disagreement with lld is an error, not a fallback
-        executor = self._remote.executor()
-        if executor is None:
-            return None
         stage = os.path.join(STAGE, content)
         os.makedirs(self.cwd / stage, exist_ok=True)
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
@@ -239,7 +287,10 @@ class Distributor:
                 argv = [renames.get(a, a) for a in backend.relocated(index, native)]
                 staged_inputs = [index if p == job.index else renames.get(p, p) for p in inputs]
                 compiler = identify_cached(job.argv[0], self.cwd, self.cwd / COMPILER_CACHE)
-                res = executor.run(argv, self.cwd, staged_inputs, [native], compiler)
+                got = self._remote.run(argv, staged_inputs, [native], compiler)
+                if got is None:
+                    return None
+                res = got
                 if res.exit_code == 0:
                     os.replace(self.cwd / native, self.cwd / job.output)
             except GomaExtError as e:

@@ -18,7 +18,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.inputs import action_files
+from goma_ext.remote.inputs import ActionFiles, action_files
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
 
@@ -152,6 +152,7 @@ class ActionRequest:
     cache_salt: str
     execute_timeout_s: float
     queue_timeout_s: float
+    files: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (inputs, outputs) given by the caller
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,7 @@ class SharedRemote:
         cfg = replace(self.cfg, exec_root=req.exec_root, cache_salt=req.cache_salt,
                       execute_timeout_s=req.execute_timeout_s, queue_timeout_s=req.queue_timeout_s)
         t = time.monotonic()
-        files = action_files(req.argv, req.cwd)
+        files = ActionFiles(*req.files) if req.files is not None else action_files(req.argv, req.cwd)
         prepared = prepare_action(cfg, req.argv, req.cwd, files.inputs, files.outputs, req.compiler, self.digests)
         prepare_s = time.monotonic() - t
         try:

@@ -18,7 +18,8 @@ from goma_ext.remote.identity import CompilerIdentity
 
 MAX_ARGS = 100_000
 MAX_TIMEOUT_S = 24 * 3600.0
-RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings"})
+RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings", "inputs", "outputs"})
+MAX_OUTPUTS = 16
 SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
 FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "token_file", "exec_root"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -96,6 +97,7 @@ def run_request(msg: Mapping[str, Any], digest_of: Callable[[Path, os.stat_resul
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         raise Refusal(f"`cwd` {cwd} is not a directory of this user")
     cfg = _settings(msg.get("settings"), cwd, proxy_key)
+    files = _files(msg)
     if not 0 < cfg.execute_timeout_s <= MAX_TIMEOUT_S or not 0 < cfg.queue_timeout_s:
         raise Refusal(f"settings: execute timeout must be in (0, {MAX_TIMEOUT_S:.0f}] s and queue timeout positive")
     return ActionRequest(
@@ -106,4 +108,22 @@ def run_request(msg: Mapping[str, Any], digest_of: Callable[[Path, os.stat_resul
         cache_salt=cfg.cache_salt,
         execute_timeout_s=cfg.execute_timeout_s,
         queue_timeout_s=min(cfg.queue_timeout_s, cfg.execute_timeout_s),
+        files=files,
     )
+
+
+def _files(msg: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The caller's input and output paths, if it sent them: relative paths (prepare_action checks that they
+    stay under the exec root and that every input is a regular file)."""
+    if "inputs" not in msg and "outputs" not in msg:
+        return None
+    inputs, outputs = msg.get("inputs"), msg.get("outputs")
+    for name, value, most in (("inputs", inputs, MAX_ARGS), ("outputs", outputs, MAX_OUTPUTS)):
+        if not isinstance(value, list) or not 0 < len(value) <= most:
+            raise Refusal(f"`{name}` must be a list of 1 to {most} paths")
+        for p in value:
+            if not isinstance(p, str) or not p or "\0" in p:
+                raise Refusal(f"`{name}` entries must be non-empty strings without NUL bytes")
+            if os.path.isabs(p):
+                raise Refusal(f"`{name}`: {p!r} is an absolute path; remote actions take paths relative to cwd")
+    return tuple(inputs), tuple(outputs)  # type: ignore[arg-type]

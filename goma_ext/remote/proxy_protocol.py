@@ -151,11 +151,16 @@ def exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) 
 
 
 def run_message(argv: list[str], cwd: str, compiler: tuple[str, str, str], section: Mapping[str, Any],
-                env: Mapping[str, str], flags: Mapping[str, str | None], token_sha256: str) -> dict[str, Any]:
+                env: Mapping[str, str], flags: Mapping[str, str | None], token_sha256: str,
+                files: tuple[list[str], list[str]] | None = None) -> dict[str, Any]:
     """A `run` request. compiler = (resolved path, version line, sha256); env is filtered to GOMA_EXT_*
-    without secrets; flags are the command line's settings (endpoint, instance, ca_file, token_file, exec_root)."""
+    without secrets; flags are the command line's settings (endpoint, instance, ca_file, token_file, exec_root).
+    files = (inputs, outputs) relative to cwd, for a caller that knows them (the DTLTO distributor); without
+    it the proxy derives them from the backend command and its index."""
     path, version, sha256 = compiler
+    extra = {"inputs": files[0], "outputs": files[1]} if files is not None else {}
     return {
+        **extra,
         "op": "run",
         "version": version_tag(),
         "argv": argv,

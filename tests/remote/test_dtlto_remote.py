@@ -3,7 +3,10 @@ fresh build directory; lld's job file and the decoded index must agree on every 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from goma_ext.remote import stats
@@ -19,6 +22,13 @@ def _env(salt: str) -> dict[str, str]:
     return {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
 
 
+def _proxy_runs(cluster: Cluster) -> int:
+    """Actions the session's proxy for the cluster's endpoint has run so far (0 before it exists)."""
+    out = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "status", "--json"], capture_output=True,
+                         text=True, check=True).stdout
+    return sum(int(p.get("runs", 0)) for p in json.loads(out) if p["endpoint"] == cluster.endpoint)
+
+
 def test_remote_link_equals_local_then_a_fresh_directory_executes_nothing(
     cluster: Cluster, tmp_path: Path, salt: str
 ) -> None:
@@ -26,12 +36,16 @@ def test_remote_link_equals_local_then_a_fresh_directory_executes_nothing(
     local, remote, fresh = (build(tmp_path / d) for d in ("local", "remote", "fresh"))
     done = link(local, dist=("--no-cache",), inputs=OBJECTS_ONLY)
     assert done.returncode == 0, done.stderr
+    before = _proxy_runs(cluster)
     done = link(remote, dist=_remote(cluster), inputs=OBJECTS_ONLY, env=_env(salt))
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert [r.mode for r in records(remote)] == [stats.Mode.REMOTE] * 3
     assert (remote / "app").read_bytes() == (local / "app").read_bytes()
-    done = link(fresh, dist=_remote(cluster), inputs=OBJECTS_ONLY, env=_env(salt))
+    assert _proxy_runs(cluster) == before + 3  # [proxy] the jobs went through the user's proxy for the endpoint
+    # ...and without a proxy (GOMA_EXT_PROXY=off) the distributor's own in-process client serves the same actions
+    done = link(fresh, dist=_remote(cluster), inputs=OBJECTS_ONLY, env={**_env(salt), "GOMA_EXT_PROXY": "off"})
     assert done.returncode == 0, done.stderr
+    assert _proxy_runs(cluster) == before + 3
     summary = stats.summarize(records(fresh))
     assert (summary["remote_executions"], summary["cache_hits"], summary["bytes_uploaded"]) == (0, 3, 0)
     assert (fresh / "app").read_bytes() == (local / "app").read_bytes()
