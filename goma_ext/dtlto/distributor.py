@@ -118,8 +118,6 @@ class _Remote:
 
     def _via_proxy(self, proxy: ProxyTarget, argv: list[str], inputs: list[str], outputs: list[str],
                    compiler: CompilerIdentity) -> RemoteRun:
-        import base64
-
         from goma_ext.remote import proxy_client
         from goma_ext.remote import proxy_protocol as wire
         from goma_ext.remote.client import RemoteRun
@@ -136,12 +134,10 @@ class _Remote:
         if frame.get("type") != wire.RESULT:
             raise RemoteError(f"proxy: {frame.get('message', frame.get('type'))}", temporary=True)
         try:
-            return RemoteRun(int(frame["exit_code"]), base64.b64decode(frame["stdout"]),
-                             base64.b64decode(frame["stderr"]), frame["mode"] == "cache_hit",
-                             int(frame["bytes_uploaded"]), int(frame["input_bytes"]), "",
-                             {str(k): float(v) for k, v in dict(frame["phases"]).items()})
-        except (KeyError, TypeError, ValueError) as e:
-            raise RemoteError(f"proxy answer is malformed: {e!r}", temporary=True) from e
+            r = wire.Result(frame)
+        except wire.FrameError as e:
+            raise RemoteError(f"proxy: {e}", temporary=True) from e
+        return RemoteRun(r.exit_code, r.stdout, r.stderr, r.cache_hit, r.bytes_uploaded, r.input_bytes, "", r.phases)
 
     def close(self) -> None:
         if self._executor is not None:

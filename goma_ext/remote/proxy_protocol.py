@@ -150,6 +150,29 @@ def exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) 
             return frame
 
 
+class Result:
+    """A `result` frame's fields, decoded and type-checked (FrameError if not)."""
+
+    __slots__ = ("bytes_uploaded", "exit_code", "input_bytes", "mode", "phases", "stderr", "stdout")
+
+    def __init__(self, frame: Mapping[str, Any]) -> None:
+        import base64
+
+        try:
+            self.exit_code = int(frame["exit_code"])
+            self.stdout = base64.b64decode(frame["stdout"])
+            self.stderr = base64.b64decode(frame["stderr"])
+            self.mode = str(frame["mode"])
+            self.bytes_uploaded, self.input_bytes = int(frame["bytes_uploaded"]), int(frame["input_bytes"])
+            self.phases = {str(k): float(v) for k, v in dict(frame["phases"]).items()}
+        except (KeyError, TypeError, ValueError) as e:
+            raise FrameError(f"malformed result frame: {e!r}") from e
+
+    @property
+    def cache_hit(self) -> bool:
+        return self.mode == "cache_hit"
+
+
 def run_message(argv: list[str], cwd: str, compiler: tuple[str, str, str], section: Mapping[str, Any],
                 env: Mapping[str, str], flags: Mapping[str, str | None], token_sha256: str,
                 files: tuple[list[str], list[str]] | None = None) -> dict[str, Any]:

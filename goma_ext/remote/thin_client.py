@@ -17,7 +17,6 @@ if __name__ == "__main__" and not __package__:  # run as a script
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 # The imports below come after the script-mode path set-up above.
-import base64
 import socket
 import time
 from collections.abc import Mapping, Sequence
@@ -115,26 +114,24 @@ def fast(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
     if frame is None or frame.get("type") != wire.RESULT:
         return None
     try:
-        code, mode = int(frame["exit_code"]), str(frame["mode"])
-        uploaded, input_bytes = int(frame["bytes_uploaded"]), int(frame["input_bytes"])
-        out, err = base64.b64decode(frame["stdout"]), base64.b64decode(frame["stderr"])
-        phases = {str(k): float(v) for k, v in dict(frame["phases"]).items()}
-    except (KeyError, TypeError, ValueError):
+        result = wire.Result(frame)
+    except wire.FrameError:
         return None
-    if code < 0 or code >= 128:
+    if result.exit_code < 0 or result.exit_code >= 128:
         return None  # the compiler died remotely: the full client retries, then runs it locally
-    phases["proxy_round_trip"] = time.monotonic() - start
-    sys.stdout.buffer.write(out)
+    result.phases["proxy_round_trip"] = time.monotonic() - start
+    sys.stdout.buffer.write(result.stdout)
     sys.stdout.flush()
-    sys.stderr.buffer.write(err)
+    sys.stderr.buffer.write(result.stderr)
     sys.stderr.flush()
-    line = records.line(records.output_of(command), mode, code, time.monotonic() - start, uploaded, input_bytes,
-                        records.naive_bytes(opts.get("naive_inputs"), cwd), phases)
+    line = records.line(records.output_of(command), result.mode, result.exit_code, time.monotonic() - start,
+                        result.bytes_uploaded, result.input_bytes, records.naive_bytes(opts.get("naive_inputs"), cwd),
+                        result.phases)
     try:
         records.append(os.path.join(cwd, DEFAULT_STATS_LOG), line)
     except OSError as e:
         sys.stderr.write(f"goma-ext: warning: cannot append to {DEFAULT_STATS_LOG}: {e.strerror}\n")
-    return code
+    return result.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

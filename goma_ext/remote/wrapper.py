@@ -1,9 +1,9 @@
 """`goma-ext run -- CMD…`: the compiler wrapper ninja runs for backend edges (remote, else local with one warning).
 
-The thin client: ninja runs it as a script under `python -S`, and its fast path imports only the standard
-library. It hands the action to the user's long-lived `goma-ext proxy` for the endpoint (started on demand),
-which holds the gRPC channel and the CAS state. Without a proxy (none startable, or GOMA_EXT_PROXY=off) it
-loads site-packages and runs the action in-process over gRPC, as before the proxy existed.
+The full client, behind the thin client ninja runs (thin_client.py, which hands over whatever its fast path
+does not handle). It gives the action to the user's long-lived `goma-ext proxy` for the endpoint, starting or
+replacing the proxy as needed; without one (none startable, or GOMA_EXT_PROXY=off) it loads site-packages and
+runs the action in-process over gRPC, as before the proxy existed. Standard-library imports at module level.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ if __name__ == "__main__" and not __package__:  # run as a script (see default_l
 
 # The imports below come after the script-mode path set-up above.
 import argparse
-import base64
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -130,11 +129,11 @@ def run(args: argparse.Namespace) -> int:
         raise GomaExtError("run: no command given (usage: goma-ext run [OPTIONS] -- COMMAND ARGS…)")
     if args.config:
         load_site()  # YAML settings need PyYAML from site-packages
-    cwd = Path.cwd()
-    cfg = config_from_args(args, os.environ)
+    cwd, sources = Path.cwd(), _sources(args)
+    cfg = load_config(sources.section, os.environ, sources.flags)
     use_proxy = cfg is not None and not args.no_proxy and not is_off(os.environ.get(PROXY_ENV, "on"))
     target = proxy_client.target_for(cfg, cwd, os.environ, args.config) if cfg is not None and use_proxy else None
-    return execute(RunRequest(tuple(argv), cwd, cfg, args.naive_inputs, proxy=target, settings=_sources(args)))
+    return execute(RunRequest(tuple(argv), cwd, cfg, args.naive_inputs, proxy=target, settings=sources))
 
 
 def load_site() -> None:
@@ -207,18 +206,15 @@ def _via_proxy(req: RunRequest, target: proxy_client.ProxyTarget, settings: Prox
     if kind != wire.RESULT:
         raise proxy_client.ProxyError(f"proxy answered with a {kind!r} frame")
     try:
-        code = int(frame["exit_code"])
-        streams = base64.b64decode(frame["stdout"]), base64.b64decode(frame["stderr"])
-        mode = stats.Mode(frame["mode"])
-        phases = {str(k): float(v) for k, v in dict(frame["phases"]).items()}
-        uploaded, input_bytes = int(frame["bytes_uploaded"]), int(frame["input_bytes"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise proxy_client.ProxyError(f"proxy answer is malformed: {e!r}") from e
-    _check_exit(code)
-    _relay(*streams)
-    phases["proxy_round_trip"] = time.monotonic() - t
-    return stats.RunRecord(records.output_of(req.argv), mode, code, time.monotonic() - start, uploaded, input_bytes,
-                           naive, phases)
+        result = wire.Result(frame)
+        mode = stats.Mode(result.mode)
+    except (wire.FrameError, ValueError) as e:
+        raise proxy_client.ProxyError(f"proxy answer is malformed: {e}") from e
+    _check_exit(result.exit_code)
+    _relay(result.stdout, result.stderr)
+    result.phases["proxy_round_trip"] = time.monotonic() - t
+    return stats.RunRecord(records.output_of(req.argv), mode, result.exit_code, time.monotonic() - start,
+                           result.bytes_uploaded, result.input_bytes, naive, result.phases)
 
 
 def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float) -> stats.RunRecord:
