@@ -23,10 +23,7 @@ from goma_ext.remote.config import RemoteConfig
 if TYPE_CHECKING:
     from typing import Any
 
-SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before the client gives up on the proxy
-DEFAULT_SILENCE_S = 20.0
 START_TIMEOUT_S = 15.0
-HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
 
 
 class ProxyError(GomaExtError):
@@ -73,9 +70,9 @@ def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[
 
 def target_for(cfg: RemoteConfig, cwd: Path, env: Mapping[str, str], config_file: Path | None = None) -> ProxyTarget:
     try:
-        silence = float(env.get(SILENCE_ENV, DEFAULT_SILENCE_S))
+        silence = wire.silence_s(env)
     except ValueError as e:
-        raise GomaExtError(f"{SILENCE_ENV}={env[SILENCE_ENV]!r}: not a number of seconds") from e
+        raise GomaExtError(f"{wire.SILENCE_ENV}={env[wire.SILENCE_ENV]!r}: not a number of seconds") from e
     return ProxyTarget(Path(wire.state_dir(env)), endpoint_key(cfg, cwd), serve_argv(cfg, cwd, config_file), silence)
 
 
@@ -125,26 +122,12 @@ def start(target: ProxyTarget) -> None:
         raise ProxyUnavailable(f"proxy did not listen within {START_TIMEOUT_S:.0f} s (log: {files['log']})")
 
 
-def _hung_recently(target: ProxyTarget) -> bool:
-    try:
-        return time.time() - os.stat(target.files["hung"]).st_mtime < HUNG_HOLD_S
-    except OSError:
-        return False
-
-
-def _mark_hung(target: ProxyTarget) -> None:
-    try:
-        target.files["hung"].touch()
-    except OSError:
-        pass
-
-
 def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
     """Send one request to the proxy (starting or replacing it as needed) and return its final frame.
 
     A proxy that dies mid-request or speaks another version is replaced once; the second failure is final."""
-    if _hung_recently(target):
-        raise ProxyError(f"proxy {target.files['sock']} stopped answering less than {HUNG_HOLD_S:.0f} s ago")
+    if wire.hung_recently(str(target.files["hung"])):
+        raise ProxyError(f"proxy {target.files['sock']} stopped answering less than {wire.HUNG_HOLD_S:.0f} s ago")
     last = ""
     for _attempt in range(2):
         try:
@@ -159,7 +142,7 @@ def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
             with sock:
                 frame = wire.exchange(sock, message, target.silence_s)
         except TimeoutError as e:
-            _mark_hung(target)
+            wire.mark_hung(str(target.files["hung"]))
             raise ProxyError(f"proxy silent for {target.silence_s:.0f} s") from e
         except (EOFError, OSError, wire.FrameError) as e:
             last = f"proxy connection lost ({e})"

@@ -44,6 +44,9 @@ REFUSED = "refused"
 MISMATCH = "mismatch"
 
 STATE_DIR_ENV = "GOMA_EXT_PROXY_DIR"
+SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before a client gives up on the proxy
+DEFAULT_SILENCE_S = 20.0
+HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
 
 
 class FrameError(Exception):
@@ -102,6 +105,29 @@ def make_state_dir(directory: str) -> None:
         raise OSError(f"proxy state directory {directory} belongs to uid {st.st_uid}, not to this user")
     if st.st_mode & 0o077:
         os.chmod(directory, 0o700)
+
+
+def silence_s(env: Mapping[str, str]) -> float:
+    """$GOMA_EXT_PROXY_TIMEOUT (ValueError if it is not a number)."""
+    return float(env.get(SILENCE_ENV, DEFAULT_SILENCE_S))
+
+
+def hung_recently(hung_file: str) -> bool:
+    """Whether a client marked this proxy hung (touched its `.hung` file) less than HUNG_HOLD_S ago."""
+    import time
+
+    try:
+        return time.time() - os.stat(hung_file).st_mtime < HUNG_HOLD_S
+    except OSError:
+        return False
+
+
+def mark_hung(hung_file: str) -> None:
+    try:
+        with open(hung_file, "a"):
+            os.utime(hung_file)
+    except OSError:
+        pass
 
 
 def check_socket_path(path: str) -> None:

@@ -35,9 +35,6 @@ OPTIONS = {"--remote": "endpoint", "--instance": "instance", "--ca-file": "ca_fi
 # Settings that select the proxy, and their environment variables (command line wins, as in load_config).
 SELECTING = {"endpoint": "GOMA_EXT_REMOTE", "instance": "GOMA_EXT_REMOTE_INSTANCE",
              "ca_file": "GOMA_EXT_REMOTE_CA_FILE", "token_file": "GOMA_EXT_REMOTE_TOKEN_FILE"}
-SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"
-DEFAULT_SILENCE_S = 20.0
-HUNG_HOLD_S = 30.0
 
 
 def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
@@ -61,13 +58,6 @@ def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
     return None
 
 
-def _hung(files: Mapping[str, str]) -> bool:
-    try:
-        return time.time() - os.stat(files["hung"]).st_mtime < HUNG_HOLD_S
-    except OSError:
-        return False
-
-
 def _ask(files: Mapping[str, str], message: Mapping[str, Any], silence_s: float) -> dict[str, Any] | None:
     """The proxy's final frame, or None if it is not there, went away or went silent (then marked hung)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -76,8 +66,7 @@ def _ask(files: Mapping[str, str], message: Mapping[str, Any], silence_s: float)
         sock.connect(files["sock"])
         return wire.exchange(sock, message, silence_s)
     except TimeoutError:
-        with open(files["hung"], "a"):
-            os.utime(files["hung"])
+        wire.mark_hung(files["hung"])
         return None
     except (OSError, EOFError, wire.FrameError):
         return None
@@ -101,13 +90,13 @@ def fast(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
     files = wire.paths(wire.state_dir(env), key)
     compiler = identity_cache.resolve(command[0], cwd)
     known = identity_cache.lookup(compiler, os.path.join(cwd, COMPILER_CACHE)) if compiler else None
-    if compiler is None or known is None or _hung(files):
+    if compiler is None or known is None or wire.hung_recently(files["hung"]):
         return None
     start = time.monotonic()
     flags = {k: v for k, v in opts.items() if k != "naive_inputs"}
     message = wire.run_message(command, cwd, (compiler, *known), {}, env, flags, token)
     try:
-        silence = float(env.get(SILENCE_ENV, DEFAULT_SILENCE_S))
+        silence = wire.silence_s(env)
     except ValueError:
         return None
     frame = _ask(files, message, silence)
