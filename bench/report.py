@@ -243,7 +243,7 @@ def proxy_block(d: Data) -> str:
           d["load_throughput"], load["p50_ms"], load["p99_ms"], load["client_cpu_ms"], per.get("proxy"),
           per.get("buildgrid"), per.get("postgres"), per.get("workers")]], markdown=True)
     goals = render(["ratio", "value"], [[k.replace("_", " "), v] for k, v in g.items()], markdown=True)
-    return "\n\n".join([f"{_run_line(d)} {d.get('workers', '?')} workers for the proxy rows and the load test.",
+    return "\n\n".join([f"{_run_line(d)} {d.get('workers', '?')} workers on each cluster.",
                           builds, hits, load_table, goals])
 
 
