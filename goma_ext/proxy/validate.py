@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from goma_ext.proxy.shared import ActionRequest
-from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote.config import ENV_VARS, RemoteConfig, load_config
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.identity import CompilerIdentity
+from goma_ext.remote.proxy_client import endpoint_key
 
 MAX_ARGS = 100_000
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -49,8 +49,7 @@ def _settings(value: object, cwd: str, proxy_key: str) -> RemoteConfig:
         raise Refusal(f"settings: {e}") from e
     if cfg is None:
         raise Refusal("settings: remote execution is off")
-    key = wire.endpoint_key(cwd, cfg.endpoint, cfg.instance, str(cfg.ca_file) if cfg.ca_file else None,
-                            str(cfg.token_file) if cfg.token_file else None, token, cfg.headers)
+    key = endpoint_key(cfg, Path(cwd), token)
     if key != proxy_key:
         raise Refusal(f"settings select another proxy ({cfg.endpoint}, key {key}; this one is {proxy_key})")
     return cfg

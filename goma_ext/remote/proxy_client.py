@@ -48,10 +48,12 @@ class ProxyTarget:
         return {kind: Path(p) for kind, p in wire.paths(str(self.directory), self.key).items()}
 
 
-def endpoint_key(cfg: RemoteConfig, cwd: Path) -> str:
-    """The key of cfg's proxy (see proxy_protocol.endpoint_key); relative credential files are relative to cwd."""
+def endpoint_key(cfg: RemoteConfig, cwd: Path, token_sha256: str | None = None) -> str:
+    """The key of cfg's proxy (see proxy_protocol.endpoint_key); relative credential files are relative to cwd.
+    token_sha256 stands for cfg.token when only its hash is known (a request the proxy checks)."""
+    token = wire.token_hash(cfg.token) if token_sha256 is None else token_sha256
     return wire.endpoint_key(str(cwd), cfg.endpoint, cfg.instance, str(cfg.ca_file) if cfg.ca_file else None,
-                             str(cfg.token_file) if cfg.token_file else None, wire.token_hash(cfg.token), cfg.headers)
+                             str(cfg.token_file) if cfg.token_file else None, token, cfg.headers)
 
 
 def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[str, ...]:
