@@ -22,7 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,8 @@ from gn_thinlto.gn.project import parse_project
 from gn_thinlto.plan.config import CONFIG_FILE_NAME, Config, load_config
 from gn_thinlto.plan.links import GnGraph
 from gn_thinlto.plan.model import GraphPlan, RemoteBackends
-from gn_thinlto.plan.planner import plan_graph
-from gn_thinlto.render import records_json
-from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files, render_files
+from gn_thinlto.regen import regenerate
+from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files
 from gn_thinlto.steps.fsutil import write_if_changed
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
@@ -51,36 +50,40 @@ EDIT_MARKER = "# gn-thinlto:"
 def read_gn_ninja(
     out_dir: Path, toolchain_files: Sequence[str]
 ) -> tuple[dict[str, ninja_text.NinjaFile], dict[str, str]]:
-    """Parse each toolchain.ninja and every file it subninjas (relative to OUT); also return their texts."""
-    parsed: dict[str, ninja_text.NinjaFile] = {}
+    """Each toolchain.ninja parsed, and the texts of it and every file it subninjas (relative to OUT); the
+    subninja'd files are parsed later, when planning needs them (a regeneration needs few of them)."""
+    toolchains: dict[str, ninja_text.NinjaFile] = {}
     texts: dict[str, str] = {}
     for tc in toolchain_files:
         if not (out_dir / tc).is_file():
             continue
         texts[tc] = (out_dir / tc).read_text()
-        parsed[tc] = ninja_text.parse(texts[tc])
-        for sub in parsed[tc].subninjas:
-            if sub.startswith(f"{STATE_DIR}/"):
-                continue
-            texts[sub] = (out_dir / sub).read_text()
-            parsed[sub] = ninja_text.parse(texts[sub], parsed[tc].variables)
-    return parsed, texts
+        toolchains[tc] = ninja_text.parse(texts[tc])
+        for sub in toolchains[tc].subninjas:
+            if not sub.startswith(f"{STATE_DIR}/"):
+                texts[sub] = (out_dir / sub).read_text()
+    return toolchains, texts
 
 
-def load_graph(out_dir: Path, project_data: Mapping[str, Any]) -> tuple[GnGraph, dict[str, str]]:
-    """GN's data for OUT: project.json (decoded) plus GN's parsed ninja files and their texts."""
+def load_graph(
+    out_dir: Path, project_data: Mapping[str, Any]
+) -> tuple[GnGraph, dict[str, str], dict[str, ninja_text.NinjaFile]]:
+    """GN's data for OUT: project.json (decoded) and GN's ninja files (parsed when read); also the files'
+    texts and the parsed toolchain files."""
     project = parse_project(project_data)
-    toolchains = sorted({project.toolchain_ninja(t.toolchain) for t in project.targets.values()})
-    parsed, texts = read_gn_ninja(out_dir, toolchains)
+    toolchain_names = sorted({project.toolchain_ninja(t.toolchain) for t in project.targets.values()})
+    toolchains, texts = read_gn_ninja(out_dir, toolchain_names)
     if any(EDIT_MARKER in text for text in texts.values()):
         raise GnThinltoError(f"{out_dir}: GN's ninja files already carry gn-thinlto edits; run `gn gen` again")
-    return GnGraph(project, parsed), texts
+    parents = {sub: tc.variables for tc in toolchains.values() for sub in tc.subninjas}
+    return GnGraph(project, ninja_text.LazyNinjaFiles(texts, parents, toolchains)), texts, toolchains
 
 
 @dataclass(frozen=True)
 class HookResult:
     plan: GraphPlan
     files_written: int
+    links_planned: int  # the others were kept from the last run (incremental regeneration)
 
 
 def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str]) -> RemoteBackends | None:
@@ -98,6 +101,15 @@ def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str]
     return RemoteBackends(launcher=tuple(launcher[:-1]), jobs=cfg.jobs)
 
 
+def mark_project_json(raw: str) -> str:
+    """project.json's text with our marker key added before its closing brace (GN writes an object)."""
+    body = raw.rstrip()
+    if not body.endswith("}"):
+        raise GnThinltoError("project.json: not a JSON object")
+    note = json.dumps({"note": "gn-thinlto marks this file so that every gn gen re-runs its hook"})
+    return f"{body[:-1].rstrip()},\n  {json.dumps(PROJECT_MARKER_KEY)}: {note}\n}}\n"
+
+
 def run_hook(project_json: Path, config_path: Path | None, python: str, remote: str | None = None) -> HookResult:
     out_dir = project_json.resolve().parent
     raw = project_json.read_text()
@@ -105,26 +117,23 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
         data = json.loads(raw)
     except json.JSONDecodeError as e:
         raise GnThinltoError(f"{project_json}: not JSON ({e})") from e
-    data.pop(PROJECT_MARKER_KEY, None)
+    if not isinstance(data, dict):
+        raise GnThinltoError(f"{project_json}: not a JSON object")
     # Mark project.json before anything can fail: GN re-runs this hook only when the file's content differs
     # from what it generates, so a marked file makes every later `gn gen` (with the hook flags) run it.
-    marked = {**data, PROJECT_MARKER_KEY: {"note": "gn-thinlto marks this file so that every gn gen re-runs its hook"}}
-    write_if_changed(project_json, json.dumps(marked, indent=2, sort_keys=True) + "\n")
-    graph, texts = load_graph(out_dir, data)
+    if data.pop(PROJECT_MARKER_KEY, None) is None:
+        write_if_changed(project_json, mark_project_json(raw))
+        write_if_changed(out_dir / PROJECT_COPY, raw)
+    graph, texts, toolchains = load_graph(out_dir, data)
     root = Path(graph.project.root_path)
     config_file = config_path if config_path is not None else root / CONFIG_FILE_NAME
     if config_file.is_file():  # listed first, so that fixing a bad config re-runs gn and this hook
         _add_regeneration_input(out_dir, config_file)
     config = load_config(config_path, root)
     build_text = (out_dir / "build.ninja").read_text()
-    plan = replace(plan_graph(graph, config, python), remote=remote_backends(config, remote, os.environ))
-    written = 0
-    for rel, text in sorted(render_files(plan).items()):
-        written += write_if_changed(out_dir / rel, text)
-    for t in plan.targets:
-        if t.thin_link is not None:
-            manifest = records_json.dumps(t.thin_link.manifest, indent=1) + "\n"
-            written += write_if_changed(out_dir / t.thin_link.manifest_path, manifest)
+    regen = regenerate(out_dir, graph, texts, toolchains, config, python,
+                       remote_backends(config, remote, os.environ))
+    plan, written = regen.plan, regen.written
     for rel, text in edit_gn_target_files(texts, plan).items():
         written += write_if_changed(out_dir / rel, text)
     written += write_if_changed(out_dir / "build.ninja", edit_build_ninja(build_text, plan))
@@ -133,13 +142,12 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     write_if_changed(out_dir / LINKS_FILE, links_report(plan))
     for r in plan.refusals:
         print(f"gn-thinlto: {r.label}: left to GN's in-process ThinLTO link: {r.reason}")
-    write_if_changed(out_dir / PROJECT_COPY, json.dumps(data, indent=1, sort_keys=True) + "\n")
-    return HookResult(plan, written)
+    return HookResult(plan, written, regen.planned)
 
 
 def links_report(plan: GraphPlan) -> str:
     """Every link target of the build and what became of it, one per line, sorted by label."""
-    rows = [(t.label, "graph", t.ninja_file) for t in plan.targets]
+    rows = [(t.label, "graph", t.ninja_file) for t in plan.links]
     rows += [(r.label, "left to GN", r.reason) for r in plan.refusals]
     rows += [(label, "excluded", "by the targets: patterns of gn_thinlto.yaml") for label in plan.excluded]
     rows += [(label, "not ThinLTO", "no -flto=thin in its link") for label in plan.not_thinlto]
@@ -147,9 +155,9 @@ def links_report(plan: GraphPlan) -> str:
 
 
 def summary_line(plan: GraphPlan) -> str:
-    total = len(plan.targets) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
+    total = len(plan.links) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
     excluded = f", {len(plan.excluded)} excluded by the config" if plan.excluded else ""
-    return (f"gn-thinlto: {total} link targets: {len(plan.targets)} ThinLTO links in the ninja graph, "
+    return (f"gn-thinlto: {total} link targets: {len(plan.links)} ThinLTO links in the ninja graph, "
             f"{len(plan.refusals)} left to GN{excluded}, {len(plan.not_thinlto)} not ThinLTO (details: {LINKS_FILE})")
 
 
@@ -203,6 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_error(f"gn-thinlto: error: {e}")
         return 2
     print(summary_line(result.plan))
+    plan = result.plan
+    total = len(plan.links) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
+    if result.links_planned < total:
+        print(f"gn-thinlto: {total - result.links_planned} of {total} link targets unchanged since the last run, "
+              f"{result.links_planned} planned again")
     return 0
 
 

@@ -34,7 +34,9 @@ def run_checked(cmd: Sequence[str], *, cwd: Path | None = None, log: Path | None
         with log.open("a") as f:
             f.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        # GN's own error line ("ERROR at //x/BUILD.gn:3:5: …"), not the source excerpt and caret after it
+        tail = [line for line in lines if line.startswith("ERROR")][:1] or lines[-1:] or ["(no output)"]
         where = f" (full output in {log})" if log else ""
         raise GnThinltoError(
             f"'{Path(cmd[0]).name} {' '.join(cmd[1:3])}…' failed with exit {proc.returncode}: {tail[0]}{where}"

@@ -7,7 +7,7 @@ Pure functions on text. GN emits top-level variables, `rule` blocks, `build` edg
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gn_thinlto.errors import GnThinltoError
@@ -198,3 +198,27 @@ def evaluate_rule_binding(rule: Rule, key: str, edge: Edge, file_vars: Mapping[s
     # Rule bindings may refer to other rule bindings (e.g. $rspfile inside command).
     rule_scope = {k: evaluate(v, edge_scope, special, file_vars) for k, v in rule.bindings.items() if k != key}
     return evaluate(raw, edge_scope, special, rule_scope, file_vars)
+
+
+class LazyNinjaFiles(Mapping[str, NinjaFile]):
+    """GN's ninja files by path, each parsed on first access (with its parent's variables)."""
+
+    def __init__(self, texts: Mapping[str, str], parents: Mapping[str, Mapping[str, str]],
+                 parsed: Mapping[str, NinjaFile] | None = None) -> None:
+        self._texts, self._parents = texts, parents
+        self._parsed: dict[str, NinjaFile] = dict(parsed or {})
+
+    def __getitem__(self, name: str) -> NinjaFile:
+        found = self._parsed.get(name)
+        if found is None:
+            found = self._parsed[name] = parse(self._texts[name], self._parents.get(name))
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._texts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gn_thinlto.gn.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
@@ -86,6 +86,94 @@ def rules_of(graph: GnGraph) -> dict[str, Rule]:
     for name in sorted(graph.ninja):
         rules.update(graph.ninja[name].rules)
     return rules
+
+
+class _LazyIndex:
+    """The outputs and rules of GN's ninja files, indexed a file at a time as lookups need them: FIRST (e.g.
+    the toolchain files and the files a link read last time) in the given order, then, on the first miss, all
+    the others in sorted order. A regeneration that re-plans one link parses the few files that link reads
+    instead of thousands. GN never writes two edges for one output, so a hit in any file is the answer."""
+
+    def __init__(self, graph: GnGraph, first: Sequence[str]) -> None:
+        self._graph = graph
+        self.producers: dict[str, Producer] = {}
+        self.rules: dict[str, Rule] = {}
+        self._loaded: set[str] = set()
+        rest = sorted(n for n in graph.ninja if n not in set(first))
+        self._pending = rest[::-1] + [n for n in dict.fromkeys(first) if n in graph.ninja][::-1]  # popped from the end
+
+    @property
+    def complete(self) -> bool:
+        return not self._pending
+
+    def load(self, name: str) -> None:
+        if name in self._loaded or name not in self._graph.ninja:
+            return
+        self._loaded.add(name)
+        parsed = self._graph.ninja[name]
+        for edge in parsed.edges:
+            for o in edge.outputs:
+                self.producers.setdefault(o, Producer(name, edge))
+        for rule_name, rule in parsed.rules.items():
+            self.rules.setdefault(rule_name, rule)
+
+    def load_next(self) -> bool:
+        """Index one more file; False when every file is indexed."""
+        while self._pending:
+            name = self._pending.pop()
+            if name not in self._loaded:
+                self.load(name)
+                return True
+        return False
+
+
+class LazyProducers(Mapping[str, Producer]):
+    """producers_of(GRAPH) as a mapping that parses GN's ninja files only as far as its lookups need."""
+
+    def __init__(self, index: _LazyIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, path: str) -> Producer:
+        while path not in self._index.producers:
+            if not self._index.load_next():
+                raise KeyError(path)
+        return self._index.producers[path]
+
+    def __iter__(self) -> Iterator[str]:
+        while self._index.load_next():
+            pass
+        return iter(self._index.producers)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class LazyRules(Mapping[str, Rule]):
+    """rules_of(GRAPH), filled like LazyProducers (GN defines a rule once, in a toolchain or action's file)."""
+
+    def __init__(self, index: _LazyIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, name: str) -> Rule:
+        while name not in self._index.rules:
+            if not self._index.load_next():
+                raise KeyError(name)
+        return self._index.rules[name]
+
+    def __iter__(self) -> Iterator[str]:
+        while self._index.load_next():
+            pass
+        return iter(self._index.rules)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def lazy_index(graph: GnGraph, first: Sequence[str] = ()) -> tuple[LazyProducers, LazyRules, Callable[[str], None]]:
+    """Lazy producers_of and rules_of over GRAPH, looking in FIRST first; also a function that indexes one
+    more file early (the files a link read last time, before it is planned again)."""
+    index = _LazyIndex(graph, first)
+    return LazyProducers(index), LazyRules(index), index.load
 
 
 _SHELL_QUOTING = re.compile(r"[\\'\"]")

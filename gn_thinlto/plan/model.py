@@ -121,12 +121,52 @@ class TargetPlan:
 
 
 @dataclass(frozen=True)
+class TargetSummary:
+    """What the build-wide files need of one planned link: the hook keeps it between regenerations, so that
+    links whose GN data did not change are neither planned nor rendered again."""
+
+    label: str
+    output: str
+    ninja_file: str
+    gn_ninja_file: str
+    gn_edge_lines: tuple[int, int]
+    directory: str
+    backend_count: int
+    cache_policy: str = ""
+
+    @classmethod
+    def of(cls, t: TargetPlan) -> TargetSummary:
+        return cls(t.label, t.output, t.ninja_file, t.gn_ninja_file, t.gn_edge_lines, t.directory, len(t.backends),
+                   t.cache_policy)
+
+
+@dataclass(frozen=True)
 class Refusal:
     """A link target left to GN, with the one-line reason shown to the user."""
 
     label: str
     output: str
     reason: str
+
+
+class LinkStatus(enum.Enum):
+    PLANNED = "graph"  # in the ninja graph: thin link, backends, final link
+    REFUSED = "left to GN"  # GN's in-process ThinLTO link stays, with a reason
+    EXCLUDED = "excluded"  # by the targets: patterns of gn_thinlto.yaml
+    NOT_THINLTO = "not ThinLTO"  # no -flto=thin in its link
+
+
+@dataclass(frozen=True)
+class LinkOutcome:
+    """What became of one link target. A planned link has its summary, the null-index backends it shares, and
+    its full plan when it was planned in this run (not when an incremental regeneration kept it)."""
+
+    label: str
+    status: LinkStatus
+    summary: TargetSummary | None = None
+    plan: TargetPlan | None = None
+    shared: tuple[Backend, ...] = ()
+    refusal: Refusal | None = None
 
 
 @dataclass(frozen=True)
@@ -139,8 +179,13 @@ class RemoteBackends:
 
 @dataclass(frozen=True)
 class GraphPlan:
+    """The plan of a build dir. `links` are every planned link in build order (largest first); `targets` are
+    the full plans of the links planned in this run, in the same order: all of them, except in an incremental
+    regeneration, which plans only the links whose GN data changed."""
+
     targets: tuple[TargetPlan, ...]
     refusals: tuple[Refusal, ...]
+    links: tuple[TargetSummary, ...] = ()
     not_thinlto: tuple[str, ...] = ()  # link targets whose evaluated link never mentions -flto=thin
     excluded: tuple[str, ...] = ()  # ThinLTO link targets the config's targets: patterns leave out
     shared_backends: tuple[Backend, ...] = field(default=())

@@ -21,15 +21,18 @@ from gn_thinlto.plan.model import (
     GraphPlan,
     IndexFiles,
     InputKind,
+    LinkOutcome,
+    LinkStatus,
     Refusal,
     TargetPlan,
+    TargetSummary,
     ThinLink,
     ThinLinkManifest,
 )
 from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
 from gn_thinlto.steps.split_dwarf import split_dwarf_file
 
-__all__ = ["GnGraph", "plan_graph", "plan_target", "selected_links", "target_directory"]
+__all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 
 
 def target_directory(config: Config, target: GnTarget) -> str:
@@ -324,7 +327,7 @@ def mentions_thin_lto(target: GnTarget, graph: GnGraph, producers: Mapping[str, 
                for key in ("command", "rspfile_content"))
 
 
-def backend_cache_policy(config: Config, targets: Sequence[TargetPlan]) -> str:
+def backend_cache_policy(config: Config, targets: Sequence[TargetSummary]) -> str:
     """The config's cache_policy, else the first planned link's (by label) --thinlto-cache-policy: a project
     that bounds lld's cache bounds ours alike. Raises GnThinltoError naming the flag when it does not parse."""
     if config.cache_policy:
@@ -339,41 +342,55 @@ def backend_cache_policy(config: Config, targets: Sequence[TargetPlan]) -> str:
     return ""
 
 
+def plan_link(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
+              rules: Mapping[str, Rule], classifier: InputClassifier) -> LinkOutcome:
+    """What becomes of one link target: not ThinLTO, excluded by the config, refused (GN keeps its link) or
+    planned."""
+    if not mentions_thin_lto(target, graph, producers, rules):
+        return LinkOutcome(target.label, LinkStatus.NOT_THINLTO)
+    if not config.selects(target.label_no_toolchain):
+        return LinkOutcome(target.label, LinkStatus.EXCLUDED)
+    try:
+        plan, backends = plan_target(target, graph, config, producers, rules, classifier)
+    except Refused as e:
+        return LinkOutcome(target.label, LinkStatus.REFUSED, refusal=Refusal(target.label, target.outputs[0], e.reason))
+    return LinkOutcome(target.label, LinkStatus.PLANNED, TargetSummary.of(plan), plan, backends)
+
+
 def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     """Plan every selected link target; refusals keep GN's edge and carry their reason."""
     producers = producers_of(graph)
     rules = rules_of(graph)
     classifier = InputClassifier(graph, producers, rules)
-    targets: list[TargetPlan] = []
-    refusals: list[Refusal] = []
+    outcomes = [plan_link(t, graph, config, producers, rules, classifier) for t in link_targets(graph.project)]
+    return assemble(outcomes, config, python)
+
+
+def assemble(outcomes: Sequence[LinkOutcome], config: Config, python: str) -> GraphPlan:
+    """The GraphPlan of every link target's outcome (given in label order)."""
+    by_status: dict[LinkStatus, list[LinkOutcome]] = {s: [] for s in LinkStatus}
     shared: dict[str, Backend] = {}
-    not_thin: list[str] = []
-    excluded: list[str] = []
-    for target in link_targets(graph.project):
-        if not mentions_thin_lto(target, graph, producers, rules):
-            not_thin.append(target.label)
-            continue
-        if not config.selects(target.label_no_toolchain):
-            excluded.append(target.label)
-            continue
-        try:
-            plan, backends = plan_target(target, graph, config, producers, rules, classifier)
-        except Refused as e:
-            refusals.append(Refusal(target.label, target.outputs[0], e.reason))
-            continue
-        targets.append(plan)
-        for b in backends:
+    for o in outcomes:
+        by_status[o.status].append(o)
+        for b in o.shared:
             shared.setdefault(b.native, b)
-    dirs = [t.directory for t in targets]
+    links = [o.summary for o in by_status[LinkStatus.PLANNED] if o.summary is not None]
+    dirs = [t.directory for t in links]
     if len(set(dirs)) != len(dirs):
         dup = sorted(d for d in set(dirs) if dirs.count(d) > 1)[0]
         raise GnThinltoError(f"target_dir {config.target_dir!r} gives two targets the directory {dup}")
     # ninja (1.11) starts ready edges in the order they were declared, so the links with the most backends
     # come first: their thin link, backends and final link are the longest chain of an incremental build.
-    targets.sort(key=lambda t: (-len(t.backends), t.label))
+    links.sort(key=lambda t: (-t.backend_count, t.label))
+    order = {t.label: n for n, t in enumerate(links)}
+    targets = sorted((o.plan for o in by_status[LinkStatus.PLANNED] if o.plan is not None),
+                     key=lambda t: order[t.label])
     return GraphPlan(
-        targets=tuple(targets), refusals=tuple(refusals), cache_policy=backend_cache_policy(config, targets),
-        not_thinlto=tuple(not_thin), excluded=tuple(excluded),
+        targets=tuple(targets), links=tuple(links),
+        refusals=tuple(o.refusal for o in by_status[LinkStatus.REFUSED] if o.refusal is not None),
+        cache_policy=backend_cache_policy(config, links),
+        not_thinlto=tuple(o.label for o in by_status[LinkStatus.NOT_THINLTO]),
+        excluded=tuple(o.label for o in by_status[LinkStatus.EXCLUDED]),
         shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
         cache_dir=config.cache_dir if config.backend_cache else "", thin_link_pool_depth=config.thin_link_pool_depth,
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from gn_thinlto import steps
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan
+from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render
 from goma_ext import __version__
 
@@ -63,6 +63,15 @@ def step_command(python: str, step: str, step_dir: str = STEP_DIR) -> list[str]:
 
 def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = STEP_DIR) -> dict[str, str]:
     """Every file gn-thinlto owns (ninja, and with remote backends their naive-input lists), by path in OUT."""
+    files = build_files(plan, source, step_dir)
+    files.update(shared_files(plan, source))
+    for t in plan.targets:
+        files.update(target_files(plan, t, source))
+    return files
+
+
+def build_files(plan: GraphPlan, source: str = "project.json", step_dir: str = STEP_DIR) -> dict[str, str]:
+    """The build-wide files: rules and the list of target files (with shared_files, every file but the links')."""
     ctx = _common(source)
     cache = ["--cache", plan.cache_dir] if plan.cache_dir else ["--no-cache"]
     if plan.cache_dir and plan.cache_policy:
@@ -78,30 +87,32 @@ def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = 
         ),
         plan.targets_file: render("targets.ninja.j2", plan=plan, shared_file=SHARED_FILE, **ctx),
     }
-    naive: dict[str, Sequence[Backend]] = {}
-    if plan.shared_backends:
-        naive[SHARED_NAIVE_RSP] = plan.shared_backends
-        files[SHARED_FILE] = render(
-            "shared_backends.ninja.j2",
-            plan=plan,
-            naive_rsp=SHARED_NAIVE_RSP,
-            backend_groups=backend_groups(plan.shared_backends),
-            **ctx,
-        )
-    for t in plan.targets:
-        naive[f"{t.directory}/{NAIVE_RSP_NAME}"] = t.backends
-        files[t.ninja_file] = render(
-            "target.ninja.j2",
-            t=t,
-            remote=plan.remote,
-            naive_rsp=f"{t.directory}/{NAIVE_RSP_NAME}",
-            backend_groups=backend_groups(t.backends),
-            **ctx,
-        )
-    if plan.remote is not None:
-        for rsp, backends in naive.items():
-            files[rsp] = render("naive_inputs.rsp.j2", bitcode=sorted({b.bitcode for b in backends}))
     return files
+
+
+def shared_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str]:
+    """The shared null-index backends' ninja file (and with remote backends their naive-input list)."""
+    if not plan.shared_backends:
+        return {}
+    files = {SHARED_FILE: render("shared_backends.ninja.j2", plan=plan, naive_rsp=SHARED_NAIVE_RSP,
+                                 backend_groups=backend_groups(plan.shared_backends), **_common(source))}
+    if plan.remote is not None:
+        files[SHARED_NAIVE_RSP] = _naive_inputs(plan.shared_backends)
+    return files
+
+
+def target_files(plan: GraphPlan, t: TargetPlan, source: str = "project.json") -> dict[str, str]:
+    """One planned link's ninja file (and with remote backends its naive-input list)."""
+    naive_rsp = f"{t.directory}/{NAIVE_RSP_NAME}"
+    files = {t.ninja_file: render("target.ninja.j2", t=t, remote=plan.remote, naive_rsp=naive_rsp,
+                                  backend_groups=backend_groups(t.backends), **_common(source))}
+    if plan.remote is not None:
+        files[naive_rsp] = _naive_inputs(t.backends)
+    return files
+
+
+def _naive_inputs(backends: Sequence[Backend]) -> str:
+    return render("naive_inputs.rsp.j2", bitcode=sorted({b.bitcode for b in backends}))
 
 
 def edit_build_ninja(text: str, plan: GraphPlan) -> str:
@@ -119,8 +130,8 @@ def edit_build_ninja(text: str, plan: GraphPlan) -> str:
 
 def edit_gn_target_files(texts: Mapping[str, str], plan: GraphPlan) -> dict[str, str]:
     """Remove GN's link edge of every planned target from its GN ninja file, leaving a pointer comment."""
-    by_file: dict[str, list[TargetPlan]] = {}
-    for t in plan.targets:
+    by_file: dict[str, list[TargetSummary]] = {}
+    for t in plan.links:
         by_file.setdefault(t.gn_ninja_file, []).append(t)
     out: dict[str, str] = {}
     for name, targets in sorted(by_file.items()):

@@ -17,7 +17,8 @@ PYTHON = "/venv/bin/python"
 
 
 def basic_graph() -> tuple[GnGraph, dict[str, str]]:
-    return load_graph(BASIC_GN, json.loads((BASIC_GN / "project.json").read_text()))
+    graph, texts, _ = load_graph(BASIC_GN, json.loads((BASIC_GN / "project.json").read_text()))
+    return graph, texts
 
 
 def basic_plan(config: Config | None = None) -> GraphPlan:
