@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.steps.thinlink_paths import manifest_index_files
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,13 @@ def explain(out_dir: Path, target: str) -> Explanation:
         raise GnThinltoError(f"{target}: the thin link has not run yet; build {m['final_output']} first")
     used = set(used_file.read_text().split())
     reports = []
-    for f in m["index_files"]:
+    for bitcode, _, _, index_path, _ in manifest_index_files(m):
         try:
-            index = read_index(out_dir / f["index"])
+            index = read_index(out_dir / index_path)
         except GomaExtError as e:
-            raise GnThinltoError(f"{target}: cannot decode {f['index']}: {e}") from e
-        imports = index.imported_paths(f["bitcode"]) if not index.skip else ()
-        reports.append(ObjectReport(f["bitcode"], f["bitcode"] in used, tuple(sorted(imports)), index.skip))
+            raise GnThinltoError(f"{target}: cannot decode {index_path}: {e}") from e
+        imports = index.imported_paths(bitcode) if not index.skip else ()
+        reports.append(ObjectReport(bitcode, bitcode in used, tuple(sorted(imports)), index.skip))
     return Explanation(m["target"], m["final_output"], tuple(reports))
 
 

@@ -189,7 +189,7 @@ def read_links(out_dir: Path) -> list[Link]:
         final = m["final_output"].removeprefix("./")
         used_list = out_dir / m.get("used_list", "")
         used = len(used_list.read_text().split()) if m.get("used_list") and used_list.is_file() else 0
-        links.append(Link(final, directory, (m["final_output"], final), len(m.get("natives", ())), used))
+        links.append(Link(final, directory, (m["final_output"], final), len(m.get("bitcode", ())), used))
     return links
 
 

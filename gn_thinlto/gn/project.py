@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +43,16 @@ class GnTool(enum.Enum):
 
     @classmethod
     def of_rule(cls, rule: str) -> GnTool | None:
-        for tool in sorted(cls, key=lambda t: -len(t.value)):
-            if rule == tool.value or rule.endswith("_" + tool.value):
-                return tool
-        return None
+        return _tool_of_rule(rule)
+
+
+@functools.cache
+def _tool_of_rule(rule: str) -> GnTool | None:
+    """GnTool.of_rule, once per rule name (a build has a few dozen; the planner asks once per link input)."""
+    for tool in sorted(GnTool, key=lambda t: -len(t.value)):
+        if rule == tool.value or rule.endswith("_" + tool.value):
+            return tool
+    return None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from gn_thinlto.steps.thinlink_paths import index_paths
+
 
 class InputKind(enum.Enum):
     """How one link input is treated by the thin link and the final link."""
@@ -36,20 +38,31 @@ class ThinLinkManifest:
     stage_dir: str
     staged_used_list: str
     used_list: str
-    index_files: tuple[IndexFiles, ...]
+    bitcode: tuple[str, ...]  # every bitcode object of the link, in order
+    index_dir: str  # where lld's index and imports files for bitcode B are kept: INDEX_DIR/B.thinlto.bc, .imports
     split_object: tuple[str, str]  # (staged, kept) regular-LTO object (--lto-obj-path)
     final_output: str
     final_rsp: str
     why_extract: str
     eager_inputs: tuple[str, ...]  # inputs loaded unconditionally, in order (bitcode included)
     lazy_natives: tuple[str, ...]  # native members of lazily loaded archives, in order
-    natives: tuple[tuple[str, str], ...]  # (bitcode, native) for every bitcode object
+    native_dir: str  # bitcode B's native object is NATIVE_DIR/B
     dyndep: str  # empty: no dyndep file (config dyndep: false)
     minimized: tuple[tuple[str, str], ...] = ()  # (minimized thin-link input, full bitcode)
     # Every file the thin link reads that ninja or the response file names (objects, archive members, archives,
     # GN's implicit inputs): their contents and the manifest decide whether lld must run again.
     inputs: tuple[str, ...] = ()
     state: str = ""  # the step's record of the last successful run (fingerprint and per-file digests)
+
+    # Each object is named once in the manifest (a 30,000-object link's manifest is as large as its ninja
+    # file otherwise); its index, imports and native paths follow from it, as the thin-link step derives them.
+    @property
+    def index_files(self) -> tuple[IndexFiles, ...]:
+        return tuple(IndexFiles(b, *index_paths(self.stage_dir, self.index_dir, b)) for b in self.bitcode)
+
+    @property
+    def natives(self) -> tuple[tuple[str, str], ...]:
+        return tuple((b, f"{self.native_dir}/{b}") for b in self.bitcode)
 
 
 @dataclass(frozen=True)

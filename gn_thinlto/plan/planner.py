@@ -19,7 +19,6 @@ from gn_thinlto.plan.model import (
     BackendCommand,
     FinalLink,
     GraphPlan,
-    IndexFiles,
     InputKind,
     LinkOutcome,
     LinkStatus,
@@ -31,6 +30,7 @@ from gn_thinlto.plan.model import (
 )
 from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
 from gn_thinlto.steps.split_dwarf import split_dwarf_file
+from gn_thinlto.steps.thinlink_paths import index_paths
 
 __all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 
@@ -274,26 +274,23 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
     # when there is none, and the step then leaves it out of the final link.
     split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o")
     argv.append(f"-Wl,--lto-obj-path={split[0]}")
-    index_files = tuple(
-        IndexFiles(b, f"{stage}/{b}.thinlto.bc", f"{stage}/{b}.imports", f"{tdir}/index/{b}.thinlto.bc",
-                   f"{tdir}/index/{b}.imports")
-        for b in bitcode
-    )
+    index_dir = f"{tdir}/index"
     objects = [minimized.get(p, p) for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
     files_read = (*objects, *(i for i in items if not i.startswith("-")), *link.edge.implicit)
     manifest = ThinLinkManifest(
         target=target.label, argv=tuple(argv), rsp_path=rsp,
         rsp_lines=tuple(items), stage_dir=stage, staged_used_list=staged_used,
-        used_list=f"{tdir}/used.txt", index_files=index_files, split_object=split, final_output=link.edge.outputs[0],
+        used_list=f"{tdir}/used.txt", bitcode=tuple(bitcode), index_dir=index_dir, split_object=split,
+        final_output=link.edge.outputs[0],
         final_rsp=final_rsp, why_extract=f"{stage}/why-extract.txt",
         eager_inputs=tuple(p for i in inputs for p in _eager(i, link.whole_archive)),
         lazy_natives=tuple(m for i in inputs if i.is_archive and not link.whole_archive
                            for m, k in i.members if k is not InputKind.BITCODE),
-        natives=tuple((b, native_of[b]) for b in bitcode),
+        native_dir=f"{tdir}/native",  # native_of[b] for every b (plan_target puts them there)
         dyndep=dyndep, minimized=tuple(sorted((v, k) for k, v in minimized.items())),
         inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",
     )
-    implicit_outputs = [f for x in index_files for f in (x.index, x.imports)] + [split[1]]
+    implicit_outputs = [f for b in bitcode for f in index_paths(stage, index_dir, b)[2:]] + [split[1]]
     manifest_path = f"{tdir}/thinlink.json"
     return ThinLink(
         outputs=(manifest.used_list, final_rsp, *((dyndep,) if dyndep else ())),

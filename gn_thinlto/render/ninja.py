@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gn_thinlto import steps
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan, TargetSummary
-from gn_thinlto.render.templating import render
+from gn_thinlto.render.templating import render, shell_join
+from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
 from goma_ext import __version__
 
 SHARED_FILE = "gn-thinlto/shared.ninja"
@@ -37,6 +39,30 @@ class BackendGroup:
     flags_var: str
     command: BackendCommand
     backends: tuple[Backend, ...]
+
+
+_PLAIN = re.compile(r"[\w@%+=:,./-]+\Z", re.ASCII)  # needs neither shell quoting nor ninja escaping (but ':')
+
+
+def _path(p: str) -> str:
+    return p.replace(":", "$:") if _PLAIN.match(p) else ninja_path(p)
+
+
+def backend_edges(group: BackendGroup) -> str:
+    """GROUP's build statements: what backends.ninja.j2 would write with a loop, in plain Python (a large link
+    has tens of thousands; a template loop costs twice as much per edge)."""
+    head_ref = f"${group.head_var} " if group.command.head else ""
+    flags_ref = f" ${group.flags_var}" if group.command.flags else ""
+    out = []
+    for b in group.backends:
+        dwo = f" | {_path(b.dwo)}" if b.dwo else ""
+        index = f" | {_path(b.index)}" if b.index else ""
+        args = " ".join(b.object_args)
+        if not all(map(_PLAIN.match, b.object_args)):
+            args = ninja_value(shell_join(b.object_args))
+        out.append(f"build {_path(b.native)}{dwo}: gn_thinlto_backend {_path(b.bitcode)}{index}\n"
+                   f"  argv = {head_ref}{args}{flags_ref}\n  description = {ninja_value(b.description)}")
+    return "\n".join(out)  # the template ends the last line
 
 
 def backend_groups(backends: Sequence[Backend]) -> list[BackendGroup]:
@@ -95,7 +121,8 @@ def shared_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str
     if not plan.shared_backends:
         return {}
     files = {SHARED_FILE: render("shared_backends.ninja.j2", plan=plan, naive_rsp=SHARED_NAIVE_RSP,
-                                 backend_groups=backend_groups(plan.shared_backends), **_common(source))}
+                                 backend_groups=backend_groups(plan.shared_backends), backend_edges=backend_edges,
+                                 **_common(source))}
     if plan.remote is not None:
         files[SHARED_NAIVE_RSP] = _naive_inputs(plan.shared_backends)
     return files
@@ -105,7 +132,8 @@ def target_files(plan: GraphPlan, t: TargetPlan, source: str = "project.json") -
     """One planned link's ninja file (and with remote backends its naive-input list)."""
     naive_rsp = f"{t.directory}/{NAIVE_RSP_NAME}"
     files = {t.ninja_file: render("target.ninja.j2", t=t, remote=plan.remote, naive_rsp=naive_rsp,
-                                  backend_groups=backend_groups(t.backends), **_common(source))}
+                                  backend_groups=backend_groups(t.backends), backend_edges=backend_edges,
+                                  **_common(source))}
     if plan.remote is not None:
         files[naive_rsp] = _naive_inputs(t.backends)
     return files

@@ -35,6 +35,7 @@ from gn_thinlto.steps.fsutil import (
     replace_if_changed,
     write_if_changed,
 )
+from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives
 
 FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
 
@@ -71,7 +72,7 @@ def compose_final_inputs(
     group; then the split regular-LTO object and the natives of the used bitcode in the thin link's order
     (lld appends its LTO outputs after every input file).
     """
-    native_of = dict(m["natives"])
+    native_of = manifest_natives(m)
     lazy = set(m["lazy_natives"])
     parent: dict[str, str] = {}
     for ref, extracted in why:
@@ -136,7 +137,7 @@ def fingerprint(
 
 
 def _outputs(m: dict[str, Any]) -> list[str]:
-    kept = [f for x in m["index_files"] for f in (x["index"], x["imports"])]
+    kept = [f for x in manifest_index_files(m) for f in x[3:]]
     outputs = [*kept, m["split_object"][1], m["used_list"], m["final_rsp"], m["dyndep"], m["rsp_path"]]
     return [o for o in outputs if o]
 
@@ -187,8 +188,8 @@ def thin_link(m: dict[str, Any]) -> int:
         return proc.returncode
     if proc.stderr:
         sys.stderr.write(proc.stderr)
-    for f in m["index_files"]:
-        for staged, kept in ((f["staged_index"], f["index"]), (f["staged_imports"], f["imports"])):
+    for _, staged_index, staged_imports, index, imports in manifest_index_files(m):
+        for staged, kept in ((staged_index, index), (staged_imports, imports)):
             if not os.path.isfile(staged):
                 raise GnThinltoError(f"thin link of {m['target']}: lld wrote no {staged}")
             replace_if_changed(staged, kept)
@@ -202,7 +203,7 @@ def thin_link(m: dict[str, Any]) -> int:
     with_split = has_real_symbols(kept)
     used = used_bitcode(m["staged_used_list"], m["stage_dir"])
     write_if_changed(m["used_list"], "".join(f"{u}\n" for u in used))
-    unknown = sorted(set(used) - {b for b, _ in m["natives"]})
+    unknown = sorted(set(used) - set(m["bitcode"]))
     if unknown:
         raise GnThinltoError(f"thin link of {m['target']}: lld used {unknown[0]}, which gn-thinlto did not plan")
     full = dict(m["minimized"])
@@ -211,7 +212,8 @@ def thin_link(m: dict[str, Any]) -> int:
     write_if_changed(m["final_rsp"], rsp)
     if not m["dyndep"]:  # config dyndep: false; the final link depends on every native statically
         return 0
-    natives = [m["split_object"][1], *(dict(m["natives"])[u] for u in used)]
+    native_of = manifest_natives(m)
+    natives = [m["split_object"][1], *(native_of[u] for u in used)]
     # The rsp digest makes the dyndep file (the final link's only input from this edge) change with the rsp.
     digest = hashlib.sha256(rsp.encode()).hexdigest()
     write_if_changed(m["dyndep"], dyndep_text(m["final_output"], natives, digest))

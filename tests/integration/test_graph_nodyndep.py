@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from gn_thinlto.steps.elf_probe import has_real_symbols
+from gn_thinlto.steps.thinlink_paths import manifest_natives
 from tests.conftest import EXAMPLE_ROOT
 
 from .test_graph_support import Build, edit_and_rebuild, executables, gen_and_build
@@ -59,7 +60,7 @@ def test_unused_lazy_members_compile_to_empty_objects(built: Build) -> None:
     for manifest in (built.out / "gn-thinlto").glob("*/thinlink.json"):
         m = json.loads(manifest.read_text())
         used = set((built.out / m["used_list"]).read_text().split())
-        for bitcode, native in m["natives"]:
+        for bitcode, native in manifest_natives(m).items():
             assert (built.out / native).is_file(), native
             if bitcode not in used:
                 assert not has_real_symbols(str(built.out / native)), native

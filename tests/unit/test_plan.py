@@ -139,14 +139,14 @@ def test_final_inputs_follow_in_process_section_order() -> None:
     from gn_thinlto.steps.thinlink import compose_final_inputs
 
     m = {
-        "natives": [["a.bc", "n/a.o"], ["lazy.bc", "n/lazy.o"]],
+        "bitcode": ["a.bc", "lazy.bc"], "native_dir": "n",
         "lazy_natives": ["asm1.o", "asm2.o", "asm3.o"],
         "eager_inputs": ["x.o", "a.bc", "y.o"],
         "split_object": ["s/x.o", "x.o"],
     }
     why = [("a.bc", "lazy.bc"), ("lazy.bc", "asm2.o"), ("y.o", "asm1.o")]
     assert compose_final_inputs(m, ["a.bc", "lazy.bc"], why) == [
-        "x.o", "asm2.o", "y.o", "asm1.o", "-Wl,--start-lib", "asm3.o", "-Wl,--end-lib", "n/a.o", "n/lazy.o"
+        "x.o", "asm2.o", "y.o", "asm1.o", "-Wl,--start-lib", "asm3.o", "-Wl,--end-lib", "n/a.bc", "n/lazy.bc"
     ]
 
 

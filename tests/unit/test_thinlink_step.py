@@ -18,7 +18,7 @@ def _manifest(tmp: Path, inputs: list[str]) -> Path:
         linker.write_text("a linker")
     m = {
         "target": "//app:app", "argv": [str(linker), "-o", "x"], "inputs": inputs, "state": str(tmp / "state.json"),
-        "index_files": [{"index": str(tmp / "a.o.thinlto.bc"), "imports": str(tmp / "a.o.imports")}],
+        "bitcode": ["a.o"], "index_dir": str(tmp), "stage_dir": str(tmp / "stage"),
         "split_object": [str(tmp / "stage/lto.split.o"), str(tmp / "lto.split.o")],
         "used_list": str(tmp / "used.txt"), "final_rsp": str(tmp / "final.rsp"), "dyndep": str(tmp / "final.dd"),
         "rsp_path": str(tmp / "thinlink.rsp"),

@@ -1,0 +1,22 @@
+"""Where the thin link keeps each bitcode object's files: one formula for the planner and the build step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def index_paths(stage_dir: str, index_dir: str, bitcode: str) -> tuple[str, str, str, str]:
+    """BITCODE's index and imports files as lld writes them in STAGE_DIR, and as kept in INDEX_DIR."""
+    return (f"{stage_dir}/{bitcode}.thinlto.bc", f"{stage_dir}/{bitcode}.imports",
+            f"{index_dir}/{bitcode}.thinlto.bc", f"{index_dir}/{bitcode}.imports")
+
+
+def manifest_index_files(m: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(bitcode, staged index, staged imports, index, imports) of every bitcode object of manifest M (JSON)."""
+    return [(b, *index_paths(m["stage_dir"], m["index_dir"], b)) for b in m["bitcode"]]
+
+
+def manifest_natives(m: Mapping[str, Any]) -> dict[str, str]:
+    """Every bitcode object of manifest M (JSON) -> its native object."""
+    return {b: f"{m['native_dir']}/{b}" for b in m["bitcode"]}
