@@ -18,6 +18,7 @@ The config is ROOT/gn_thinlto.yaml unless CONFIG is given; it becomes an input o
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -197,6 +198,9 @@ def report_error(line: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The plan of a large build is millions of small acyclic objects (a backend per object per link): the cyclic
+    # collector would scan them again and again as they are made (a fifth of the hook's time) to free nothing.
+    gc.disable()
     args = list(sys.argv[1:] if argv is None else argv)
     remote = None
     if args[:1] == ["--remote"] and len(args) >= 2:

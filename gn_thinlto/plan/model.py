@@ -86,17 +86,27 @@ class BackendCommand:
     flags: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Backend:
-    """One backend compile: BITCODE + INDEX (empty: null index) → NATIVE, run as argv."""
+    """One backend compile: BITCODE + INDEX (empty: null index) → NATIVE, run as argv. A plan holds one per
+    bitcode object of every link (a million for 1,000 tests of 1,000 objects): five fields, the rest derived."""
 
     bitcode: str
     index: str
     native: str
     command: BackendCommand  # shared by every backend of the link
-    object_args: tuple[str, ...]  # this backend's part of argv: bitcode, index and output
-    description: str
     dwo: str = ""  # the split DWARF file the backend writes beside NATIVE (-gsplit-dwarf on the link line)
+
+    @property
+    def object_args(self) -> tuple[str, ...]:
+        """This backend's part of argv: bitcode, index and output."""
+        if self.index:
+            return (self.bitcode, f"-fthinlto-index={self.index}", "-o", self.native)
+        return (self.bitcode, "-o", self.native)
+
+    @property
+    def description(self) -> str:
+        return f"BACKEND {self.native}"
 
     @property
     def argv(self) -> tuple[str, ...]:

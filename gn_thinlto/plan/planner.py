@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,12 +65,10 @@ def _thin_link_items(inputs: Sequence[LinkInput], whole_archive: bool) -> tuple[
     items: list[str] = []
     lazy = False
     for inp in inputs:
-        if not inp.is_archive:
-            items.append(inp.path)
-        elif whole_archive:
-            items.extend(m for m, _ in inp.members)
+        if not inp.is_archive or whole_archive:
+            items += inp.objects
         else:
-            items.extend(("-Wl,--start-lib", *(m for m, _ in inp.members), "-Wl,--end-lib"))
+            items += ("-Wl,--start-lib", *inp.objects, "-Wl,--end-lib")
             lazy = True
     return items, lazy
 
@@ -106,29 +106,15 @@ def _final_items(
 
 def _eager(inp: LinkInput, whole_archive: bool) -> tuple[str, ...]:
     """Inputs the link loads unconditionally: plain inputs, and archive members under --whole-archive."""
-    if not inp.is_archive:
-        return (inp.path,)
-    return tuple(m for m, _ in inp.members) if whole_archive else ()
+    return inp.objects if not inp.is_archive or whole_archive else ()
 
 
 def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
-    seen: dict[str, None] = {}
-    for inp in inputs:
-        if inp.kind is InputKind.BITCODE:
-            seen.setdefault(inp.path)
-        for m, k in inp.members:
-            if k is InputKind.BITCODE:
-                seen.setdefault(m)
-    return list(seen)
+    return list(dict.fromkeys(itertools.chain.from_iterable(inp.bitcode for inp in inputs)))
 
 
 def _backend_command(compiler: str, flags: Sequence[str]) -> BackendCommand:
     return BackendCommand((compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
-
-
-def _backend_object_args(bitcode: str, index: str, native: str) -> tuple[str, ...]:
-    index_flag = (f"-fthinlto-index={index}",) if index else ()
-    return (bitcode, *index_flag, "-o", native)
 
 
 def _shared_dir(flags: Sequence[str], compiler: str) -> str:
@@ -154,8 +140,9 @@ class _LinkFacts:
 def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
              rules: Mapping[str, Rule], classifier: InputClassifier) -> _LinkFacts:
     link = gn_link(target, graph, producers, rules, config.link_wrappers)
-    inputs = tuple(classifier.classify(p) for p in link.edge.inputs)
-    analysis = linkline.analyze(link.inner([i.path for i in inputs]))
+    inputs = classifier.classify_all(link.edge.inputs)
+    analysis = _analysis(tuple(link.inner(())))  # inputs are paths, never flags: the same analysis for every link
+    linkline.check_shell_free([i.path for i in inputs])  # with the same flags
     if analysis.lto is not LtoMode.THIN:
         raise Refused("the link command turns ThinLTO off again (-fno-lto or -flto=full after -flto=thin)")
     bitcode = tuple(_bitcode_objects(inputs))
@@ -169,15 +156,20 @@ def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mappin
                       target_directory(config, target), null_index)
 
 
+@functools.lru_cache(maxsize=256)
+def _analysis(argv: tuple[str, ...]) -> linkline.LinkAnalysis:
+    return linkline.analyze(argv)
+
+
 def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...]:
     command = _backend_command(f.compiler, f.flags)
-    backends = []
-    for b in f.bitcode:
-        index, native = "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc", native_of[b]
-        dwo = split_dwarf_file(command.flags, native) if f.analysis.split_dwarf else ""
-        backends.append(Backend(b, index, native, command, _backend_object_args(b, index, native), f"BACKEND {native}",
-                                dwo))
-    return tuple(backends)
+    if f.analysis.split_dwarf:
+        return tuple(Backend(b, "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc", native_of[b], command,
+                             split_dwarf_file(command.flags, native_of[b])) for b in f.bitcode)
+    if f.null_index:
+        return tuple(Backend(b, "", native_of[b], command) for b in f.bitcode)
+    index = f"{f.tdir}/index/"
+    return tuple(Backend(b, f"{index}{b}.thinlto.bc", native_of[b], command) for b in f.bitcode)
 
 
 def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
@@ -202,7 +194,7 @@ def plan_target(
     final_rsp = f"{f.tdir}/final.rsp"
     final_argv = _final_argv(f, final_rsp, final_lazy)
     non_bitcode = [i.path for i in f.inputs if i.kind is not InputKind.BITCODE and not i.is_archive]
-    non_bitcode += [m for i in f.inputs for m, k in i.members if k is not InputKind.BITCODE]
+    non_bitcode += itertools.chain.from_iterable(i.other_members for i in f.inputs)
     description = f"LINK {output} (ThinLTO final link)"
     backends = _backends(f, native_of)
 
@@ -259,7 +251,8 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
                final_rsp: str, minimized: Mapping[str, str], dyndep: str) -> ThinLink:
     stage = f"{tdir}/stage"
     items, lazy = _thin_link_items(inputs, link.whole_archive)
-    items = [minimized.get(i, i) for i in items]
+    if minimized:
+        items = [minimized.get(i, i) for i in items]
     rsp = f"{tdir}/thinlink.rsp"
     argv = _replace_output(link.inner([f"@{rsp}"]), f"{tdir}/thinlink.out")
     if lazy:
@@ -275,7 +268,9 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
     split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o")
     argv.append(f"-Wl,--lto-obj-path={split[0]}")
     index_dir = f"{tdir}/index"
-    objects = [minimized.get(p, p) for i in inputs for p in ((m for m, _ in i.members) if i.is_archive else (i.path,))]
+    objects = list(itertools.chain.from_iterable(i.objects for i in inputs))
+    if minimized:
+        objects = [minimized.get(p, p) for p in objects]
     files_read = (*objects, *(i for i in items if not i.startswith("-")), *link.edge.implicit)
     manifest = ThinLinkManifest(
         target=target.label, argv=tuple(argv), rsp_path=rsp,
@@ -283,9 +278,9 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
         used_list=f"{tdir}/used.txt", bitcode=tuple(bitcode), index_dir=index_dir, split_object=split,
         final_output=link.edge.outputs[0],
         final_rsp=final_rsp, why_extract=f"{stage}/why-extract.txt",
-        eager_inputs=tuple(p for i in inputs for p in _eager(i, link.whole_archive)),
-        lazy_natives=tuple(m for i in inputs if i.is_archive and not link.whole_archive
-                           for m, k in i.members if k is not InputKind.BITCODE),
+        eager_inputs=tuple(itertools.chain.from_iterable(_eager(i, link.whole_archive) for i in inputs)),
+        lazy_natives=() if link.whole_archive else tuple(itertools.chain.from_iterable(
+            i.other_members for i in inputs)),
         native_dir=f"{tdir}/native",  # native_of[b] for every b (plan_target puts them there)
         dyndep=dyndep, minimized=tuple(sorted((v, k) for k, v in minimized.items())),
         inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",

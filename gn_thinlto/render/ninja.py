@@ -41,27 +41,34 @@ class BackendGroup:
     backends: tuple[Backend, ...]
 
 
-_PLAIN = re.compile(r"[\w@%+=:,./-]+\Z", re.ASCII)  # needs neither shell quoting nor ninja escaping (but ':')
-
-
-def _path(p: str) -> str:
-    return p.replace(":", "$:") if _PLAIN.match(p) else ninja_path(p)
+# Characters that need neither shell quoting nor ninja escaping in a path.
+_PLAIN = re.compile(r"[\w@%+=,./-]*\Z", re.ASCII)
 
 
 def backend_edges(group: BackendGroup) -> str:
-    """GROUP's build statements: what backends.ninja.j2 would write with a loop, in plain Python (a large link
-    has tens of thousands; a template loop costs twice as much per edge)."""
+    """GROUP's build statements: what a template loop would write, in plain Python (a large link has tens of
+    thousands). When no path of the group has a character to escape (one regex over them all), each edge is
+    one f-string."""
     head_ref = f"${group.head_var} " if group.command.head else ""
     flags_ref = f" ${group.flags_var}" if group.command.flags else ""
+    backends = group.backends
+    plain = not any(b.dwo for b in backends) and _PLAIN.match(
+        "".join(p for b in backends for p in (b.bitcode, b.native, b.index)))
+    if plain and all(b.index for b in backends):
+        return "\n".join(f"build {b.native}: gn_thinlto_backend {b.bitcode} | {b.index}\n"
+                         f"  argv = {head_ref}{b.bitcode} -fthinlto-index={b.index} -o {b.native}{flags_ref}\n"
+                         f"  description = BACKEND {b.native}" for b in backends)
+    if plain and not any(b.index for b in backends):
+        return "\n".join(f"build {b.native}: gn_thinlto_backend {b.bitcode}\n"
+                         f"  argv = {head_ref}{b.bitcode} -o {b.native}{flags_ref}\n"
+                         f"  description = BACKEND {b.native}" for b in backends)
     out = []
-    for b in group.backends:
-        dwo = f" | {_path(b.dwo)}" if b.dwo else ""
-        index = f" | {_path(b.index)}" if b.index else ""
-        args = " ".join(b.object_args)
-        if not all(map(_PLAIN.match, b.object_args)):
-            args = ninja_value(shell_join(b.object_args))
-        out.append(f"build {_path(b.native)}{dwo}: gn_thinlto_backend {_path(b.bitcode)}{index}\n"
-                   f"  argv = {head_ref}{args}{flags_ref}\n  description = {ninja_value(b.description)}")
+    for b in backends:
+        dwo = f" | {ninja_path(b.dwo)}" if b.dwo else ""
+        index = f" | {ninja_path(b.index)}" if b.index else ""
+        out.append(f"build {ninja_path(b.native)}{dwo}: gn_thinlto_backend {ninja_path(b.bitcode)}{index}\n"
+                   f"  argv = {head_ref}{ninja_value(shell_join(b.object_args))}{flags_ref}\n"
+                   f"  description = {ninja_value(b.description)}")
     return "\n".join(out)  # the template ends the last line
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 from importlib import resources
 
@@ -25,6 +26,18 @@ def shell_command(args: list[str] | tuple[str, ...]) -> str:
     return " ".join(a if is_shell_operator(a) else shlex.quote(a) for a in args)
 
 
+_PLAIN_PATHS = re.compile(r"[^$ :\n]*\Z")
+
+
+def ninja_paths(items: list[str] | tuple[str, ...]) -> str:
+    """ITEMS as a space-prefixed list of ninja paths (one check for the common case of nothing to escape)."""
+    if not items:
+        return ""
+    if _PLAIN_PATHS.match("".join(items)):
+        return " " + " ".join(items)
+    return "".join(" " + ninja_path(p) for p in items)
+
+
 def make_environment() -> jinja2.Environment:
     """The environment every ninja file is rendered with: strict undefined, no autoescape, our filters."""
     loader = jinja2.FileSystemLoader(str(resources.files(TEMPLATE_PACKAGE)))
@@ -37,6 +50,7 @@ def make_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["ninja_path"] = ninja_path
+    env.filters["ninja_paths"] = ninja_paths
     env.filters["ninja_value"] = ninja_value
     env.filters["shell_join"] = shell_join
     env.filters["shell_command"] = shell_command

@@ -74,3 +74,25 @@ def test_a_refused_shared_object_refuses_every_link_using_it() -> None:
     reason = "obj/x/b.o is compiled with full LTO; only ThinLTO objects can be split"
     assert not plan.targets
     assert [(r.label, r.reason) for r in plan.refusals] == [("//x:x", reason), ("//x:y", reason)]
+
+
+def test_shell_split_is_shlex_split() -> None:
+    """The fast paths of shell_split (no quotes; double quotes only) split exactly as shlex.split does."""
+    import random
+    import shlex
+
+    from gn_thinlto.plan.links import shell_split
+
+    rng = random.Random(1)
+    cases = ['rm -f a && "/usr/bin/ar" -r -c "a b" @"rsp"', 'x"a b"y  z', '""', "a ''", 'a\\ b "c\\"d"']
+    cases += ["".join(rng.choice('ab "\t $:;&|=\'\\-') for _ in range(rng.randint(0, 14))) for _ in range(20000)]
+    for text in cases:
+        try:
+            want: list[str] | str = shlex.split(text)
+        except ValueError:
+            want = "error"
+        try:
+            got: list[str] | str = shell_split(text)
+        except ValueError:
+            got = "error"
+        assert got == want, text
