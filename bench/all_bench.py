@@ -31,7 +31,8 @@ PLAN: tuple[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], ...] = (
     ("dtlto", "dtlto", ("--project", "libdeflate", "--repeat", "1"), ()),
     ("builds", "builds", ("--subjects", "tiny", "--variants", "abcd", "--repeat", "1"),
      ("--variants", "abcd")),
-    ("scale", "scale", ("--quick",), ("--sizes", "100:1000")),
+    ("scale", "scale", ("--quick", "--chromium", "4000"), ("--sizes", "100:1000", "--chromium", "40000")),
+    ("regen", "regen", ("--quick",), ()),
     ("scale-large", "scale", None, ("--sizes", "1000:1000", "--mix", "", "--name", "scale-large")),
 )
 OWN_CACHE_ARGS = {"index"}  # benchmarks with their own options (no --cache/--results)

@@ -245,11 +245,11 @@ def chromium(objects: int = 40_000, tests: int = 300, shared_libs: int = 24, too
         all_targets.append(f"//{d}:t{j}_unittests")
     low = [i for i in top if lib_layer[i] <= 2]
     for k in range(shared_libs):
-        libs = frozenset().union(*(closures[x] for x in rng.sample(low, 3)))
+        picks = rng.sample(low, 3)
+        libs = frozenset().union(*(closures[x] for x in picks))
         files[f"shared/so{k}/entry.cc"] = f"int so{k}_entry(int x) {{ return x; }}\n"
-        files[f"shared/so{k}/BUILD.gn"] = (
-            f'shared_library("so{k}") {{\n  sources = ["entry.cc"]\n'
-            f'  deps = {_gn_list([lib_label[max(closures[x])] for x in sorted(libs)][:0] + sorted({lib_label[x] for x in libs}))}\n}}\n')
+        files[f"shared/so{k}/BUILD.gn"] = (f'shared_library("so{k}") {{\n  sources = ["entry.cc"]\n'
+                                           f'  deps = {_gn_list([lib_label[x] for x in sorted(picks)])}\n}}\n')
         links.append(Link(f"libso{k}", (*objs(libs), f"shared/so{k}/entry.cc"), False))
         all_targets.append(f"//shared/so{k}")
     lower = [i for i in top if lib_layer[i] <= 1]
