@@ -24,9 +24,10 @@ from bench.table import render
 FULL_SIZES = ((100, 1000), (1000, 1000))
 QUICK_SIZES = ((10, 100),)
 BACKEND_RULES = {"gn_thinlto_backend", "backend"}
-# CFI off: the example toolchain turns it on like Chromium's official builds, and CFI needs the thin link, so the
-# null-index mode would leave every test to GN. Every mode, GN alone included, uses the same arguments.
-GN_ARGS = "is_cfi=false"
+# CFI and whole-program devirtualization off: the example toolchain turns them on as Chromium's official builds
+# do, and both need the thin link's regular-LTO part, so the null-index mode would leave every test to GN.
+# Every mode, GN alone included, uses the same arguments.
+GN_ARGS = "is_cfi=false use_whole_program_vtables=false"
 # The naive baseline lists every object of a link on each of its backend edges: quadratic in the link's size.
 NAIVE_MAX_PATHS = 50_000_000
 
@@ -172,7 +173,7 @@ def ratios(rows: Sequence[Row]) -> list[dict[str, object]]:
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench scale", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} and a small mix")
-    p.add_argument("--sizes", help="M×N grids as M:N,M:N (default: 100:1000,1000:1000)")
+    p.add_argument("--sizes", help="M×N grids as M:N,M:N ('' for none; default: 100:1000,1000:1000)")
     p.add_argument("--mix", default="20:40", help="Chromium-like mix as COMPONENTS:OBJECTS_EACH ('' to skip)")
     p.add_argument("--chromium", type=int, default=0, metavar="OBJECTS",
                    help="also the Chromium-shaped workspace of about OBJECTS objects (bench.synth.chromium)")
@@ -185,8 +186,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--name", default="scale", help="results file name (the report shows scale and scale-large)")
     args = p.parse_args(argv)
     prereqs.ensure()
-    if args.sizes:
-        sizes = tuple(tuple(int(x) for x in s.split(":")) for s in args.sizes.split(","))
+    if args.sizes is not None:  # '' for no grid
+        sizes = tuple(tuple(int(x) for x in s.split(":")) for s in args.sizes.split(",") if s)
     else:
         sizes = QUICK_SIZES if args.quick else FULL_SIZES
     mix = args.mix if not args.quick or args.mix != "20:40" else "4:10"
@@ -203,7 +204,7 @@ def main(argv: Sequence[str]) -> int:
     failures: list[str] = []
     note = graph_tool.available()
     command = "python -m bench scale" + (" --quick" if args.quick else "") + \
-        (f" --sizes {args.sizes}" if args.sizes else "") + (f" --mix '{args.mix}'" if args.mix != "20:40" else "") + \
+        (f" --sizes '{args.sizes}'" if args.sizes is not None else "") + (f" --mix '{args.mix}'" if args.mix != "20:40" else "") + \
         (f" --chromium {args.chromium}" if args.chromium else "") + (f" --name {args.name}" if args.name != "scale" else "")
 
     def save() -> Path:

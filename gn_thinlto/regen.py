@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -153,10 +153,11 @@ def link_reads(target: GnTarget, outcome: LinkOutcome, producers: Mapping[str, P
 
 
 def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchains: Mapping[str, NinjaFile],
-               config: Config, python: str, remote: RemoteBackends | None, step_dir: str = STEP_DIR,
-               progress: Callable[[str], None] | None = None) -> Regeneration:
+               config: Config, python: str, remote: RemoteBackends | None, step_dir: str = STEP_DIR) -> Regeneration:
     """Plan GRAPH's links (only the changed ones when OUT has a usable state), write gn-thinlto's files whose
-    content changed, save the state for the next run, and return the plan."""
+    content changed, save the state for the next run, and return the plan. Each link's full plan is dropped
+    once its files are written (the hook's memory holds one link's backends at a time): the plan returned has
+    every link's summary (`links`) and no `targets`."""
     build = build_key(graph.project, toolchains, config, python, remote, step_dir)
     digests = {name: text_digest(text) for name, text in texts.items()}
     old = load_state(out_dir)
@@ -205,10 +206,8 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
         kept = replace(outcome, plan=None, shared=shared)
         state.links[target.label] = LinkRecord(key, {f: digests.get(f, "") for f in sorted(reads)},
                                                frozenset(unproduced), kept, files)
-        outcomes.append(outcome)
+        outcomes.append(kept)
         shared_changed = shared_changed or bool(shared) or bool(rec is not None and rec.outcome.shared)
-        if progress is not None and planned % 50 == 0:
-            progress(f"planned {planned} links")
     plan = replace(assemble(outcomes, config, python), remote=remote)
     for rel, text in build_files(plan, step_dir=step_dir).items():
         written += write_if_changed(out_dir / rel, text)
@@ -221,7 +220,5 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
         names = [SHARED_FILE, *([SHARED_NAIVE_RSP] if plan.remote is not None else [])]
         state.shared_files = {rel: _stat(out_dir / rel) or (-1, -1) for rel in names}
     save_state(out_dir, state)
-    if progress is not None:
-        progress(f"{planned} of {len(outcomes)} links planned, {written} files written")
     return Regeneration(plan, planned, written)
 

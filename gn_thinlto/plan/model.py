@@ -203,8 +203,8 @@ class RemoteBackends:
 @dataclass(frozen=True)
 class GraphPlan:
     """The plan of a build dir. `links` are every planned link in build order (largest first); `targets` are
-    the full plans of the links planned in this run, in the same order: all of them, except in an incremental
-    regeneration, which plans only the links whose GN data changed."""
+    their full plans, in the same order, from plan_graph. The hook's regeneration (gn_thinlto.regen) renders
+    and drops each link's full plan as it goes, and leaves `targets` empty."""
 
     targets: tuple[TargetPlan, ...]
     refusals: tuple[Refusal, ...]

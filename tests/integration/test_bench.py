@@ -39,6 +39,21 @@ def test_scale_smallest(tmp_path: Path) -> None:
     assert graph["parse_per_backend_vs_naive"] > 0
 
 
+def test_scale_chromium_shape_smallest(tmp_path: Path) -> None:
+    data = bench("scale", "--sizes", "", "--mix", "", "--chromium", "400", "--repeat", "1", results=tmp_path)
+    modes = {r["mode"] for r in data["rows"]}
+    assert modes == {"gn", "graph", "null_index"}, modes  # no naive baseline: its largest links are too large
+    default = next(r for r in data["ratios"] if r["mode"] == "null_index")
+    assert default["noop_vs_gn_alone"] > 0 and default["hook_rss_vs_ninja_rss"] > 0
+
+
+def test_regen_smallest(tmp_path: Path) -> None:
+    data = bench("regen", "--objects", "400", "--repeat", "1", "--modes", "null_index", results=tmp_path)
+    edits = {r["edit"]: r for r in data["ratios"]}
+    assert set(edits) == {"no change", "a test's sources", "a tool's sources", "a component library's sources"}
+    assert edits["no change"]["planned"] == 0 and edits["a test's sources"]["planned"] == 1
+
+
 def test_builds_smallest(tmp_path: Path) -> None:
     data = bench("builds", "--subjects", "tiny", "--variants", "abcd", "--repeat", "2", results=tmp_path)
     cases = {(b["variant"], b["case"]) for b in data["builds"]}

@@ -29,7 +29,7 @@ def test_hook_writes_graph_edits_gn_files_and_marks_project_json(out: Path, tmp_
     config.write_text("thin_link_pool_depth: 1\n")
     (out / "build.ninja.d").write_text("build.ninja.stamp: ../a/BUILD.gn\n")
     result = run_hook(out / "project.json", config, "/venv/bin/python")
-    assert len(result.plan.targets) == 5 and result.files_written > 5
+    assert len(result.plan.links) == 5 and result.files_written > 5 and result.links_planned == 6
     check_graph_in_place(out)
     assert "depth = 1" in (out / "gn-thinlto/rules.ninja").read_text()
     assert "build ./app: link" not in (out / "obj/app/app.ninja").read_text()
