@@ -86,7 +86,7 @@ def build_key(project: GnProject, toolchains: Mapping[str, NinjaFile], config: C
     settings, this code."""
     rules = sorted((n, repr(t.variables), repr(t.rules)) for n, t in toolchains.items())
     parts = (STATE_FORMAT, _code_digest(), project.build_dir, project.root_path, project.default_toolchain, rules,
-             repr(config), python, repr(remote), step_dir)
+             repr(replace(config, source="")), python, repr(remote), step_dir)  # not where the config file is
     return hashlib.sha1(repr(parts).encode(), usedforsecurity=False).hexdigest()
 
 
@@ -120,11 +120,36 @@ def _unchanged(out_dir: Path, files: Mapping[str, tuple[int, int]]) -> bool:
     return all(_stat(out_dir / rel) == seen for rel, seen in files.items())
 
 
-def link_reads(target: GnTarget, outcome: LinkOutcome, producers: Mapping[str, Producer],
-               project: GnProject, minimized: bool) -> tuple[set[str], set[str]]:
+InputReads = tuple[frozenset[str], frozenset[str]]  # (GN files read, paths no GN edge produces)
+
+
+def _input_reads(path: str, producers: Mapping[str, Producer], minimized: bool) -> InputReads:
+    """What classifying link input PATH reads: the edge producing it and, for an archive, its members' edges."""
+    files: set[str] = set()
+    unproduced: set[str] = set()
+
+    def read(p: str) -> Producer | None:
+        found = producers.get(p)
+        if found is None:
+            unproduced.add(p)
+        else:
+            files.add(found.file)
+        return found
+
+    producer = read(path)
+    archive = producer is not None and GnTool.of_rule(producer.edge.rule) is GnTool.ALINK
+    for o in producer.edge.inputs if producer is not None and archive else (path,):
+        if (o is path or read(o) is not None) and minimized and o.endswith(".o"):
+            read(minimized_path(o))
+    return frozenset(files), frozenset(unproduced)
+
+
+def link_reads(target: GnTarget, outcome: LinkOutcome, producers: Mapping[str, Producer], project: GnProject,
+               minimized: bool, memo: dict[str, InputReads]) -> tuple[set[str], set[str]]:
     """The GN ninja files TARGET's planning read, and its link inputs no GN edge produces. Not-ThinLTO and
     excluded links read only their own link edge; the others also the edges producing their inputs (for an
-    archive, its members) and, with minimized bitcode, the thin-link objects."""
+    archive, its members) and, with minimized bitcode, the thin-link objects. MEMO keeps each input's reads
+    for the other links that name it."""
     files = {project.target_ninja(target)}
     unproduced: set[str] = set()
     own = producers.get(target.outputs[0])
@@ -133,22 +158,12 @@ def link_reads(target: GnTarget, outcome: LinkOutcome, producers: Mapping[str, P
     files.add(own.file)
     if outcome.status in (LinkStatus.NOT_THINLTO, LinkStatus.EXCLUDED):
         return files, unproduced
-
-    def read(path: str) -> Producer | None:
-        p = producers.get(path)
-        if p is None:
-            unproduced.add(path)
-        else:
-            files.add(p.file)
-        return p
-
     for path in own.edge.inputs:
-        p = read(path)
-        objects = p.edge.inputs if p is not None and GnTool.of_rule(p.edge.rule) is GnTool.ALINK else (path,)
-        for o in objects:
-            if o is path or read(o) is not None:
-                if minimized and o.endswith(".o"):
-                    read(minimized_path(o))
+        hit = memo.get(path)
+        if hit is None:
+            hit = memo[path] = _input_reads(path, producers, minimized)
+        files |= hit[0]
+        unproduced |= hit[1]
     return files, unproduced
 
 
@@ -177,6 +192,7 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
     settings = GraphPlan(targets=(), refusals=(), python=python, remote=remote)
     state = HookState(build, digests)
     interned: dict[str, Backend] = {}
+    input_reads: dict[str, InputReads] = {}
     outcomes: list[LinkOutcome] = []
     planned = written = 0
     shared_changed = set(old.links) != {t.label for t in link_targets(graph.project)}
@@ -201,7 +217,8 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
             for rel, text in rendered.items():
                 written += write_if_changed(out_dir / rel, text)
                 files[rel] = _stat(out_dir / rel) or (-1, -1)
-        reads, unproduced = link_reads(target, outcome, producers, graph.project, config.minimized_bitcode)
+        reads, unproduced = link_reads(target, outcome, producers, graph.project, config.minimized_bitcode,
+                                       input_reads)
         shared = tuple(interned.setdefault(b.native, b) for b in outcome.shared)
         kept = replace(outcome, plan=None, shared=shared)
         state.links[target.label] = LinkRecord(key, {f: digests.get(f, "") for f in sorted(reads)},

@@ -194,9 +194,11 @@ def evaluate_rule_binding(rule: Rule, key: str, edge: Edge, file_vars: Mapping[s
         "out": " ".join(edge.outputs),
     }
     raw = rule.bindings.get(key, "")
-    edge_scope = dict(edge.bindings.items())
-    # Rule bindings may refer to other rule bindings (e.g. $rspfile inside command).
-    rule_scope = {k: evaluate(v, edge_scope, special, file_vars) for k, v in rule.bindings.items() if k != key}
+    edge_scope = edge.bindings
+    # Rule bindings may refer to other rule bindings (e.g. $rspfile inside command): those RAW names, evaluated.
+    named = {m.group(1).strip("{}") for m in _VAR_RE.finditer(raw)}
+    rule_scope = {k: evaluate(v, edge_scope, special, file_vars) for k, v in rule.bindings.items()
+                  if k != key and k in named}
     return evaluate(raw, edge_scope, special, rule_scope, file_vars)
 
 

@@ -4,11 +4,10 @@ ThinLTO bitcode, native object, archive (with members) or other. Pure functions 
 from __future__ import annotations
 
 import fnmatch
-import functools
 import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gn_thinlto.gn.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
 from gn_thinlto.gn.project import GnProject, GnTarget, GnTool
@@ -67,29 +66,26 @@ class LinkInput:
     path: str
     kind: InputKind
     members: tuple[tuple[str, InputKind], ...] = ()  # set for archives GN builds: their objects, in order
+    # Derived once per input (the classifier shares one LinkInput among all links naming the path): a link
+    # of 30,000 objects is mostly concatenations of these.
+    objects: tuple[str, ...] = field(init=False, compare=False, repr=False)  # the archive's members, or the path
+    bitcode: tuple[str, ...] = field(init=False, compare=False, repr=False)  # the ThinLTO bitcode among objects
+    other_members: tuple[str, ...] = field(init=False, compare=False, repr=False)  # an archive's non-bitcode
+
+    def __post_init__(self) -> None:
+        if self.members:
+            objects = tuple(m for m, _ in self.members)
+            bitcode = tuple(m for m, k in self.members if k is InputKind.BITCODE)
+        else:
+            objects = (self.path,)
+            bitcode = objects if self.kind is InputKind.BITCODE else ()
+        object.__setattr__(self, "objects", objects)
+        object.__setattr__(self, "bitcode", bitcode)
+        object.__setattr__(self, "other_members", tuple(m for m, k in self.members if k is not InputKind.BITCODE))
 
     @property
     def is_archive(self) -> bool:
         return bool(self.members)
-
-    # Derived once per input (the classifier shares one LinkInput among all links naming the path): a link
-    # of 30,000 objects is mostly concatenations of these.
-    @functools.cached_property
-    def objects(self) -> tuple[str, ...]:
-        """The archive's members, or the input itself."""
-        return tuple(m for m, _ in self.members) if self.members else (self.path,)
-
-    @functools.cached_property
-    def bitcode(self) -> tuple[str, ...]:
-        """The ThinLTO bitcode among `objects`."""
-        if not self.members:
-            return (self.path,) if self.kind is InputKind.BITCODE else ()
-        return tuple(m for m, k in self.members if k is InputKind.BITCODE)
-
-    @functools.cached_property
-    def other_members(self) -> tuple[str, ...]:
-        """The archive's members that are not bitcode (none for other inputs)."""
-        return tuple(m for m, k in self.members if k is not InputKind.BITCODE)
 
 
 def producers_of(graph: GnGraph) -> dict[str, Producer]:
@@ -225,7 +221,42 @@ def command_argv(producer: Producer, graph: GnGraph, rules: Mapping[str, Rule], 
         raise Refused(f"cannot split the {producer.edge.rule} command of {producer.edge.outputs[0]}: {e}") from e
 
 
-def object_kind(path: str, producers: Mapping[str, Producer], graph: GnGraph, rules: Mapping[str, Rule]) -> InputKind:
+_SPECIAL = frozenset({"in", "in_newline", "out"})
+
+
+def _command_names(rule: Rule) -> tuple[str, ...]:
+    """Every variable RULE's command refers to, through its other bindings (e.g. $depfile -> $out), sorted."""
+    names: set[str] = set()
+    todo = ["command"]
+    while todo:
+        for m in _VAR_NAME.finditer(rule.bindings.get(todo.pop(), "")):
+            name = m.group(1) or m.group(2)
+            if name not in names:
+                names.add(name)
+                if name in rule.bindings and name != "command":
+                    todo.append(name)
+    return tuple(sorted(names))
+
+
+_VAR_NAME = re.compile(r"\$(?:\{([a-zA-Z0-9_.-]+)\}|([a-zA-Z0-9_-]+))")
+
+
+def compile_mode_key(producer: Producer, rule: Rule) -> tuple[object, ...] | None:
+    """What PRODUCER's evaluated command depends on apart from its $in/$out paths: its file (whose variables
+    every edge of the file shares), its rule, and the edge's own bindings the command refers to. Compiles of
+    one target share it, so one evaluation and split serves all their objects. None when an input or output
+    path looks like an option (then that path could change the command's options)."""
+    edge = producer.edge
+    if any(p.startswith("-") for p in (*edge.inputs, *edge.outputs)):
+        return None
+    names = _command_names(rule)
+    return (producer.file, edge.rule, tuple((n, edge.bindings.get(n)) for n in names if n not in _SPECIAL))
+
+
+def object_kind(path: str, producers: Mapping[str, Producer], graph: GnGraph, rules: Mapping[str, Rule],
+                modes: dict[tuple[object, ...], LtoMode] | None = None) -> InputKind:
+    """PATH's kind as a link input, from the command of the edge producing it. MODES, when given, keeps the LTO
+    mode of each compile_mode_key for the next object compiled alike."""
     producer = producers.get(path)
     if producer is None:
         if path.endswith((".o", ".obj")):
@@ -233,7 +264,13 @@ def object_kind(path: str, producers: Mapping[str, Producer], graph: GnGraph, ru
         return InputKind.OTHER
     if GnTool.of_rule(producer.edge.rule) is not None:  # an archive or a linked binary
         return InputKind.OTHER
-    mode = linkline.lto_mode(command_argv(producer, graph, rules))
+    rule = rules.get(producer.edge.rule)
+    key = compile_mode_key(producer, rule) if modes is not None and rule is not None else None
+    mode = modes.get(key) if modes is not None and key is not None else None
+    if mode is None:
+        mode = linkline.lto_mode(command_argv(producer, graph, rules))
+        if modes is not None and key is not None:
+            modes[key] = mode
     if mode is LtoMode.FULL:
         raise Refused(f"{path} is compiled with full LTO; only ThinLTO objects can be split")
     return InputKind.BITCODE if mode is LtoMode.THIN else InputKind.NATIVE
@@ -247,12 +284,13 @@ class InputClassifier:
         self._graph, self._producers, self._rules = graph, producers, rules
         self._kinds: dict[str, InputKind | str] = {}  # a str is the reason object_kind refused the path
         self._inputs: dict[str, LinkInput] = {}
+        self._modes: dict[tuple[object, ...], LtoMode] = {}
 
     def object_kind(self, path: str) -> InputKind:
         kind = self._kinds.get(path)
         if kind is None:
             try:
-                kind = object_kind(path, self._producers, self._graph, self._rules)
+                kind = object_kind(path, self._producers, self._graph, self._rules, self._modes)
             except Refused as e:
                 kind = e.reason
             self._kinds[path] = kind

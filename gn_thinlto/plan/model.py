@@ -97,6 +97,11 @@ class Backend:
     command: BackendCommand  # shared by every backend of the link
     dwo: str = ""  # the split DWARF file the backend writes beside NATIVE (-gsplit-dwarf on the link line)
 
+    def __reduce__(self) -> tuple[type[Backend], tuple[str, str, str, BackendCommand, str]]:
+        # The hook's state pickles the null-index backends of every test (~40,000 for a Chromium-sized build):
+        # a constructor call each, not dataclasses' slot-by-slot state.
+        return (Backend, (self.bitcode, self.index, self.native, self.command, self.dwo))
+
     @property
     def object_args(self) -> tuple[str, ...]:
         """This backend's part of argv: bitcode, index and output."""
