@@ -206,7 +206,7 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
             continue
         for name in rec.reads if rec is not None else ():
             prefetch(name)
-        outcome = plan_link(target, graph, config, producers, rules, classifier)
+        outcome = plan_link(target, graph, config, producers, rules, classifier, interned)
         planned += 1
         files: dict[str, tuple[int, int]] = {}
         if outcome.plan is not None:
@@ -219,8 +219,8 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
                 files[rel] = _stat(out_dir / rel) or (-1, -1)
         reads, unproduced = link_reads(target, outcome, producers, graph.project, config.minimized_bitcode,
                                        input_reads)
-        shared = tuple(interned.setdefault(b.native, b) for b in outcome.shared)
-        kept = replace(outcome, plan=None, shared=shared)
+        shared = outcome.shared  # the objects of `interned`: pickled once each
+        kept = replace(outcome, plan=None)
         state.links[target.label] = LinkRecord(key, {f: digests.get(f, "") for f in sorted(reads)},
                                                frozenset(unproduced), kept, files)
         outcomes.append(kept)

@@ -95,6 +95,9 @@ def _split_paths(text: str) -> list[str]:
 
 
 def _find_unescaped(text: str, token: str) -> int:
+    first = text.find(token)
+    if first < 0 or "$" not in text[:first]:  # nothing escaped before it (GN's usual paths)
+        return first
     i = 0
     while i < len(text):
         if text[i] == "$":

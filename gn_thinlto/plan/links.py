@@ -196,17 +196,39 @@ _SHELL_QUOTING = re.compile(r"[\\'\"]")
 _SHELL_SPACE = re.compile(r"[ \t\r\n]+")
 
 
-_DOUBLE_QUOTED_WORD = re.compile(r'(?:[^ \t\r\n"]+|"[^"]*")+')
+# A word of a shell command without single quotes: escaped characters, double-quoted strings, other characters.
+_WORD = re.compile(r'(?:\\.|"(?:[^"\\]|\\.)*"|[^ \t\r\n"\\])+', re.DOTALL)
+_WORD_PART = re.compile(r'\\(.)|"((?:[^"\\]|\\.)*)"|([^"\\]+)', re.DOTALL)
+_QUOTED_ESCAPE = re.compile(r'\\(["\\])')  # inside double quotes shlex unescapes only " and \
+
+
+# The whole text as such words (possessive: no backtracking, so a long command with an unbalanced quote fails
+# in linear time and goes to shlex, which reports it).
+_WORDS = re.compile(r'[ \t\r\n]*+(?:(?:\\.|"(?:[^"\\]|\\.)*+"|[^ \t\r\n"\\])++[ \t\r\n]*+)*+\Z', re.DOTALL)
+
+
+def _unquote(word: str) -> str:
+    if '"' not in word and "\\" not in word:
+        return word
+    out = []
+    for escaped, quoted, plain in _WORD_PART.findall(word):
+        if escaped:
+            out.append(escaped)
+        elif plain:
+            out.append(plain)
+        else:  # a double-quoted string (maybe empty)
+            out.append(_QUOTED_ESCAPE.sub(r"\1", quoted))
+    return "".join(out)
 
 
 def shell_split(text: str) -> list[str]:
-    """shlex.split(TEXT). GN's commands rarely quote, and then splitting on shlex's whitespace is the same;
-    with double quotes but no backslash or single quote (GN's toolchains quote paths: "$cxx"), a word is its
-    characters with the quotes removed, as in shlex (which expands nothing inside them)."""
+    """shlex.split(TEXT). GN's commands rarely quote, and then splitting on shlex's whitespace is the same; with
+    double quotes and backslashes but no single quote (GN's toolchains write "$cxx" and \\$ORIGIN), a regular
+    expression splits the words and undoes their quoting as shlex does; anything else goes to shlex."""
     if not _SHELL_QUOTING.search(text):
         return [t for t in _SHELL_SPACE.split(text) if t]
-    if "\\" not in text and "'" not in text and text.count('"') % 2 == 0:
-        return [w.replace('"', "") for w in _DOUBLE_QUOTED_WORD.findall(text)]  # balanced: every char is matched
+    if "'" not in text and _WORDS.match(text):
+        return [_unquote(w) for w in _WORD.findall(text)]
     return shlex.split(text)
 
 
@@ -241,6 +263,17 @@ def _command_names(rule: Rule) -> tuple[str, ...]:
 _VAR_NAME = re.compile(r"\$(?:\{([a-zA-Z0-9_.-]+)\}|([a-zA-Z0-9_-]+))")
 
 
+_NAMES_OF: dict[int, tuple[Rule, tuple[str, ...]]] = {}  # id(rule) -> (rule, its command's names)
+
+
+def _command_names_of(rule: Rule) -> tuple[str, ...]:
+    """_command_names, once per Rule object (a rule is unhashable: its bindings are a mapping)."""
+    hit = _NAMES_OF.get(id(rule))
+    if hit is None or hit[0] is not rule:
+        hit = _NAMES_OF[id(rule)] = (rule, _command_names(rule))
+    return hit[1]
+
+
 def compile_mode_key(producer: Producer, rule: Rule) -> tuple[object, ...] | None:
     """What PRODUCER's evaluated command depends on apart from its $in/$out paths: its file (whose variables
     every edge of the file shares), its rule, and the edge's own bindings the command refers to. Compiles of
@@ -249,7 +282,7 @@ def compile_mode_key(producer: Producer, rule: Rule) -> tuple[object, ...] | Non
     edge = producer.edge
     if any(p.startswith("-") for p in (*edge.inputs, *edge.outputs)):
         return None
-    names = _command_names(rule)
+    names = _command_names_of(rule)
     return (producer.file, edge.rule, tuple((n, edge.bindings.get(n)) for n in names if n not in _SPECIAL))
 
 

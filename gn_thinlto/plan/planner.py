@@ -161,13 +161,23 @@ def _analysis(argv: tuple[str, ...]) -> linkline.LinkAnalysis:
     return linkline.analyze(argv)
 
 
-def _backends(f: _LinkFacts, native_of: Mapping[str, str]) -> tuple[Backend, ...]:
+def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Backend]) -> tuple[Backend, ...]:
+    """F's backends; a null-index backend is taken from SHARED when another link made it (same native: same
+    flags, same bitcode), else made and added there."""
     command = _backend_command(f.compiler, f.flags)
-    if f.analysis.split_dwarf:
-        return tuple(Backend(b, "" if f.null_index else f"{f.tdir}/index/{b}.thinlto.bc", native_of[b], command,
-                             split_dwarf_file(command.flags, native_of[b])) for b in f.bitcode)
     if f.null_index:
-        return tuple(Backend(b, "", native_of[b], command) for b in f.bitcode)
+        made = []
+        for b in f.bitcode:
+            native = native_of[b]
+            backend = shared.get(native)
+            if backend is None:
+                dwo = split_dwarf_file(command.flags, native) if f.analysis.split_dwarf else ""
+                backend = shared[native] = Backend(b, "", native, command, dwo)
+            made.append(backend)
+        return tuple(made)
+    if f.analysis.split_dwarf:
+        return tuple(Backend(b, f"{f.tdir}/index/{b}.thinlto.bc", native_of[b], command,
+                             split_dwarf_file(command.flags, native_of[b])) for b in f.bitcode)
     index = f"{f.tdir}/index/"
     return tuple(Backend(b, f"{index}{b}.thinlto.bc", native_of[b], command) for b in f.bitcode)
 
@@ -180,12 +190,14 @@ def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
 
 def plan_target(
     target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer], rules: Mapping[str, Rule],
-    classifier: InputClassifier | None = None,
+    classifier: InputClassifier | None = None, shared: dict[str, Backend] | None = None,
 ) -> tuple[TargetPlan, tuple[Backend, ...]]:
     """Plan one link target; raises Refused when it must stay GN's in-process link. Returns shared backends too.
 
-    CLASSIFIER, shared by the links of one plan, classifies each input once (default: a new one)."""
+    CLASSIFIER, shared by the links of one plan, classifies each input once (default: a new one); SHARED, the
+    null-index backends made so far (by native), gives the links of a plan one Backend per shared job."""
     classifier = classifier or InputClassifier(graph, producers, rules)
+    shared = {} if shared is None else shared
     f = _analyze(target, graph, config, producers, rules, classifier)
     link, output = f.link, target.outputs[0]
     native_root = _shared_dir(f.flags, f.compiler) if f.null_index else f"{f.tdir}/native"
@@ -196,7 +208,7 @@ def plan_target(
     non_bitcode = [i.path for i in f.inputs if i.kind is not InputKind.BITCODE and not i.is_archive]
     non_bitcode += itertools.chain.from_iterable(i.other_members for i in f.inputs)
     description = f"LINK {output} (ThinLTO final link)"
-    backends = _backends(f, native_of)
+    backends = _backends(f, native_of, shared)
 
     def target_plan(thin_link: ThinLink | None, backends: tuple[Backend, ...], final_link: FinalLink) -> TargetPlan:
         return TargetPlan(label=target.label, output=output, directory=f.tdir, ninja_file=f"{f.tdir}/build.ninja",
@@ -335,15 +347,15 @@ def backend_cache_policy(config: Config, targets: Sequence[TargetSummary]) -> st
 
 
 def plan_link(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
-              rules: Mapping[str, Rule], classifier: InputClassifier) -> LinkOutcome:
+              rules: Mapping[str, Rule], classifier: InputClassifier, shared: dict[str, Backend]) -> LinkOutcome:
     """What becomes of one link target: not ThinLTO, excluded by the config, refused (GN keeps its link) or
-    planned."""
+    planned (CLASSIFIER and SHARED as for plan_target)."""
     if not mentions_thin_lto(target, graph, producers, rules):
         return LinkOutcome(target.label, LinkStatus.NOT_THINLTO)
     if not config.selects(target.label_no_toolchain):
         return LinkOutcome(target.label, LinkStatus.EXCLUDED)
     try:
-        plan, backends = plan_target(target, graph, config, producers, rules, classifier)
+        plan, backends = plan_target(target, graph, config, producers, rules, classifier, shared)
     except Refused as e:
         return LinkOutcome(target.label, LinkStatus.REFUSED, refusal=Refusal(target.label, target.outputs[0], e.reason))
     return LinkOutcome(target.label, LinkStatus.PLANNED, TargetSummary.of(plan), plan, backends)
@@ -354,7 +366,8 @@ def plan_graph(graph: GnGraph, config: Config, python: str) -> GraphPlan:
     producers = producers_of(graph)
     rules = rules_of(graph)
     classifier = InputClassifier(graph, producers, rules)
-    outcomes = [plan_link(t, graph, config, producers, rules, classifier) for t in link_targets(graph.project)]
+    shared: dict[str, Backend] = {}
+    outcomes = [plan_link(t, graph, config, producers, rules, classifier, shared) for t in link_targets(graph.project)]
     return assemble(outcomes, config, python)
 
 

@@ -15,8 +15,14 @@ from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
 TEMPLATE_PACKAGE = "gn_thinlto.templates"
 
 
+_SHELL_SAFE = re.compile(r"[\w@%+=:,./-]*\Z", re.ASCII)  # what shlex.quote leaves alone (when not empty)
+
+
 def shell_join(args: list[str] | tuple[str, ...]) -> str:
-    """Quote an argument vector for /bin/sh, the way ninja runs commands."""
+    """Quote an argument vector for /bin/sh, the way ninja runs commands (one check for the common case of
+    nothing to quote: a null-index test's final link names ~1,000 objects)."""
+    if all(args) and _SHELL_SAFE.match("".join(args)):
+        return " ".join(args)
     return " ".join(map(shlex.quote, args))
 
 
