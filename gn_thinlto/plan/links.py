@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from gn_thinlto.gn.ninja_text import Edge, NinjaFile, Rule, evaluate_rule_binding
 from gn_thinlto.gn.project import GnProject, GnTarget, GnTool
@@ -16,6 +17,7 @@ from gn_thinlto.plan.config import LinkWrapper
 from gn_thinlto.plan.linkline import LtoMode, Refused
 from gn_thinlto.plan.model import InputKind
 
+_V = TypeVar("_V")
 _IN_SENTINEL = "\x00gn-thinlto-inputs\x00"
 
 
@@ -143,53 +145,33 @@ class _LazyIndex:
         return False
 
 
-class LazyProducers(Mapping[str, Producer]):
-    """producers_of(GRAPH) as a mapping that parses GN's ninja files only as far as its lookups need."""
+class LazyView(Mapping[str, _V]):
+    """One table of a _LazyIndex (its producers or its rules) as a mapping: a miss indexes more files."""
 
-    def __init__(self, index: _LazyIndex) -> None:
-        self._index = index
+    def __init__(self, index: _LazyIndex, table: dict[str, _V]) -> None:
+        self._index, self._table = index, table
 
-    def __getitem__(self, path: str) -> Producer:
-        while path not in self._index.producers:
+    def __getitem__(self, key: str) -> _V:
+        while key not in self._table:
             if not self._index.load_next():
-                raise KeyError(path)
-        return self._index.producers[path]
+                raise KeyError(key)
+        return self._table[key]
 
     def __iter__(self) -> Iterator[str]:
         while self._index.load_next():
             pass
-        return iter(self._index.producers)
+        return iter(self._table)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
 
-class LazyRules(Mapping[str, Rule]):
-    """rules_of(GRAPH), filled like LazyProducers (GN defines a rule once, in a toolchain or action's file)."""
-
-    def __init__(self, index: _LazyIndex) -> None:
-        self._index = index
-
-    def __getitem__(self, name: str) -> Rule:
-        while name not in self._index.rules:
-            if not self._index.load_next():
-                raise KeyError(name)
-        return self._index.rules[name]
-
-    def __iter__(self) -> Iterator[str]:
-        while self._index.load_next():
-            pass
-        return iter(self._index.rules)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-def lazy_index(graph: GnGraph, first: Sequence[str] = ()) -> tuple[LazyProducers, LazyRules, Callable[[str], None]]:
+def lazy_index(graph: GnGraph, first: Sequence[str] = ()
+               ) -> tuple[LazyView[Producer], LazyView[Rule], Callable[[str], None]]:
     """Lazy producers_of and rules_of over GRAPH, looking in FIRST first; also a function that indexes one
     more file early (the files a link read last time, before it is planned again)."""
     index = _LazyIndex(graph, first)
-    return LazyProducers(index), LazyRules(index), index.load
+    return LazyView(index, index.producers), LazyView(index, index.rules), index.load
 
 
 _SHELL_QUOTING = re.compile(r"[\\'\"]")
