@@ -11,7 +11,7 @@ file now produces, and whose written files are as the hook left them, is kept as
 rendered nor written. Every other link is planned and rendered as a full run would, its files written only when
 their content changed. The build-wide files (rules, target list, shared backends, GN's edited files) are made
 from the outcomes of all links, kept or new, by the same functions as a full run: the files are the same bytes
-(tests/unit/test_regen.py checks a sequence of edits against full runs).
+(tests/integration/test_regen_equivalence.py checks a sequence of edits against full runs).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gn_thinlto.plan.links import GnGraph, InputClassifier, Producer, lazy_index
 from gn_thinlto.plan.model import Backend, GraphPlan, LinkOutcome, LinkStatus, RemoteBackends
 from gn_thinlto.plan.planner import assemble, link_targets, minimized_path, plan_link
 from gn_thinlto.render import records_json
-from gn_thinlto.render.ninja import SHARED_FILE, SHARED_NAIVE_RSP, STEP_DIR, build_files, shared_files, target_files
+from gn_thinlto.render.ninja import STEP_DIR, build_files, shared_files, target_files
 from gn_thinlto.render.templating import TEMPLATE_PACKAGE
 from gn_thinlto.steps.fsutil import write_if_changed
 
@@ -69,12 +69,13 @@ def text_digest(text: str) -> str:
 
 
 def _code_digest() -> str:
-    """This package's planning and rendering code and templates: a changed gn-thinlto plans everything again."""
+    """This package's planning and rendering code (with the build steps' path formulas it uses) and templates:
+    a changed gn-thinlto plans everything again."""
     root = Path(gn_thinlto.__file__).parent
     templates = Path(str(resources.files(TEMPLATE_PACKAGE)))
     h = hashlib.sha1(usedforsecurity=False)
     for path in sorted([*root.glob("*.py"), *root.glob("plan/*.py"), *root.glob("render/*.py"),
-                        *root.glob("gn/*.py"), *templates.glob("*.j2")]):
+                        *root.glob("gn/*.py"), *root.glob("steps/*.py"), *templates.glob("*.j2")]):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
@@ -195,8 +196,9 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
     input_reads: dict[str, InputReads] = {}
     outcomes: list[LinkOutcome] = []
     planned = written = 0
-    shared_changed = set(old.links) != {t.label for t in link_targets(graph.project)}
-    for target in link_targets(graph.project):
+    targets = link_targets(graph.project)
+    shared_changed = set(old.links) != {t.label for t in targets}
+    for target in targets:
         key = _link_key(build, target)
         rec = old.links.get(target.label)
         if (rec is not None and rec.key == key and all(digests.get(f) == d for f, d in rec.reads.items())
@@ -219,12 +221,11 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
                 files[rel] = _stat(out_dir / rel) or (-1, -1)
         reads, unproduced = link_reads(target, outcome, producers, graph.project, config.minimized_bitcode,
                                        input_reads)
-        shared = outcome.shared  # the objects of `interned`: pickled once each
-        kept = replace(outcome, plan=None)
+        kept = replace(outcome, plan=None)  # its shared backends are the objects of `interned`: pickled once
         state.links[target.label] = LinkRecord(key, {f: digests.get(f, "") for f in sorted(reads)},
                                                frozenset(unproduced), kept, files)
         outcomes.append(kept)
-        shared_changed = shared_changed or bool(shared) or bool(rec is not None and rec.outcome.shared)
+        shared_changed = shared_changed or bool(outcome.shared) or bool(rec is not None and rec.outcome.shared)
     plan = replace(assemble(outcomes, config, python), remote=remote)
     for rel, text in build_files(plan, step_dir=step_dir).items():
         written += write_if_changed(out_dir / rel, text)
@@ -232,10 +233,12 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
         # The shared backends are the union of the null-index links' own: rendered again (40,000 edges for a
         # Chromium-sized set of tests) only when one of those links was planned again, added or removed.
         if shared_changed or not old.shared_files or not _unchanged(out_dir, old.shared_files):
-            for rel, text in shared_files(plan).items():
+            rendered = shared_files(plan)
+            for rel, text in rendered.items():
                 written += write_if_changed(out_dir / rel, text)
-        names = [SHARED_FILE, *([SHARED_NAIVE_RSP] if plan.remote is not None else [])]
-        state.shared_files = {rel: _stat(out_dir / rel) or (-1, -1) for rel in names}
+            state.shared_files = {rel: _stat(out_dir / rel) or (-1, -1) for rel in rendered}
+        else:
+            state.shared_files = old.shared_files
     save_state(out_dir, state)
     return Regeneration(plan, planned, written)
 

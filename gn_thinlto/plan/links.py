@@ -117,12 +117,9 @@ class _LazyIndex:
         self.producers: dict[str, Producer] = {}
         self.rules: dict[str, Rule] = {}
         self._loaded: set[str] = set()
-        rest = sorted(n for n in graph.ninja if n not in set(first))
-        self._pending = rest[::-1] + [n for n in dict.fromkeys(first) if n in graph.ninja][::-1]  # popped from the end
-
-    @property
-    def complete(self) -> bool:
-        return not self._pending
+        early = [n for n in dict.fromkeys(first) if n in graph.ninja]
+        rest = sorted(set(graph.ninja).difference(early))
+        self._pending = rest[::-1] + early[::-1]  # popped from the end
 
     def load(self, name: str) -> None:
         if name in self._loaded or name not in self._graph.ninja:
