@@ -32,7 +32,7 @@ from gn_thinlto.plan.model import (
 )
 from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
 from gn_thinlto.steps.split_dwarf import split_dwarf_file
-from gn_thinlto.steps.thinlink_paths import index_paths
+from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths
 
 __all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 
@@ -117,6 +117,16 @@ def _backend_command(compiler: str, flags: Sequence[str]) -> BackendCommand:
     return BackendCommand((compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
 
 
+def _index_dir(tdir: str) -> str:
+    """Where a thin-linked target keeps its index and imports files (the backends read them from there)."""
+    return f"{tdir}/index"
+
+
+def _native_dir(tdir: str) -> str:
+    """Where a thin-linked target's backends write their natives: NATIVE_DIR/BITCODE."""
+    return f"{tdir}/native"
+
+
 def _shared_dir(flags: Sequence[str], compiler: str) -> str:
     digest = hashlib.sha256("\0".join((compiler, *flags)).encode()).hexdigest()[:12]
     return f"gn-thinlto/shared/{digest}"
@@ -176,10 +186,10 @@ def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Bac
             made.append(backend)
         return tuple(made)
     if f.analysis.split_dwarf:
-        return tuple(Backend(b, f"{f.tdir}/index/{b}.thinlto.bc", native_of[b], command,
+        return tuple(Backend(b, f"{_index_dir(f.tdir)}/{b}{INDEX_SUFFIX}", native_of[b], command,
                              split_dwarf_file(command.flags, native_of[b])) for b in f.bitcode)
-    index = f"{f.tdir}/index/"
-    return tuple(Backend(b, f"{index}{b}.thinlto.bc", native_of[b], command) for b in f.bitcode)
+    index = f"{_index_dir(f.tdir)}/"  # index_paths' kept index, without a call per object
+    return tuple(Backend(b, f"{index}{b}{INDEX_SUFFIX}", native_of[b], command) for b in f.bitcode)
 
 
 def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
@@ -200,7 +210,7 @@ def plan_target(
     shared = {} if shared is None else shared
     f = _analyze(target, graph, config, producers, rules, classifier)
     link, output = f.link, target.outputs[0]
-    native_root = _shared_dir(f.flags, f.compiler) if f.null_index else f"{f.tdir}/native"
+    native_root = _shared_dir(f.flags, f.compiler) if f.null_index else _native_dir(f.tdir)
     native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
     final_items, final_lazy = _final_items(f.inputs, native_of, link.whole_archive, f.null_index)
     final_rsp = f"{f.tdir}/final.rsp"
@@ -279,7 +289,7 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
     # when there is none, and the step then leaves it out of the final link.
     split = (f"{stage}/lto.split.o", f"{tdir}/lto.split.o")
     argv.append(f"-Wl,--lto-obj-path={split[0]}")
-    index_dir = f"{tdir}/index"
+    index_dir = _index_dir(tdir)
     objects = list(itertools.chain.from_iterable(i.objects for i in inputs))
     if minimized:
         objects = [minimized.get(p, p) for p in objects]
@@ -293,7 +303,7 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
         eager_inputs=tuple(itertools.chain.from_iterable(_eager(i, link.whole_archive) for i in inputs)),
         lazy_natives=() if link.whole_archive else tuple(itertools.chain.from_iterable(
             i.other_members for i in inputs)),
-        native_dir=f"{tdir}/native",  # native_of[b] for every b (plan_target puts them there)
+        native_dir=_native_dir(tdir),  # native_of[b] for every b (plan_target puts them there)
         dyndep=dyndep, minimized=tuple(sorted((v, k) for k, v in minimized.items())),
         inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",
     )

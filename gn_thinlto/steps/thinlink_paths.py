@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+INDEX_SUFFIX = ".thinlto.bc"  # lld's name for bitcode X's index file: X.thinlto.bc (and X.imports)
+IMPORTS_SUFFIX = ".imports"
+
 
 def index_paths(stage_dir: str, index_dir: str, bitcode: str) -> tuple[str, str, str, str]:
     """BITCODE's index and imports files as lld writes them in STAGE_DIR, and as kept in INDEX_DIR."""
-    return (f"{stage_dir}/{bitcode}.thinlto.bc", f"{stage_dir}/{bitcode}.imports",
-            f"{index_dir}/{bitcode}.thinlto.bc", f"{index_dir}/{bitcode}.imports")
+    return (f"{stage_dir}/{bitcode}{INDEX_SUFFIX}", f"{stage_dir}/{bitcode}{IMPORTS_SUFFIX}",
+            f"{index_dir}/{bitcode}{INDEX_SUFFIX}", f"{index_dir}/{bitcode}{IMPORTS_SUFFIX}")
 
 
 def manifest_index_files(m: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
