@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 START_TIMEOUT_S = 15.0
+PING_TIMEOUT_S = 5.0  # a proxy that cannot answer a ping this fast is as good as hung: start another
 
 
 class ProxyError(GomaExtError):
@@ -89,6 +90,16 @@ def _connect(path: Path) -> socket.socket:
     return sock
 
 
+def answers(sock_path: Path) -> bool:
+    """Whether a proxy answers a ping on sock_path. A bare connect is not enough: a proxy being killed still
+    accepts connections until the kernel closes its listening socket, then resets them."""
+    try:
+        ask(sock_path, {"op": "ping"}, timeout_s=PING_TIMEOUT_S)
+    except OSError:
+        return False
+    return True
+
+
 def start(target: ProxyTarget) -> None:
     """Start the proxy unless one answers; serialized by a lock so concurrent clients start one."""
     import fcntl
@@ -99,12 +110,9 @@ def start(target: ProxyTarget) -> None:
     wire.check_socket_path(str(files["sock"]))
     with open(files["lock"], "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            _connect(files["sock"]).close()
+        if answers(files["sock"]):
             return  # another client started it while we waited for the lock
-        except OSError:
-            pass
-        files["sock"].unlink(missing_ok=True)  # stale: nothing listens on it
+        files["sock"].unlink(missing_ok=True)  # stale or dying: nothing answers on it
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -124,6 +132,21 @@ def start(target: ProxyTarget) -> None:
         raise ProxyUnavailable(f"proxy did not listen within {START_TIMEOUT_S:.0f} s (log: {files['log']})")
 
 
+def _open(target: ProxyTarget, replace: bool) -> socket.socket:
+    """A connection to the proxy, started first if none listens. After a failed attempt (replace), the proxy
+    must answer a ping first: the one that dropped us may still accept connections while it dies."""
+    if not replace:
+        try:
+            return _connect(target.files["sock"])
+        except OSError:
+            pass
+    try:
+        start(target)
+        return _connect(target.files["sock"])
+    except OSError as e:
+        raise ProxyUnavailable(f"cannot start a proxy in {target.directory}: {e}") from e
+
+
 def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
     """Send one request to the proxy (starting or replacing it as needed) and return its final frame.
 
@@ -132,14 +155,7 @@ def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
         raise ProxyError(f"proxy {target.files['sock']} stopped answering less than {wire.HUNG_HOLD_S:.0f} s ago")
     last = ""
     for _attempt in range(2):
-        try:
-            sock = _connect(target.files["sock"])
-        except OSError:
-            try:
-                start(target)
-                sock = _connect(target.files["sock"])
-            except OSError as e:
-                raise ProxyUnavailable(f"cannot start a proxy in {target.directory}: {e}") from e
+        sock = _open(target, replace=bool(last))
         try:
             with sock:
                 frame = wire.exchange(sock, message, target.silence_s)
@@ -151,8 +167,7 @@ def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
             continue  # killed or crashed: the next attempt starts a new one
         if frame.get("type") == wire.MISMATCH:
             last = f"proxy speaks {frame.get('version')}, not {message.get('version')}"
-            time.sleep(0.05)  # it is unlinking its socket and draining; the next attempt starts ours
-            continue
+            continue  # it unlinked its socket before answering and is draining: the next attempt starts ours
         return frame
     raise ProxyError(last)
 
