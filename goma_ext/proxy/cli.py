@@ -138,11 +138,9 @@ def serve(args: argparse.Namespace) -> int:
     try:
         wire.make_state_dir(str(target.directory))
         wire.check_socket_path(str(sock))
-        try:
-            proxy_client.ask(sock, {"op": "ping"}, timeout_s=2)
+        if proxy_client.answers(sock, timeout_s=2):
             raise GomaExtError(f"proxy: one already listens on {sock}")
-        except OSError:
-            sock.unlink(missing_ok=True)
+        sock.unlink(missing_ok=True)
         proxy = Proxy(cfg, target.key, sock, idle, active)
         target.files["pid"].write_text(f"{os.getpid()}\n")
     except OSError as e:

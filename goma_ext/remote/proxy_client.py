@@ -90,11 +90,11 @@ def _connect(path: Path) -> socket.socket:
     return sock
 
 
-def answers(sock_path: Path) -> bool:
+def answers(sock_path: Path, timeout_s: float = PING_TIMEOUT_S) -> bool:
     """Whether a proxy answers a ping on sock_path. A bare connect is not enough: a proxy being killed still
     accepts connections until the kernel closes its listening socket, then resets them."""
     try:
-        ask(sock_path, {"op": "ping"}, timeout_s=PING_TIMEOUT_S)
+        ask(sock_path, {"op": "ping"}, timeout_s)
     except OSError:
         return False
     return True
