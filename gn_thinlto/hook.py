@@ -155,8 +155,13 @@ def links_report(plan: GraphPlan) -> str:
     return "".join(f"{label}\t{status}\t{detail}\n" for label, status, detail in sorted(rows))
 
 
+def link_count(plan: GraphPlan) -> int:
+    """Every link target of the build, whatever became of it."""
+    return len(plan.links) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
+
+
 def summary_line(plan: GraphPlan) -> str:
-    total = len(plan.links) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
+    total = link_count(plan)
     excluded = f", {len(plan.excluded)} excluded by the config" if plan.excluded else ""
     return (f"gn-thinlto: {total} link targets: {len(plan.links)} ThinLTO links in the ninja graph, "
             f"{len(plan.refusals)} left to GN{excluded}, {len(plan.not_thinlto)} not ThinLTO (details: {LINKS_FILE})")
@@ -215,8 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_error(f"gn-thinlto: error: {e}")
         return 2
     print(summary_line(result.plan))
-    plan = result.plan
-    total = len(plan.links) + len(plan.refusals) + len(plan.excluded) + len(plan.not_thinlto)
+    total = link_count(result.plan)
     if result.links_planned < total:
         print(f"gn-thinlto: {total - result.links_planned} of {total} link targets unchanged since the last run, "
               f"{result.links_planned} planned again")

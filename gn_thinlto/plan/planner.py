@@ -185,10 +185,10 @@ def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Bac
                 backend = shared[native] = Backend(b, "", native, command, dwo)
             made.append(backend)
         return tuple(made)
-    if f.analysis.split_dwarf:
-        return tuple(Backend(b, f"{_index_dir(f.tdir)}/{b}{INDEX_SUFFIX}", native_of[b], command,
-                             split_dwarf_file(command.flags, native_of[b])) for b in f.bitcode)
     index = f"{_index_dir(f.tdir)}/"  # index_paths' kept index, without a call per object
+    if f.analysis.split_dwarf:
+        return tuple(Backend(b, f"{index}{b}{INDEX_SUFFIX}", native_of[b], command,
+                             split_dwarf_file(command.flags, native_of[b])) for b in f.bitcode)
     return tuple(Backend(b, f"{index}{b}{INDEX_SUFFIX}", native_of[b], command) for b in f.bitcode)
 
 

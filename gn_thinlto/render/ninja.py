@@ -54,13 +54,10 @@ def backend_edges(group: BackendGroup) -> str:
     backends = group.backends
     plain = not any(b.dwo for b in backends) and _PLAIN.match(
         "".join(p for b in backends for p in (b.bitcode, b.native, b.index)))
-    if plain and all(b.index for b in backends):
-        return "\n".join(f"build {b.native}: gn_thinlto_backend {b.bitcode} | {b.index}\n"
-                         f"  argv = {head_ref}{b.bitcode} -fthinlto-index={b.index} -o {b.native}{flags_ref}\n"
-                         f"  description = BACKEND {b.native}" for b in backends)
-    if plain and not any(b.index for b in backends):
-        return "\n".join(f"build {b.native}: gn_thinlto_backend {b.bitcode}\n"
-                         f"  argv = {head_ref}{b.bitcode} -o {b.native}{flags_ref}\n"
+    if plain:
+        return "\n".join(f"build {b.native}: gn_thinlto_backend {b.bitcode}{f' | {b.index}' if b.index else ''}\n"
+                         f"  argv = {head_ref}{b.bitcode}{f' -fthinlto-index={b.index}' if b.index else ''} "
+                         f"-o {b.native}{flags_ref}\n"
                          f"  description = BACKEND {b.native}" for b in backends)
     out = []
     for b in backends:
