@@ -25,10 +25,10 @@ from bench.fsio import remove
 from bench.measure import progress, ratio, run
 from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
-from gn_thinlto.steps.cache_policy import CachePolicy
-from gn_thinlto.steps.cache_prune import prune
-from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs
-from gn_thinlto.steps.fsutil import read_bytes, write_if_changed
+from thinlto_cache.fsutil import read_bytes, write_if_changed
+from thinlto_cache.policy import CachePolicy
+from thinlto_cache.prune import prune
+from thinlto_cache.store import CacheStore, fetch_outputs
 
 BACKEND_LOG = "gn-thinlto/backend.log"
 

@@ -57,7 +57,7 @@ from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from gn_thinlto.cli import trace
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.steps.backend_cache import CacheEvent
+from gn_thinlto.steps.backend_log import CacheEvent
 
 PROXY_RESULTS = "proxy"  # RESULTS/proxy.json, the proxy benchmark's
 PLOT = REPO / "docs" / "bench-scale-model.png"

@@ -86,7 +86,7 @@ def page(out_dir: str, report: Mapping[str, Any], images: Mapping[str, str] | No
                f"{report['serial_fraction']:.0%} of the wall time with at most one edge running.")
     figures = ("".join(f'<figure><img alt="{name}" src="data:image/png;base64,{data}"><figcaption>{name}'
                        "</figcaption></figure>" for name, data in images.items()) if images
-               else "<p>No plots: matplotlib is not installed (pip install 'gn-thinlto[bench]').</p>")
+               else "<p>No plots: matplotlib is not installed (pip install 'gn-thinlto[report]').</p>")
     tables = [
         _table("critical path", ["start s", "end s", "waited s", "phase", "binary", "output"],
                [[s(x["start_ms"]), s(x["end_ms"]), s(x["waited_ms"]), x["phase"], x["binary"], x["output"]]

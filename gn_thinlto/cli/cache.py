@@ -17,10 +17,10 @@ from pathlib import Path
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.render.ninja import BACKEND_STEP
-from gn_thinlto.steps.backend_cache import read_stats
-from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
-from gn_thinlto.steps.cache_prune import STALE_TMP_S, prune
-from gn_thinlto.steps.cache_store import AC_DIR, CAS_DIR, CacheStore, Corrupt, Dangling
+from gn_thinlto.steps.backend_log import read_stats
+from thinlto_cache.policy import PolicyError, parse_policy
+from thinlto_cache.prune import STALE_TMP_S, prune
+from thinlto_cache.store import AC_DIR, CAS_DIR, CacheStore, Corrupt, Dangling
 
 RULES_FILE = f"{STATE_DIR}/rules.ninja"
 BACKEND_LOG = f"{STATE_DIR}/backend.log"

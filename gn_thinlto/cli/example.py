@@ -12,7 +12,7 @@ from pathlib import Path
 from gn_thinlto.cli import gen, tools
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import STATE_DIR
-from gn_thinlto.steps.backend_cache import read_stats
+from gn_thinlto.steps.backend_log import read_stats
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
 

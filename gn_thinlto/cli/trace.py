@@ -20,7 +20,7 @@ from typing import Any
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.steps.backend import REMOTE_STAGE
-from gn_thinlto.steps.backend_cache import CacheEvent
+from gn_thinlto.steps.backend_log import CacheEvent
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
 from goma_ext.remote.stats import RunRecord

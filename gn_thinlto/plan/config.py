@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
+from thinlto_cache.policy import PolicyError, parse_policy
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.steps.split_dwarf import split_dwarf_mode
+from thinlto_cache.split_dwarf import split_dwarf_mode
 
 
 class LtoMode(enum.Enum):

@@ -30,9 +30,9 @@ from gn_thinlto.plan.model import (
     ThinLink,
     ThinLinkManifest,
 )
-from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
-from gn_thinlto.steps.split_dwarf import split_dwarf_file
 from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths
+from thinlto_cache.policy import PolicyError, parse_policy
+from thinlto_cache.split_dwarf import split_dwarf_file
 
 __all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 

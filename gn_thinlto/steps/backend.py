@@ -23,21 +23,16 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 # The imports below come after the script-mode path set-up above.
 from collections.abc import Sequence
 
-from gn_thinlto.steps.backend_cache import (
-    BackendJob,
-    CacheEvent,
-    cache_key,
-    content_key,
-    record,
-)
-from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs, store_outputs
-from gn_thinlto.steps.fsutil import (
+from gn_thinlto.steps.backend_log import CacheEvent, record
+from thinlto_cache.fsutil import (
     make_parent,
     read_bytes,
     remove_if_exists,
     replace_if_changed,
     write_if_changed,
 )
+from thinlto_cache.keys import BackendJob, cache_key, content_key
+from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
 USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--launcher] -- "
@@ -65,7 +60,7 @@ def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launche
         else:
             rc = run_local(job, key, store, log)
     if rc == 0 and store.root:
-        from gn_thinlto.steps.cache_prune import prune_if_due  # a miss, never a hit, pays for pruning
+        from thinlto_cache.prune import prune_if_due  # a miss, never a hit, pays for pruning
 
         prune_if_due(store.root, policy)
     return rc

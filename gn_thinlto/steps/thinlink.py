@@ -27,15 +27,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.steps.backend_cache import compiler_identity
-from gn_thinlto.steps.fsutil import (
+from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives
+from thinlto_cache.fsutil import (
     file_sha256,
     read_bytes,
     remove_if_exists,
     replace_if_changed,
     write_if_changed,
 )
-from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives
+from thinlto_cache.keys import compiler_identity
 
 FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
 

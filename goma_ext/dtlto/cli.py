@@ -22,13 +22,13 @@ from typing import Any
 
 import yaml
 
-from gn_thinlto.steps.cache_policy import PolicyError, parse_policy
-from gn_thinlto.steps.cache_store import CacheStore
 from goma_ext.dtlto import jobfile
 from goma_ext.dtlto.distributor import Distributor, Settings
 from goma_ext.dtlto.slots import Slots, default_dir
 from goma_ext.errors import GomaExtError
 from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
+from thinlto_cache.policy import PolicyError, parse_policy
+from thinlto_cache.store import CacheStore
 
 ENV_OPTIONS = "GOMA_EXT_DTLTO"
 ENV_CONFIG = "GOMA_EXT_DTLTO_CONFIG"

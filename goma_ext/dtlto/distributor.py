@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gn_thinlto.steps.backend_cache import BackendJob, cache_key
-from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs, store_outputs
-from gn_thinlto.steps.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
 from goma_ext.bitcode.canonical import canonical_index_digest
 from goma_ext.dtlto.jobfile import DistJob, JobFile, check_inputs, remove_outputs
 from goma_ext.dtlto.slots import Slots
@@ -34,6 +31,9 @@ from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import COMPILER_CACHE
+from thinlto_cache.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
+from thinlto_cache.keys import BackendJob, cache_key
+from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 
 if TYPE_CHECKING:
     from goma_ext.remote.client import RemoteExecutor, RemoteRun
@@ -186,7 +186,7 @@ class Distributor:
                 raise other[0]
             return 1
         if any(r.mode in (stats.Mode.LOCAL, stats.Mode.FALLBACK, stats.Mode.REMOTE) for r in self.records):
-            from gn_thinlto.steps.cache_prune import prune_if_due
+            from thinlto_cache.prune import prune_if_due
 
             if self.settings.cache.root:
                 prune_if_due(self.settings.cache.root, self.settings.cache_policy)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.steps.cache_policy import CachePolicy, PolicyError, parse_policy
-from gn_thinlto.steps.cache_prune import prune, prune_if_due
-from gn_thinlto.steps.cache_store import CacheStore, fetch_outputs, store_outputs
+from thinlto_cache.policy import CachePolicy, PolicyError, parse_policy
+from thinlto_cache.prune import prune, prune_if_due
+from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 
 KEY = "ab" + "0" * 62
 

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO
 
 BIN = Path(sys.executable).parent
-PACKAGES = ["gn_thinlto", "goma_ext"]
+PACKAGES = ["gn_thinlto", "goma_ext", "thinlto_cache"]
 # Calls that write, move or delete files: none may appear in GN reading or planning (their imports are
 # checked by the import-linter contract `planning-is-pure`; builtins and Path methods need this check).
 PATH_WRITES = {"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "touch", "chmod", "symlink_to", "hardlink_to"}
@@ -57,7 +57,8 @@ def test_build_steps_load_only_the_standard_library() -> None:
     )
     proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True)
     loaded = json.loads(proc.stdout)
-    outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | {"gn_thinlto", "__main__"}]
+    ours = {"gn_thinlto", "thinlto_cache", "__main__"}
+    outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | ours]
     project = sorted({m for m in loaded if m.startswith("gn_thinlto.") and not m.startswith("gn_thinlto.steps")})
     assert outside == [] and project == ["gn_thinlto.errors"]
 

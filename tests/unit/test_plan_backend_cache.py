@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.steps.backend import parse_args, run
-from gn_thinlto.steps.backend_cache import BackendJob, cache_key, content_key, read_stats
-from gn_thinlto.steps.cache_store import CacheStore
+from gn_thinlto.steps.backend_log import read_stats
+from thinlto_cache.keys import BackendJob, cache_key, content_key
+from thinlto_cache.store import CacheStore
 
 
 @pytest.fixture

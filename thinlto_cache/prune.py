@@ -1,4 +1,4 @@
-"""Pruning the backend cache to its policy (cache_policy): expired entries first, then the least recently used
+"""Pruning the backend cache to its policy (thinlto_cache.policy): expired entries first, then the least recently used
 until the byte and file limits hold. An entry goes with its blobs; stale temporary files of writers that died
 mid-store go too.
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 
-from gn_thinlto.steps.cache_policy import CachePolicy, parse_policy
-from gn_thinlto.steps.cache_store import AC_DIR, CAS_DIR, CacheStore
-from gn_thinlto.steps.fsutil import remove_if_exists
+from thinlto_cache.fsutil import remove_if_exists
+from thinlto_cache.policy import CachePolicy, parse_policy
+from thinlto_cache.store import AC_DIR, CAS_DIR, CacheStore
 
 STAMP = ".last-prune"
 LOCK = ".prune.lock"

@@ -1,11 +1,12 @@
-"""Backend jobs and their cache keys, and the hit/miss log in the build dir (the store: cache_store).
+"""Backend jobs and their cache keys (the store that keeps what they computed: thinlto_cache.store).
 
 The key covers everything the native object depends on: the compiler's identity, the backend flags, the
 bitcode's content and the index's content (which names every module the backend imports from together with
 its module hash, so an imported module's change changes the key).
 
-The backend step imports this once per backend edge, and a cache hit costs less than importing pathlib,
-dataclasses or enum: the records here are plain slotted classes and the module needs only os and hashlib.
+The backend step imports this once per backend edge (the DTLTO distributor once per link), and a cache hit
+costs less than importing pathlib, dataclasses or enum: the records here are plain slotted classes and the
+module needs only os and hashlib.
 """
 
 from __future__ import annotations
@@ -14,18 +15,10 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from gn_thinlto.steps.fsutil import file_sha256, make_parent
-from gn_thinlto.steps.split_dwarf import split_dwarf_file
+from thinlto_cache.fsutil import file_sha256
+from thinlto_cache.split_dwarf import split_dwarf_file
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
-
-
-class CacheEvent:
-    """The events the backend log records (the first word of each line)."""
-
-    HIT = "hit"
-    MISS = "miss"
-    REMOTE = "remote"  # a miss the launcher ran: `remote CONTENT OUTPUT`, CONTENT naming its staging directory
 
 
 class BackendJob:
@@ -115,38 +108,3 @@ def content_key(job: BackendJob) -> str:
 def cache_key(job: BackendJob, content: str | None = None) -> str:
     """The local cache key: the content key (CONTENT, when already computed) and this machine's compiler binary."""
     return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])
-
-
-def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:
-    """Append one line (EVENT is a CacheEvent); O_APPEND writes of one short line are atomic enough."""
-    make_parent(log)
-    with open(log, "a") as f:
-        f.write(f"{event} {key} {output}\n")
-
-
-class CacheStats:
-    """Hit and miss counts of one build (or of the whole log)."""
-
-    __slots__ = ("hits", "misses")
-
-    def __init__(self, hits: int, misses: int) -> None:
-        self.hits, self.misses = hits, misses
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CacheStats) and (self.hits, self.misses) == (other.hits, other.misses)
-
-    def __repr__(self) -> str:
-        return f"CacheStats(hits={self.hits}, misses={self.misses})"
-
-
-def read_stats(log: str | os.PathLike[str], offset: int = 0) -> CacheStats:
-    """Hit/miss counts from the log, starting at byte OFFSET (to count one build)."""
-    try:
-        with open(log, "rb") as f:
-            f.seek(offset)
-            lines = f.read().decode().splitlines()
-    except FileNotFoundError:
-        return CacheStats(0, 0)
-    hits = sum(1 for line in lines if line.startswith(CacheEvent.HIT + " "))
-    misses = sum(1 for line in lines if line.startswith(CacheEvent.MISS + " "))
-    return CacheStats(hits, misses)

@@ -6,7 +6,7 @@ of a job (its object, and its .dwo under split DWARF), the SHA-256 and size of t
 before the entry, so a reader in another ninja process (another build directory, another user) sees a whole
 file or none, without a lock. A hit re-hashes every byte it serves: content that does not match its entry
 is a miss (the entry is removed and one warning names it). A hit refreshes the use time (mtime) of the
-entry; pruning (cache_prune) removes the least recently used entries, with their blobs, first.
+entry; pruning (thinlto_cache.prune) removes the least recently used entries, with their blobs, first.
 
 Standard library only (the backend step imports it once per backend edge).
 """
@@ -17,7 +17,7 @@ import hashlib
 import os
 import sys
 
-from gn_thinlto.steps.fsutil import make_parent, read_bytes, remove_if_exists, write_if_changed
+from thinlto_cache.fsutil import make_parent, read_bytes, remove_if_exists, write_if_changed
 
 AC_DIR, CAS_DIR, LOCK_DIR = "ac", "cas", "locks"
 ENTRY_VERSION = "gn-thinlto-cache-entry-v1"
