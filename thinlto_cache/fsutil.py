@@ -9,11 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+from thinlto_cache.safefs import create_exclusive
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -61,8 +57,8 @@ def write_if_changed(path: str | os.PathLike[str], content: bytes | str) -> bool
     path = os.fspath(path)
     make_parent(path)
     parent, name = os.path.split(path)
-    tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 & ~_umask())
+    tmp = os.path.join(parent, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = create_exclusive(tmp)  # a new file, never through a planted link
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -84,3 +80,20 @@ def replace_if_changed(src: str | os.PathLike[str], dst: str | os.PathLike[str])
     make_parent(dst)
     os.replace(src, dst)
     return True
+
+
+def sweep_temporaries(path: str | os.PathLike[str]) -> None:
+    """Remove the temporary files (`.NAME.….tmp`) a killed writer of PATH left beside it. Only for a path that
+    one step writes at a time (a build output: ninja runs its edge once at a time), before that step writes."""
+    parent, name = os.path.split(os.fspath(path))
+    prefix = f".{name}."
+    try:
+        with os.scandir(parent or ".") as entries:
+            stale = [e.path for e in entries if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    for tmp in stale:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

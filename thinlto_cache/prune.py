@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 
-from thinlto_cache.fsutil import remove_if_exists
 from thinlto_cache.policy import CachePolicy, parse_policy
-from thinlto_cache.store import AC_DIR, CAS_DIR, CacheStore
+from thinlto_cache.safefs import open_dir, open_nofollow, read_regular, unlink_quiet
+from thinlto_cache.store import AC_DIR, CAS_DIR, ENTRY_CAP
 
 STAMP = ".last-prune"
 LOCK = ".prune.lock"
@@ -22,52 +22,99 @@ STALE_TMP_S = 3600  # a temporary file this old belongs to a writer that is gone
 
 
 class PruneResult:
-    __slots__ = ("blobs_removed", "bytes_kept", "bytes_removed", "entries_kept", "entries_removed")
+    __slots__ = ("blobs_removed", "bytes_kept", "bytes_removed", "entries_kept", "entries_removed", "tmp_removed")
 
     def __init__(self) -> None:
         self.entries_removed = self.blobs_removed = self.bytes_removed = self.entries_kept = self.bytes_kept = 0
+        self.tmp_removed = 0
 
 
-def _scan(top: str) -> list[tuple[float, int, str]]:
-    """(mtime, size, path) of every file under TOP/XX/; temporary files older than STALE_TMP_S are removed."""
-    # (the content store's stale temporaries are swept by `gn-thinlto cache verify`)
-    found = []
-    now = time.time()
+class CacheFile:
+    """One file of the cache, found by `scan`: its fan-out directory (ac/KK or cas/DD), name and lstat."""
+
+    __slots__ = ("fan", "name", "st", "top")
+
+    def __init__(self, top: str, fan: str, name: str, st: os.stat_result | None) -> None:
+        self.top, self.fan, self.name, self.st = top, fan, name, st
+
+    def remove(self, root_fd: int) -> None:
+        """Unlink it, reaching its directory again without following links (a directory swapped for a link
+        since the scan is refused, not followed)."""
+        remove(root_fd, self.top, self.fan, self.name)
+
+
+def remove(root_fd: int, top: str, fan: str, name: str) -> None:
+    """Unlink TOP/FAN/NAME below ROOT_FD without following a link on the way; quiet when gone or refused."""
     try:
-        fans = list(os.scandir(top))
-    except FileNotFoundError:
-        return []
-    for fan in fans:
-        if not fan.is_dir(follow_symlinks=False):
-            continue
-        for f in os.scandir(fan.path):
+        top_fd = open_dir(root_fd, top)
+        try:
+            fan_fd = open_dir(top_fd, fan)
             try:
-                st = f.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if f.name.startswith("."):
-                if now - st.st_mtime > STALE_TMP_S:
-                    remove_if_exists(f.path)
-                continue
-            found.append((st.st_mtime, st.st_size, f.path))
+                unlink_quiet(name, fan_fd)
+            finally:
+                os.close(fan_fd)
+        finally:
+            os.close(top_fd)
+    except OSError:
+        pass
+
+
+def scan(root_fd: int, top: str, now: float, result: PruneResult | None = None, stat: bool = True,
+         sweep: bool = True) -> list[CacheFile]:
+    """Every file in TOP/XX/ below ROOT_FD, with its lstat when STAT (else None: the listing alone, no call per
+    file); links are listed as what they are, never followed. With SWEEP, temporary files (dot names) older
+    than STALE_TMP_S, left by writers killed mid-store, are removed."""
+    found: list[CacheFile] = []
+    try:
+        top_fd = open_dir(root_fd, top)
+    except FileNotFoundError:
+        return found
+    try:
+        with os.scandir(top_fd) as fans:
+            fan_names = [f.name for f in fans if f.is_dir(follow_symlinks=False)]
+        for fan in fan_names:
+            try:
+                fan_fd = open_dir(top_fd, fan)
+            except OSError:
+                continue  # swapped for a link since the listing: not ours to enter
+            try:
+                with os.scandir(fan_fd) as files:
+                    for f in files:
+                        dot = f.name.startswith(".")
+                        try:
+                            st = f.stat(follow_symlinks=False) if stat or dot else None
+                        except FileNotFoundError:
+                            continue
+                        if dot:
+                            if sweep and st is not None and now - st.st_mtime > STALE_TMP_S:
+                                unlink_quiet(f.name, fan_fd)
+                                if result is not None:
+                                    result.tmp_removed += 1
+                            continue
+                        found.append(CacheFile(top, fan, f.name, st))
+            finally:
+                os.close(fan_fd)
+    finally:
+        os.close(top_fd)
     return found
 
 
-def _blob_sizes(top: str) -> dict[str, int]:
-    """Every blob's name (DIGEST-SIZE) and size, from the directory listing alone (no stat per blob).
-    Blobs no entry names (a writer killed between the two) are not found here: `gn-thinlto cache verify`
-    removes them."""
-    sizes = {}
+def entry_blobs(root_fd: int, f: CacheFile) -> list[tuple[str, str]]:
+    """(digest, size) of each blob the entry F names, from its text (not verified: for pruning); [] when it
+    cannot be read (a link, a FIFO, too large, gone)."""
     try:
-        fans = [f.path for f in os.scandir(top) if f.is_dir(follow_symlinks=False)]
-    except FileNotFoundError:
-        return {}
-    for fan in fans:
-        for name in os.listdir(fan):
-            size = name.rpartition("-")[2]
-            if not name.startswith(".") and size.isdigit():
-                sizes[name] = int(size)
-    return sizes
+        top_fd = open_dir(root_fd, f.top)
+        try:
+            fan_fd = open_dir(top_fd, f.fan)
+            try:
+                text = read_regular(f.name, fan_fd, ENTRY_CAP)[0].decode(errors="replace")
+            finally:
+                os.close(fan_fd)
+        finally:
+            os.close(top_fd)
+    except OSError:
+        return []
+    return [(p[1], p[2]) for p in (line.split(" ") for line in text.split("\n")[1:]) if len(p) == 3]
 
 
 def _size_limit(root: str, policy: CachePolicy, used: int) -> int:
@@ -85,39 +132,38 @@ def _size_limit(root: str, policy: CachePolicy, used: int) -> int:
 def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResult:
     """Bring ROOT within POLICY now."""
     now = time.time() if now is None else now
-    store = CacheStore(root)
     result = PruneResult()
-    entries = sorted(_scan(os.path.join(root, AC_DIR)))  # oldest use first
-    blobs = _blob_sizes(os.path.join(root, CAS_DIR))
-    used_bytes = sum(blobs.values()) + sum(s for _, s, _ in entries)
-    files = len(blobs) + len(entries)
-    limit = _size_limit(root, policy, used_bytes)
-    for mtime, size, path in entries:
-        expired = policy.expiration_s and now - mtime > policy.expiration_s
-        too_big = limit and used_bytes > limit
-        too_many = policy.max_files and files > policy.max_files
-        if not (expired or too_big or too_many):
-            break  # entries are in LRU order: every later one is newer and the limits hold
-        named = []
-        try:  # raw reads: this loop may read tens of thousands of entries
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                text = os.read(fd, 4096).decode(errors="replace")
-            finally:
-                os.close(fd)
-            named = [line.split(" ")[1:] for line in text.split("\n")[1:] if line.count(" ") == 2]
-        except OSError:
-            pass
-        remove_if_exists(path)
-        used_bytes, files = used_bytes - size, files - 1
-        result.entries_removed += 1
-        for digest, blob_size in named:
-            blob = f"{digest}-{blob_size}"
-            if blob in blobs:
-                remove_if_exists(store.blob_path(digest, int(blob_size)))
-                used_bytes, files = used_bytes - blobs[blob], files - 1
-                result.blobs_removed += 1
-                result.bytes_removed += blobs.pop(blob)
+    root_fd = open_dir(root)
+    try:
+        entries = [(f.st.st_mtime, f.st.st_size, f.name, f) for f in scan(root_fd, AC_DIR, now, result) if f.st]
+        entries.sort(key=lambda e: e[:3])  # least recently used first
+        blobs = {}
+        for f in scan(root_fd, CAS_DIR, now, result, stat=False):
+            named_size = f.name.rpartition("-")[2]
+            if named_size.isdigit():  # the size from the name: a blob's bytes without a stat per blob
+                blobs[f.name] = (f, int(named_size))
+        used_bytes = sum(b[1] for b in blobs.values()) + sum(e[1] for e in entries)
+        files = len(blobs) + len(entries)
+        limit = _size_limit(root, policy, used_bytes)
+        for mtime, size, _, f in entries:
+            expired = policy.expiration_s and now - mtime > policy.expiration_s
+            too_big = limit and used_bytes > limit
+            too_many = policy.max_files and files > policy.max_files
+            if not (expired or too_big or too_many):
+                break  # entries are in LRU order: every later one is newer and the limits hold
+            named = entry_blobs(root_fd, f)
+            f.remove(root_fd)
+            used_bytes, files = used_bytes - size, files - 1
+            result.entries_removed += 1
+            for digest, blob_size in named:
+                blob = blobs.pop(f"{digest}-{blob_size}", None)
+                if blob is not None:
+                    blob[0].remove(root_fd)
+                    used_bytes, files = used_bytes - blob[1], files - 1
+                    result.blobs_removed += 1
+                    result.bytes_removed += blob[1]
+    finally:
+        os.close(root_fd)
     result.entries_kept = len(entries) - result.entries_removed
     result.bytes_kept = used_bytes
     return result
@@ -125,25 +171,34 @@ def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResu
 
 def prune_if_due(root: str, policy_text: str) -> PruneResult | None:
     """Prune ROOT when the policy's interval has passed since the last prune and no other process is pruning;
-    None when not due. Errors (a read-only cache) are ignored: pruning is housekeeping."""
+    None when not due. Errors (a read-only cache, a planted link at the stamp or lock) are ignored: pruning is
+    housekeeping."""
     import fcntl
 
     try:
         policy = parse_policy(policy_text)
-        stamp = os.path.join(root, STAMP)
+        root_fd = open_dir(root)
+    except (OSError, ValueError):
+        return None
+    try:
         try:
-            if policy.interval_s and time.time() - os.stat(stamp).st_mtime < policy.interval_s:
+            if policy.interval_s and time.time() - os.stat(STAMP, dir_fd=root_fd, follow_symlinks=False).st_mtime \
+                    < policy.interval_s:
                 return None
         except FileNotFoundError:
             pass
-        with open(os.path.join(root, LOCK), "a") as lock:
+        lock = open_nofollow(LOCK, os.O_RDONLY | os.O_CREAT, dir_fd=root_fd)
+        try:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return None
-            with open(stamp, "a"):
-                pass
-            os.utime(stamp)
+            os.close(open_nofollow(STAMP, os.O_RDONLY | os.O_CREAT, dir_fd=root_fd))
+            os.utime(STAMP, dir_fd=root_fd, follow_symlinks=False)
             return prune(root, policy)
+        finally:
+            os.close(lock)
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(root_fd)

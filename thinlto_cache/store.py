@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
+import stat
 
-from thinlto_cache.fsutil import make_parent, read_bytes, remove_if_exists, write_if_changed
+from thinlto_cache.fsutil import remove_if_exists, write_if_changed
+from thinlto_cache.notices import once_per_build, say
+from thinlto_cache.safefs import Refused, open_dir, open_dirs, read_regular, unlink_quiet, write_new
+from thinlto_cache.trust import Trust, Untrusted
 
 AC_DIR, CAS_DIR, LOCK_DIR = "ac", "cas", "locks"
-ENTRY_VERSION = "gn-thinlto-cache-entry-v1"
-
-
-def warn(message: str) -> None:
-    print(f"gn-thinlto: warning: backend cache: {message}", file=sys.stderr)
+ENTRY_VERSION = "gn-thinlto-cache-entry-v2"  # v2: the entry names its key (v1 entries are plain misses)
+ENTRY_CAP = 4096  # an entry names two outputs: anything larger is not an entry
+ENTRY_MODE = 0o644  # whatever the umask: an entry no one but its writer can change (the trust check needs it)
 
 
 class Corrupt(Exception):
@@ -32,7 +33,8 @@ class Corrupt(Exception):
 
 
 class Dangling(Exception):
-    """An entry whose blob is gone (pruned with another entry that shared it): a plain miss."""
+    """An entry whose blob is gone (pruned with another entry that shared it), or an entry of an older format:
+    a plain miss."""
 
 
 # Fault injection for the kill-mid-store test: the step kills itself (SIGKILL) once a temporary file is written.
@@ -40,40 +42,51 @@ FAULT_ENV = "GN_THINLTO_FAULT"
 KILL_MID_STORE = "kill-mid-store"
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    """PATH holds DATA or what it held before, never a part: a unique temporary name, then rename."""
-    make_parent(path)
-    parent, name = os.path.split(path)
-    tmp = os.path.join(parent, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+def tmp_name(name: str) -> str:
+    """A writer's unique temporary name for NAME: dot-prefixed (scans skip it; prune sweeps old ones)."""
+    return f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+
+
+def _write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """NAME in DIR_FD holds DATA or what it held before, never a part: a new temporary file, then rename.
+    Not fsynced: every hit re-hashes what it reads, so what a power cut leaves torn is a miss (README)."""
+    tmp = tmp_name(name)
     try:
-        with open(tmp, "wb") as f:
-            f.write(data[: len(data) // 2] if os.environ.get(FAULT_ENV) == KILL_MID_STORE else data)
-        if os.environ.get(FAULT_ENV) == KILL_MID_STORE:
+        killed = os.environ.get(FAULT_ENV) == KILL_MID_STORE
+        write_new(tmp, data[: len(data) // 2] if killed else data, dir_fd, mode)
+        if killed:
             import signal
 
             os.kill(os.getpid(), signal.SIGKILL)
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        remove_if_exists(tmp)
+        unlink_quiet(tmp, dir_fd)
         raise
 
 
 class _MissLock:
-    __slots__ = ("fd", "path")
+    __slots__ = ("fd", "lock_dir", "name", "store")
 
-    def __init__(self, path: str) -> None:
-        self.path, self.fd = path, -1
+    def __init__(self, store: CacheStore, name: str) -> None:
+        self.store, self.name, self.fd = store, name, -1
 
     def __enter__(self) -> bool:
-        if not self.path:
+        if not self.name:
             return False
         import fcntl
 
         try:
-            make_parent(self.path)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            locks = open_dirs(self.store.root_fd(create=True), (LOCK_DIR,), create=True)
+            try:  # read-only is enough for flock: a lock file another user created still locks
+                self.fd = os.open(self.name, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                                  0o666, dir_fd=locks)
+            finally:
+                os.close(locks)
+            if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+                raise Refused(0, "not a regular file", self.name)
         except OSError:
-            return False  # a read-only or full cache: compile without waiting for anyone
+            self.__exit__()
+            return False  # a read-only or full cache, or a planted link or FIFO: compile without waiting
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return True  # look again: another holder may have stored between our miss and taking the lock
 
@@ -84,12 +97,32 @@ class _MissLock:
 
 
 class CacheStore:
-    """The cache directory ROOT; an empty ROOT is no cache (config `backend_cache: false`)."""
+    """The cache directory ROOT; an empty ROOT is no cache (config `backend_cache: false`). Entries count only
+    when TRUST (by default: this user and root) accepts their writer; WARN_DIR holds the markers that keep a
+    warning to once per build ("" : once per process)."""
 
-    __slots__ = ("root",)
+    __slots__ = ("_root_fd", "_said", "root", "trust", "warn_dir")
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], trust: Trust | None = None, warn_dir: str = "") -> None:
         self.root = os.fspath(root)
+        self.trust = trust if trust is not None else Trust()
+        self.warn_dir = warn_dir
+        self._root_fd = -1
+        self._said: set[str] = set()
+
+    def root_fd(self, create: bool = False) -> int:
+        """The cache root, opened once (it is the configured path, links and all); below it nothing is followed."""
+        if self._root_fd < 0:
+            self._root_fd = open_dir(self.root, create=create)
+        return self._root_fd
+
+    def close(self) -> None:
+        if self._root_fd >= 0:
+            os.close(self._root_fd)
+            self._root_fd = -1
+
+    def __del__(self) -> None:
+        self.close()
 
     def entry_path(self, key: str) -> str:
         return os.path.join(self.root, AC_DIR, key[:2], key)
@@ -98,29 +131,30 @@ class CacheStore:
         """DIGEST-SIZE: the size in the name lets pruning total the bytes from a directory listing alone."""
         return os.path.join(self.root, CAS_DIR, digest[:2], f"{digest}-{size}")
 
+    def _dir(self, top: str, fan: str, create: bool = False) -> int:
+        return open_dirs(self.root_fd(create), (top, fan), create)
+
     def read_entry(self, key: str) -> dict[str, tuple[str, int]] | None:
         """The entry of KEY: output kind ("o", "dwo") -> (sha256, size); None when there is none.
-        Raises Corrupt when the entry itself is malformed."""
+        Raises Untrusted when its writer is not trusted, Corrupt when it is malformed or names another key,
+        Dangling for an entry of an older format."""
         try:
-            text = read_bytes(self.entry_path(key)).decode()
+            fd = self._dir(AC_DIR, key[:2])
         except FileNotFoundError:
             return None
-        except UnicodeDecodeError:
-            raise Corrupt("entry is not text") from None
-        lines = text.split("\n")
-        if lines[0] != ENTRY_VERSION or lines[-1] != "":
-            raise Corrupt("entry is truncated or not an entry")
-        outputs: dict[str, tuple[str, int]] = {}
-        for line in lines[1:-1]:
-            parts = line.split(" ")
-            if len(parts) != 3 or len(parts[1]) != 64 or not parts[2].isdigit():
-                raise Corrupt(f"entry line {line!r} is malformed")
-            outputs[parts[0]] = (parts[1], int(parts[2]))
-        return outputs
+        try:
+            data, st = read_regular(key, fd, ENTRY_CAP)
+        except FileNotFoundError:
+            return None
+        finally:
+            os.close(fd)
+        self.trust.check(st)
+        return parse_entry(data, key)
 
     def read_verified(self, key: str, kinds: tuple[str, ...]) -> dict[str, bytes] | None:
         """The content of KEY's outputs of KINDS, every byte checked against the entry; None on a miss.
-        Raises Corrupt (after removing the entry) when anything does not match."""
+        Raises Corrupt (after removing the entry) when anything does not match; Untrusted (the entry kept:
+        it may be another user's own) when its writer is not trusted."""
         if not self.root:
             return None
         try:
@@ -133,53 +167,112 @@ class CacheStore:
                     raise Corrupt(f"entry has no {kind!r} output")
                 digest, size = entry[kind]
                 try:
-                    data = read_bytes(self.blob_path(digest, size))
+                    fd = self._dir(CAS_DIR, digest[:2])
+                    try:
+                        data = read_regular(f"{digest}-{size}", fd, size)[0]
+                    finally:
+                        os.close(fd)
                 except FileNotFoundError:
                     raise Dangling(kind) from None
+                except Refused as e:
+                    raise Corrupt(f"its {kind} blob {digest[:12]}… is {e.strerror}") from None
                 if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
                     raise Corrupt(f"its {kind} blob {digest[:12]}… does not match its digest and size")
                 out[kind] = data
         except (Corrupt, Dangling):
-            remove_if_exists(self.entry_path(key))
+            self.remove_entry(key)
             raise
         try:  # the entry's mtime is its last use: pruning removes the least recently used first
-            os.utime(self.entry_path(key))
+            fd = self._dir(AC_DIR, key[:2])
+            try:
+                os.utime(key, dir_fd=fd, follow_symlinks=False)
+            finally:
+                os.close(fd)
         except OSError:
-            pass  # a read-only cache still serves
+            pass  # a read-only cache, or another trusted writer's entry, still serves
         return out
+
+    def remove_entry(self, key: str) -> None:
+        try:
+            fd = self._dir(AC_DIR, key[:2])
+            try:
+                unlink_quiet(key, fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # not ours to remove (another writer's directory), or already gone
 
     def miss_lock(self, key: str) -> _MissLock:
         """A context that holds KEY's lock while a miss compiles, so that a concurrent job with the same key in
         another process waits and is then served by the cache. It yields whether the cache is worth a second
         look (a lock was taken: another holder may have stored between the miss and the lock). Locks are
         striped (LOCK_DIR/KEY[:3]); without a writable cache it does not lock. Hits never take it."""
-        return _MissLock(os.path.join(self.root, LOCK_DIR, key[:3]) if self.root else "")
+        return _MissLock(self, key[:3] if self.root else "")
 
     def store(self, key: str, outputs: dict[str, bytes]) -> None:
         """Store OUTPUTS (kind -> content) under KEY: blobs first, then the entry. Raises OSError (ENOSPC,
-        EROFS, EACCES…) for the caller to report; what it wrote so far is complete files only."""
+        EROFS, EACCES, a planted link…) for the caller to report; what it wrote so far is complete files only."""
         if not self.root:
             return
-        lines = [ENTRY_VERSION]
+        lines = [f"{ENTRY_VERSION} {key}"]
         for kind, data in outputs.items():
             digest = hashlib.sha256(data).hexdigest()
-            _write_atomic(self.blob_path(digest, len(data)), data)  # even when present: a damaged copy must go
+            fd = self._dir(CAS_DIR, digest[:2], create=True)
+            try:  # written even when present: a damaged copy must go
+                _write_atomic(fd, f"{digest}-{len(data)}", data)
+            finally:
+                os.close(fd)
             lines.append(f"{kind} {digest} {len(data)}")
-        _write_atomic(self.entry_path(key), ("\n".join(lines) + "\n").encode())
+        fd = self._dir(AC_DIR, key[:2], create=True)
+        try:
+            _write_atomic(fd, key, ("\n".join(lines) + "\n").encode(), ENTRY_MODE)
+        finally:
+            os.close(fd)
+
+
+def parse_entry(data: bytes, key: str) -> dict[str, tuple[str, int]]:
+    """An entry's outputs; Corrupt unless it is well formed and names KEY (an entry renamed or linked under
+    another key is refused), Dangling for an older format."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise Corrupt("entry is not text") from None
+    lines = text.split("\n")
+    head = lines[0].split(" ")
+    if head[0] != ENTRY_VERSION:
+        if head[0].startswith("gn-thinlto-cache-entry-"):
+            raise Dangling("an older entry format")
+        raise Corrupt("entry is truncated or not an entry")
+    if len(head) != 2 or head[1] != key or lines[-1] != "":
+        raise Corrupt("entry is truncated or names another key")
+    outputs: dict[str, tuple[str, int]] = {}
+    for line in lines[1:-1]:
+        parts = line.split(" ")
+        if len(parts) != 3 or len(parts[1]) != 64 or not parts[2].isdigit():
+            raise Corrupt(f"entry line {line!r} is malformed")
+        outputs[parts[0]] = (parts[1], int(parts[2]))
+    return outputs
 
 
 def fetch_outputs(store: CacheStore, key: str, dests: dict[str, str]) -> bool:
     """Copy KEY's verified outputs to DESTS (kind -> path; mtimes kept when equal). False on a miss; a
-    corrupt entry is a miss, removed, with one warning naming it."""
+    corrupt entry is a miss, removed, with one warning naming it; an entry from a writer this build does not
+    trust is a miss, kept, with one warning per cache per build."""
     try:
         data = store.read_verified(key, tuple(dests))
     except Dangling:
         return False
     except Corrupt as e:
-        warn(f"entry {key[:12]}… for {dests['o']}: {e}; removed, compiling again")
+        say(f"entry {key[:12]}… for {dests['o']}: {e}; removed, compiling again")
+        return False
+    except Untrusted as e:
+        once_per_build(store.warn_dir, "untrusted", f"{store.root} {e.uid}",
+                       f"{store.root}: entries of uid {e.uid} are not used ({e.why}; trusted writers: uids "
+                       f"{', '.join(map(str, sorted(store.trust.uids)))}, more with cache_trusted_writers); "
+                       "compiling instead", store._said)
         return False
     except OSError as e:
-        warn(f"cannot read entry {key[:12]}… ({e.strerror or e}); compiling")
+        say(f"cannot read entry {key[:12]}… ({e.strerror or e}); compiling")
         return False
     if data is None:
         return False
@@ -188,18 +281,22 @@ def fetch_outputs(store: CacheStore, key: str, dests: dict[str, str]) -> bool:
     return True
 
 
-def store_outputs(store: CacheStore, key: str, outputs: dict[str, bytes], state_dir: str) -> None:
-    """Store OUTPUTS under KEY; when the cache cannot take them (full disk, read-only directory), skip it and
-    warn once per build directory (a marker in STATE_DIR) until a store succeeds again. The build goes on."""
-    marker = os.path.join(state_dir, "backend-cache.unwritable")
+def store_outputs(store: CacheStore, key: str, outputs: dict[str, bytes]) -> None:
+    """Store OUTPUTS under KEY; when the cache cannot take them (full disk, read-only directory, a planted
+    link), skip it and warn once per build directory (a marker in the store's warn_dir; without one, once per
+    process) until a store succeeds again. The build goes on."""
+    marker = os.path.join(store.warn_dir, "backend-cache.unwritable") if store.warn_dir else ""
     try:
         store.store(key, outputs)
     except OSError as e:
-        if not os.path.exists(marker):
-            warn(f"cannot store in {store.root} ({e.strerror or e}); building without caching until it can")
-            try:
-                write_if_changed(marker, f"{e}\n")
-            except OSError:
-                pass
+        if "unwritable" not in store._said and not (marker and os.path.exists(marker)):
+            store._said.add("unwritable")
+            say(f"cannot store in {store.root} ({e.strerror or e}); building without caching until it can")
+            if marker:
+                try:
+                    write_if_changed(marker, f"{e}\n")
+                except OSError:
+                    pass
         return
-    remove_if_exists(marker)
+    if marker:
+        remove_if_exists(marker)

@@ -10,6 +10,7 @@ import argparse
 import os
 import shlex
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,10 @@ from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.render.ninja import BACKEND_STEP
 from gn_thinlto.steps.backend_log import read_stats
 from thinlto_cache.policy import PolicyError, parse_policy
-from thinlto_cache.prune import STALE_TMP_S, prune
+from thinlto_cache.prune import CacheFile, entry_blobs, prune, scan
+from thinlto_cache.safefs import open_dir
 from thinlto_cache.store import AC_DIR, CAS_DIR, CacheStore, Corrupt, Dangling
+from thinlto_cache.trust import Trust, Untrusted
 
 RULES_FILE = f"{STATE_DIR}/rules.ninja"
 BACKEND_LOG = f"{STATE_DIR}/backend.log"
@@ -31,6 +34,7 @@ class Target:
     cache: Path
     policy: str
     log: Path | None
+    trusted: tuple[str, ...] = ()  # writers besides this user and root whose entries count
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -39,15 +43,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("out", type=Path, nargs="?", help="a gn-thinlto build directory (its cache and policy)")
     p.add_argument("--cache", type=Path, help="the cache directory itself (instead of OUT)")
     p.add_argument("--policy", help="lld policy syntax for trim (default: OUT's, else LLVM's defaults)")
+    p.add_argument("--trust", default="", metavar="USER,…",
+                   help="more trusted writers for verify (default: OUT's cache_trusted_writers; you and root always)")
     p.set_defaults(run=run)
 
 
-def resolve(out: Path | None, cache: Path | None, policy: str | None) -> Target:
-    """The cache directory, policy and backend log named by OUT (its rules.ninja) or by --cache."""
+def resolve(out: Path | None, cache: Path | None, policy: str | None, trust: str = "") -> Target:
+    """The cache directory, policy, backend log and trusted writers named by OUT (its rules.ninja) or by
+    --cache (and --policy, --trust)."""
     if (out is None) == (cache is None):
         raise GnThinltoError("give a build directory OUT or --cache DIR (one of them)")
+    trusted = tuple(filter(None, trust.split(",")))
     if cache is not None:
-        return Target(cache, policy or "", None)
+        return Target(cache, policy or "", None, trusted)
     assert out is not None
     rules = out / RULES_FILE
     try:
@@ -61,12 +69,22 @@ def resolve(out: Path | None, cache: Path | None, policy: str | None) -> Target:
         if "--cache" in words:
             found = Path(words[words.index("--cache") + 1])
             rule_policy = words[words.index("--policy") + 1] if "--policy" in words else ""
-            return Target(found if found.is_absolute() else out / found, policy or rule_policy, out / BACKEND_LOG)
+            rule_trust = words[words.index("--trust") + 1].split(",") if "--trust" in words else []
+            return Target(found if found.is_absolute() else out / found, policy or rule_policy, out / BACKEND_LOG,
+                          trusted or tuple(rule_trust))
     raise GnThinltoError(f"{rules}: no backend rule naming a cache directory")
 
 
-def _files(top: Path) -> list[os.stat_result]:
-    return [p.stat() for p in top.glob("*/*") if not p.name.startswith(".")] if top.is_dir() else []
+def _scan(cache: Path, sweep: bool = False) -> tuple[int, list[CacheFile], list[CacheFile]]:
+    """The cache root's fd (to close), its entries and its blobs, found without following any link."""
+    try:
+        root_fd = open_dir(str(cache))
+    except FileNotFoundError:
+        raise GnThinltoError(f"{cache}: no such cache directory") from None
+    except NotADirectoryError:
+        raise GnThinltoError(f"{cache}: not a directory") from None
+    now = time.time()
+    return root_fd, scan(root_fd, AC_DIR, now, sweep=sweep), scan(root_fd, CAS_DIR, now, sweep=sweep)
 
 
 def _when(t: float) -> str:
@@ -74,11 +92,13 @@ def _when(t: float) -> str:
 
 
 def stats(t: Target) -> list[str]:
-    entries, blobs = _files(t.cache / AC_DIR), _files(t.cache / CAS_DIR)
-    size = sum(s.st_size for s in blobs) + sum(s.st_size for s in entries)
+    root_fd, entries, blobs = _scan(t.cache) if t.cache.is_dir() else (-1, [], [])
+    if root_fd >= 0:
+        os.close(root_fd)
+    size = sum(f.st.st_size for f in (*entries, *blobs) if f.st)
     lines = [f"cache {t.cache}: {len(entries)} entries, {len(blobs)} blobs, {size / 2**20:.1f} MiB"]
     if entries:
-        times = [s.st_mtime for s in entries]
+        times = [f.st.st_mtime for f in entries if f.st]
         lines.append(f"least recently used {_when(min(times))}, most recently used {_when(max(times))}")
     lines.append(f"policy: {t.policy or '(LLVM defaults)'} = {parse_policy(t.policy)!r}")
     if t.log is not None:
@@ -90,32 +110,49 @@ def stats(t: Target) -> list[str]:
 
 
 def verify(t: Target) -> list[str]:
-    """Re-hash every entry's blobs (bad entries are removed), then remove blobs no entry names and temporary
-    files left by killed writers."""
-    store = CacheStore(t.cache)
+    """Re-hash every entry's blobs (bad entries, and anything in ac/ that is not a regular file, are removed),
+    count the entries of writers this user's builds do not trust (kept: they may be their writers' own), then
+    remove blobs no entry names and temporary files left by killed writers. Nothing is followed out of the
+    cache: links are removed as links."""
+    store = CacheStore(t.cache, Trust(t.trusted))
+    root_fd, entries, blobs = _scan(t.cache, sweep=True)
     good = bad = dangling = 0
+    untrusted: dict[int, int] = {}
     named: set[str] = set()
-    for path in sorted((t.cache / AC_DIR).glob("*/*")) if (t.cache / AC_DIR).is_dir() else []:
-        if path.name.startswith("."):
-            continue
-        try:
-            entry = store.read_entry(path.name) or {}
-            store.read_verified(path.name, tuple(entry))
-            named.update(Path(store.blob_path(d, s)).name for d, s in entry.values())
-            good += 1
-        except Dangling:
-            dangling += 1
-        except Corrupt as e:
-            bad += 1
-            print(f"bad entry {path.name[:12]}…: {e} (removed)")
-    unnamed = 0
-    for blob in (t.cache / CAS_DIR).glob("*/*") if (t.cache / CAS_DIR).is_dir() else []:
-        stale_tmp = blob.name.startswith(".") and time.time() - blob.stat().st_mtime > STALE_TMP_S
-        if stale_tmp or (not blob.name.startswith(".") and blob.name not in named):
-            blob.unlink(missing_ok=True)
-            unnamed += 1
-    return [f"cache {t.cache}: {good} entries verify, {bad} bad and {dangling} without their blob (removed); "
-            f"{unnamed} unnamed blobs or stale temporary files removed"]
+    try:
+        for f in sorted(entries, key=lambda f: f.name):
+            named.update(f"{d}-{s}" for d, s in entry_blobs(root_fd, f))
+            try:
+                if f.st is None or not stat.S_ISREG(f.st.st_mode) or f.fan != f.name[:2]:
+                    raise Corrupt("not an entry file (a link, FIFO or device, or outside its directory)")
+                entry = store.read_entry(f.name)
+                if entry is None:
+                    continue  # removed since the scan
+                store.read_verified(f.name, tuple(entry))
+                good += 1
+            except Untrusted as e:
+                untrusted[e.uid] = untrusted.get(e.uid, 0) + 1
+            except Dangling:
+                dangling += 1
+            except (Corrupt, OSError) as e:
+                bad += 1
+                f.remove(root_fd)
+                print(f"bad entry {f.name[:12]}…: {e} (removed)")
+        unnamed = 0
+        for f in blobs:
+            if f.name not in named:
+                f.remove(root_fd)
+                unnamed += 1
+    finally:
+        os.close(root_fd)
+        store.close()
+    lines = [f"cache {t.cache}: {good} entries verify, {bad} bad and {dangling} without their blob (removed); "
+             f"{unnamed} unnamed blobs removed"]
+    if untrusted:
+        who = ", ".join(f"{n} of uid {uid}" for uid, n in sorted(untrusted.items()))
+        lines.append(f"{sum(untrusted.values())} entries from writers your builds do not trust ({who}): "
+                     "not used, kept (see cache_trusted_writers)")
+    return lines
 
 
 def trim(t: Target) -> list[str]:
@@ -133,7 +170,7 @@ def clear(t: Target) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    t = resolve(args.out, args.cache, args.policy)
+    t = resolve(args.out, args.cache, args.policy, args.trust)
     try:
         parse_policy(t.policy)
     except PolicyError as e:

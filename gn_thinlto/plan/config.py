@@ -15,6 +15,7 @@ Example (every key optional):
     cache_dir: gn-thinlto/cache   # relative to the build dir, or absolute (several build dirs may share it)
     cache_policy: "cache_size=10%:cache_size_bytes=40g"   # lld's --thinlto-cache-policy syntax; default: the
                                   # links' own --thinlto-cache-policy, else LLVM's defaults
+    cache_trusted_writers: [ci-bot]  # whose cache entries your builds use besides yours and root's
     backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
@@ -38,6 +39,7 @@ import yaml
 
 from gn_thinlto.errors import GnThinltoError
 from thinlto_cache.policy import PolicyError, parse_policy
+from thinlto_cache.trust import unknown_users
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
 
@@ -73,6 +75,7 @@ class Config:
     cache_dir: str = "gn-thinlto/cache"
     backend_cache: bool = True
     cache_policy: str = ""  # lld's policy syntax; "" takes the links' --thinlto-cache-policy
+    cache_trusted_writers: tuple[str, ...] = ()  # users (names or uids) whose cache entries count, besides you
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
     dyndep: bool = True  # False: the final link depends on every backend output, no dyndep file
     link_wrappers: tuple[LinkWrapper, ...] = ()
@@ -94,7 +97,7 @@ def label_matches(pattern: str, label: str) -> bool:
 
 _KEYS = {
     "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
-    "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy",
+    "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy", "cache_trusted_writers",
 }
 
 
@@ -163,6 +166,12 @@ def parse_config(data: Any, source: str) -> Config:
         raise GnThinltoError(f"{source}: cache_policy: {e}") from None
     if not isinstance(cache_policy, str):
         raise GnThinltoError(f"{source}: cache_policy: expected a string in lld's policy syntax, got {cache_policy!r}")
+    writers = top.get("cache_trusted_writers", [])
+    if isinstance(writers, list):
+        writers = [str(w) if isinstance(w, int) and not isinstance(w, bool) and w >= 0 else w for w in writers]
+    trusted = _str_list(writers, f"{source}: cache_trusted_writers")
+    if any(not w or "," in w or any(c.isspace() for c in w) for w in trusted):
+        raise GnThinltoError(f"{source}: cache_trusted_writers: expected user names or uids, got {list(trusted)!r}")
     dyndep = top.get("dyndep", True)
     if not isinstance(dyndep, bool):
         raise GnThinltoError(f"{source}: dyndep: expected true or false, got {dyndep!r}")
@@ -178,6 +187,7 @@ def parse_config(data: Any, source: str) -> Config:
         cache_dir=cache_dir,
         backend_cache=backend_cache,
         cache_policy=cache_policy,
+        cache_trusted_writers=trusted,
         remote=tuple(sorted(remote.items())),
         dyndep=dyndep,
         link_wrappers=_link_wrappers(top.get("link_wrappers", []), f"{source}: link_wrappers"),
@@ -196,4 +206,8 @@ def load_config(explicit: Path | None, source_root: Path) -> Config:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise GnThinltoError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from e
-    return parse_config(data, str(path))
+    config = parse_config(data, str(path))
+    unknown = unknown_users(config.cache_trusted_writers)
+    if unknown:
+        raise GnThinltoError(f"{path}: cache_trusted_writers: no user {unknown[0]!r} on this machine")
+    return config

@@ -220,6 +220,7 @@ class GraphPlan:
     python: str = "python3"
     cache_dir: str = "gn-thinlto/cache"  # empty: no backend cache (config backend_cache: false)
     cache_policy: str = ""  # the backend cache's limits, lld's policy syntax ("": LLVM's defaults)
+    cache_trusted_writers: tuple[str, ...] = ()  # whose entries count besides the building user's and root's
     backend_log: str = "gn-thinlto/backend.log"
     thin_link_pool_depth: int = 2
     rules_file: str = "gn-thinlto/rules.ninja"

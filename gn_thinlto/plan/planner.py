@@ -408,4 +408,5 @@ def assemble(outcomes: Sequence[LinkOutcome], config: Config, python: str) -> Gr
         excluded=tuple(o.label for o in by_status[LinkStatus.EXCLUDED]),
         shared_backends=tuple(shared[k] for k in sorted(shared)), python=python,
         cache_dir=config.cache_dir if config.backend_cache else "", thin_link_pool_depth=config.thin_link_pool_depth,
+        cache_trusted_writers=config.cache_trusted_writers,
     )

@@ -106,6 +106,8 @@ def build_files(plan: GraphPlan, source: str = "project.json", step_dir: str = S
     cache = ["--cache", plan.cache_dir] if plan.cache_dir else ["--no-cache"]
     if plan.cache_dir and plan.cache_policy:
         cache += ["--policy", plan.cache_policy]
+    if plan.cache_dir and plan.cache_trusted_writers:
+        cache += ["--trust", ",".join(plan.cache_trusted_writers)]
     backend = [*step_command(plan.python, BACKEND_STEP, step_dir), *cache, "--log", plan.backend_log]
     files = {
         plan.rules_file: render(

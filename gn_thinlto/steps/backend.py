@@ -29,13 +29,16 @@ from thinlto_cache.fsutil import (
     read_bytes,
     remove_if_exists,
     replace_if_changed,
+    sweep_temporaries,
     write_if_changed,
 )
 from thinlto_cache.keys import BackendJob, cache_key, content_key
+from thinlto_cache.safefs import open_nofollow, read_regular, write_new
 from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
+from thinlto_cache.trust import Trust
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
-USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--launcher] -- "
+USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--trust USER,…] [--launcher] -- "
          "[LAUNCHER… --] CLANG …")
 
 
@@ -51,6 +54,9 @@ def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launche
         record(log, CacheEvent.HIT, key, job.output)
         return 0
     make_parent(job.output)
+    for path in (job.output, job.dwo):  # what a killed step of this output left (one step per output at a time)
+        if path:
+            sweep_temporaries(path)
     with store.miss_lock(key) as served:  # a concurrent identical job (another build dir) compiles it once
         if served and fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
@@ -80,7 +86,7 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
         remove_if_exists(tmp_dwo)
         return proc.returncode
     outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
-    store_outputs(store, key, outputs, os.path.dirname(os.fspath(log)))
+    store_outputs(store, key, outputs)
     if job.dwo:
         replace_if_changed(tmp_dwo, job.dwo)
     replace_if_changed(tmp, job.output)
@@ -100,30 +106,34 @@ def run_launched(
     A per-key lock makes a concurrent identical job wait, then take the result from the local cache.
     """
     import fcntl
-    import shutil
 
     stage = os.path.join(REMOTE_STAGE, content)
     os.makedirs(stage, exist_ok=True)
-    with open(os.path.join(stage, ".lock"), "w") as lock:
+    lock = open_nofollow(os.path.join(stage, ".lock"), os.O_RDONLY | os.O_CREAT)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
             return 0
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
         dwo = os.path.join(stage, "native.dwo")
+        for path in (index, native, dwo):  # a killed step's leftovers; the launcher writes new ones
+            remove_if_exists(path)
         if job.index:
-            shutil.copyfile(job.index, index)
+            write_new(index, read_regular(job.index)[0])
         try:
             rc = launch([*launcher, *job.relocated(index, native), *job.split_dwarf_args(dwo)])
             if rc != 0:
                 return rc
             outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
-            store_outputs(store, key, outputs, os.path.dirname(os.fspath(log)))
+            store_outputs(store, key, outputs)
             for kind, path in _dests(job, job.output, job.dwo).items():
                 write_if_changed(path, outputs[kind])
         finally:
             for path in (index, native, dwo):
                 remove_if_exists(path)
+    finally:
+        os.close(lock)
     record(log, CacheEvent.MISS, key, job.output)
     record(log, CacheEvent.REMOTE, content, job.output)  # ties the output to the launcher's record (trace)
     return 0
@@ -154,9 +164,9 @@ def launch(argv: list[str]) -> int:
     return subprocess.run(argv).returncode
 
 
-def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str]:
-    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command, cache policy);
-    ValueError on bad usage.
+def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str, list[str]]:
+    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command, cache policy, trusted
+    writers besides this user and root); ValueError on bad usage.
 
     Hand-parsed: the arguments come from our own ninja rule, and argparse's import costs more than a hit.
     """
@@ -169,7 +179,7 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str
             launched = True
         elif flag == "--no-cache":
             opts["--cache"] = ""
-        elif flag in ("--cache", "--log", "--policy") and rest:
+        elif flag in ("--cache", "--log", "--policy", "--trust") and rest:
             opts[flag] = rest.pop(0)
         else:
             raise ValueError(f"unexpected argument {flag!r}")
@@ -182,18 +192,20 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str
             raise ValueError("--launcher given but the launcher has no closing `--`")
         split = command.index("--") + 1
         launcher, command = command[:split], command[split:]
-    return opts["--cache"], opts["--log"], launcher, command, opts.get("--policy", "")
+    trust = [w for w in opts.get("--trust", "").split(",") if w]
+    return opts["--cache"], opts["--log"], launcher, command, opts.get("--policy", ""), trust
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        cache, log, launcher, command, policy = parse_args(sys.argv[1:] if argv is None else argv)
+        cache, log, launcher, command, policy, trust = parse_args(sys.argv[1:] if argv is None else argv)
     except ValueError as e:
         print(f"gn-thinlto: error: backend: {e}\n{USAGE}", file=sys.stderr)
         return 2
     try:
         job = BackendJob.parse(command)
-        return run(job, CacheStore(cache), log, launcher, policy)
+        store = CacheStore(cache, Trust(trust), warn_dir=os.path.dirname(os.fspath(log)))
+        return run(job, store, log, launcher, policy)
     except (ValueError, OSError) as e:
         print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from thinlto_cache.fsutil import make_parent
+from thinlto_cache.safefs import open_nofollow
 
 
 class CacheEvent:
@@ -19,8 +20,11 @@ class CacheEvent:
 def record(log: str | os.PathLike[str], event: str, key: str, output: str) -> None:
     """Append one line (EVENT is a CacheEvent); O_APPEND writes of one short line are atomic enough."""
     make_parent(log)
-    with open(log, "a") as f:
-        f.write(f"{event} {key} {output}\n")
+    fd = open_nofollow(os.fspath(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, f"{event} {key} {output}\n".encode())
+    finally:
+        os.close(fd)
 
 
 class CacheStats:

@@ -243,7 +243,7 @@ class Distributor:
                 record = self._local_job(job, backend, start)
             if record.exit_code == 0 and store.root:
                 outputs = {k: read_bytes(self.cwd / p) for k, p in dests.items()}
-                store_outputs(store, key, outputs, str(self.cwd))
+                store_outputs(store, key, outputs)
         return record
 
     def _record(self, job: DistJob, mode: stats.Mode, code: int, start: float, **extra: object) -> stats.RunRecord:

@@ -64,13 +64,14 @@ def test_a_missing_blob_is_a_quiet_miss(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_an_unwritable_cache_warns_once_and_recovers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "cache").write_text("a file where the cache directory should be")
-    store, state = CacheStore(tmp_path / "cache"), tmp_path / "state"
+    state = tmp_path / "state"
+    store = CacheStore(tmp_path / "cache", warn_dir=str(state))
     state.mkdir()
     for n in range(3):
-        store_outputs(store, f"{n:02d}" + "0" * 62, {"o": b"x"}, str(state))
+        store_outputs(store, f"{n:02d}" + "0" * 62, {"o": b"x"})
     assert len(capsys.readouterr().err.splitlines()) == 1 and (state / "backend-cache.unwritable").exists()
     (tmp_path / "cache").unlink()
-    store_outputs(store, KEY, {"o": b"x"}, str(state))
+    store_outputs(store, KEY, {"o": b"x"})
     assert not (state / "backend-cache.unwritable").exists() and fetch_outputs(store, KEY, {"o": str(tmp_path / "o")})
 
 

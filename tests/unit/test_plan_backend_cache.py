@@ -113,9 +113,9 @@ def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler:
 
 
 def test_backend_command_line(tmp_path: Path) -> None:
-    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == ("", "l", [], ["clang", "-c"], "")
-    assert parse_args(["--cache", "c", "--log", "l", "--policy", "cache_size=1%", "--launcher", "--", "w", "--",
-                       "clang"]) == ("c", "l", ["w", "--"], ["clang"], "cache_size=1%")
+    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == ("", "l", [], ["clang", "-c"], "", [])
+    assert parse_args(["--cache", "c", "--log", "l", "--policy", "cache_size=1%", "--trust", "ci,1001", "--launcher",
+                       "--", "w", "--", "clang"]) == ("c", "l", ["w", "--"], ["clang"], "cache_size=1%", ["ci", "1001"])
     for bad in (["--log", "l", "--", "clang"], ["--cache", "c", "--log", "l", "--launcher", "--", "clang"],
                 ["--frob", "--", "x"]):
         with pytest.raises(ValueError):

@@ -1,0 +1,244 @@
+"""[trust] No planted file subverts the backend cache or the build steps: links, FIFOs and devices where an
+entry, a blob, a directory, a lock or a log belongs are refused (never followed, never blocked on, never read
+unbounded); verify and prune never leave the cache; stale temporary files are swept; entries count only from
+trusted writers.
+
+The tests that hand a file to another uid (chown) need root, as CI and the fresh-machine check run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.cli import cache as cache_cli
+from gn_thinlto.steps.backend_log import CacheEvent, record
+from thinlto_cache.fsutil import sweep_temporaries, write_if_changed
+from thinlto_cache.prune import STALE_TMP_S, prune, prune_if_due
+from thinlto_cache.policy import CachePolicy
+from thinlto_cache.safefs import Refused, read_regular
+from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
+from thinlto_cache.trust import Trust
+
+KEY = "ab" + "1" * 62
+DATA = b"native object"
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root (CI runs as root)")
+OTHER_UID = 54321  # no such user needed: ownership is a number
+
+
+def _stored(tmp_path: Path, **kw: object) -> CacheStore:
+    store = CacheStore(tmp_path / "cache", **kw)  # type: ignore[arg-type]
+    store.store(KEY, {"o": DATA})
+    return store
+
+
+def _blob(store: CacheStore, data: bytes = DATA) -> Path:
+    return Path(store.blob_path(hashlib.sha256(data).hexdigest(), len(data)))
+
+
+def _fetch_with_timeout(store: CacheStore, dest: Path, seconds: float = 10) -> bool:
+    """fetch_outputs in a thread: a reader that blocks (on a FIFO) fails the test instead of hanging it."""
+    result: list[bool] = []
+    thread = threading.Thread(target=lambda: result.append(fetch_outputs(store, KEY, {"o": str(dest)})), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert result, "fetch_outputs blocked"
+    return result[0]
+
+
+def test_entries_are_written_0644_and_name_their_key(tmp_path: Path) -> None:
+    old = os.umask(0o000)
+    try:
+        store = _stored(tmp_path)
+    finally:
+        os.umask(old)
+    entry = Path(store.entry_path(KEY))
+    assert entry.stat().st_mode & 0o777 == 0o644
+    assert entry.read_text().splitlines()[0] == f"gn-thinlto-cache-entry-v2 {KEY}"
+
+
+@pytest.mark.parametrize("plant", ["entry-fifo", "entry-dev-zero", "entry-link", "blob-fifo", "blob-dev-zero",
+                                   "blob-link", "ac-fan-link", "cas-fan-link"])
+def test_planted_files_are_misses_never_followed_or_blocked_on(
+    tmp_path: Path, plant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _stored(tmp_path)
+    entry, blob = Path(store.entry_path(KEY)), _blob(store)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / entry.name).write_bytes(entry.read_bytes())
+    (outside / blob.name).write_bytes(DATA)
+    target = {"entry": entry, "blob": blob}.get(plant.split("-")[0])
+    if target is not None:
+        target.unlink()
+        if plant.endswith("fifo"):
+            os.mkfifo(target)
+        else:
+            target.symlink_to("/dev/zero" if plant.endswith("dev-zero") else outside / target.name)
+    else:
+        fan = entry.parent if plant.startswith("ac") else blob.parent
+        os.rename(fan, outside / "moved")
+        fan.symlink_to(outside)
+    assert not _fetch_with_timeout(store, tmp_path / "out.o")
+    assert not (tmp_path / "out.o").exists()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) <= 1 and all("backend cache" in line for line in err)
+    assert sorted(p.name for p in outside.iterdir() if p.is_file()) == sorted([entry.name, blob.name])
+
+
+def test_a_store_through_a_planted_directory_link_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = CacheStore(tmp_path / "cache", warn_dir=str(tmp_path))
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "cache" / "ac").mkdir(parents=True)
+    (tmp_path / "cache" / "ac" / KEY[:2]).symlink_to(victim)
+    store_outputs(store, KEY, {"o": DATA})
+    assert list(victim.iterdir()) == []
+    assert "refused" in capsys.readouterr().err
+
+
+def test_planted_lock_and_prune_stamp_links_create_nothing(tmp_path: Path) -> None:
+    store = _stored(tmp_path)
+    root = Path(store.root)
+    (root / "locks").mkdir()
+    for name in ("locks/" + KEY[:3], ".prune.lock", ".last-prune"):
+        (root / name).symlink_to(tmp_path / f"created-{name.replace('/', '-')}")
+    with store.miss_lock(KEY) as locked:
+        assert not locked
+    assert prune_if_due(store.root, "prune_interval=0s") is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+
+
+def test_verify_and_prune_never_leave_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _stored(tmp_path)
+    outside = tmp_path / "outside"
+    (outside / "zz").mkdir(parents=True)
+    precious = outside / "zz" / ("f" * 64 + "-5")
+    precious.write_bytes(b"keep!")
+    (Path(store.root) / "cas" / "zz").symlink_to(outside / "zz")  # a fan that is a link
+    (Path(store.root) / "cas" / "ab").mkdir()
+    (Path(store.root) / "cas" / "ab" / ("a" * 64 + "-5")).symlink_to(precious)  # an unnamed blob that is a link
+    os.mkfifo(Path(store.root) / "ac" / KEY[:2] / ("c" * 64))  # an entry that is a FIFO
+    lines = cache_cli.verify(cache_cli.Target(Path(store.root), "", None))
+    assert precious.read_bytes() == b"keep!" and (Path(store.root) / "cas" / "zz").is_symlink()
+    assert not (Path(store.root) / "cas" / "ab" / ("a" * 64 + "-5")).is_symlink()
+    assert "1 entries verify, 1 bad" in lines[0]
+    prune(store.root, CachePolicy(0, 1, 0, 0, 0), now=1e12)
+    assert precious.read_bytes() == b"keep!"
+
+
+def test_prune_and_verify_sweep_stale_temporaries(tmp_path: Path) -> None:
+    store = _stored(tmp_path)
+    stale = [Path(store.root) / "cas" / KEY[:2] / ".x.1.tmp", Path(store.root) / "ac" / KEY[:2] / ".y.2.tmp"]
+    fresh = Path(store.root) / "ac" / KEY[:2] / ".z.3.tmp"
+    for p in (*stale, fresh):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"partial")
+    for p in stale:
+        os.utime(p, (1, 1))
+    result = prune(store.root, CachePolicy(0, 0, 0, 0, 0))
+    assert result.tmp_removed == 2 and not any(p.exists() for p in stale) and fresh.exists()
+    assert STALE_TMP_S >= 600
+
+
+def test_build_dir_temporaries_are_swept_by_the_next_step(tmp_path: Path) -> None:
+    out = tmp_path / "obj" / "main.o"
+    out.parent.mkdir()
+    left = [out.parent / ".main.o.123.tmp", out.parent / ".main.o.123.tmp.dwo.tmp"]
+    other = out.parent / ".lib.o.9.tmp"
+    for p in (*left, other):
+        p.write_bytes(b"x" * 100)
+    sweep_temporaries(out)
+    assert not any(p.exists() for p in left) and other.exists()
+
+
+def test_write_if_changed_replaces_a_planted_link_never_its_target(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (tmp_path / "out.o").symlink_to(victim)
+    write_if_changed(tmp_path / "out.o", b"new")
+    assert victim.read_bytes() == b"precious" and (tmp_path / "out.o").read_bytes() == b"new"
+    assert not (tmp_path / "out.o").is_symlink()
+
+
+def test_the_backend_log_is_not_written_through_a_link(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"")
+    (tmp_path / "backend.log").symlink_to(victim)
+    with pytest.raises(Refused):
+        record(tmp_path / "backend.log", CacheEvent.HIT, KEY, "o")
+    assert victim.read_bytes() == b""
+
+
+def test_reads_are_capped(tmp_path: Path) -> None:
+    (tmp_path / "big").write_bytes(b"x" * 5000)
+    with pytest.raises(Refused, match="larger than"):
+        read_regular(str(tmp_path / "big"), cap=4096)
+
+
+def test_an_entry_moved_under_another_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _stored(tmp_path)
+    other = "ab" + "2" * 62
+    os.link(store.entry_path(KEY), store.entry_path(other))
+    assert not fetch_outputs(store, other, {"o": str(tmp_path / "o")})
+    assert "names another key" in capsys.readouterr().err
+
+
+@root_only
+def test_an_entry_of_an_untrusted_writer_is_a_miss_warned_once_per_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _stored(tmp_path, warn_dir=str(tmp_path))
+    os.chown(store.entry_path(KEY), OTHER_UID, OTHER_UID)
+    for _ in range(3):
+        assert not fetch_outputs(store, KEY, {"o": str(tmp_path / "o")})
+    fresh = CacheStore(store.root, warn_dir=str(tmp_path))  # another backend step of the same build
+    assert not fetch_outputs(fresh, KEY, {"o": str(tmp_path / "o")})
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and f"uid {OTHER_UID}" in err[0] and "not a writer this build trusts" in err[0]
+    assert Path(store.entry_path(KEY)).exists()  # kept: it may be its writer's own
+    assert fetch_outputs(CacheStore(store.root, Trust([str(OTHER_UID)])), KEY, {"o": str(tmp_path / "o")})
+
+
+@root_only
+def test_an_entry_others_could_change_is_a_miss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _stored(tmp_path)
+    os.chmod(store.entry_path(KEY), 0o664)
+    assert not fetch_outputs(store, KEY, {"o": str(tmp_path / "o")})
+    assert "writable by group or others" in capsys.readouterr().err
+
+
+@root_only
+def test_verify_counts_untrusted_entries_and_keeps_them(tmp_path: Path) -> None:
+    store = _stored(tmp_path)
+    os.chown(store.entry_path(KEY), OTHER_UID, OTHER_UID)
+    lines = cache_cli.verify(cache_cli.Target(Path(store.root), "", None))
+    assert "0 entries verify" in lines[0] and f"1 entries from writers your builds do not trust (1 of uid {OTHER_UID})" \
+        in lines[1]
+    assert Path(store.entry_path(KEY)).exists() and _blob(store).exists()
+
+
+def test_warnings_are_one_per_build_across_step_processes(tmp_path: Path) -> None:
+    """Two backend steps of one ninja build (children of the same ninja) warn once between them; a new build
+    warns again."""
+    script = (
+        "import sys; from thinlto_cache.notices import once_per_build; "
+        "once_per_build(sys.argv[1], 'untrusted', 'c 1', 'said', set())"
+    )
+    step = f"{sys.executable} -c \"{script}\" {tmp_path}"
+    (tmp_path / "build.ninja").write_text(
+        f"rule r\n  command = {step} && touch $out\n  description = step $out\nbuild a: r\nbuild b: r\n")
+    said = []
+    for _ in range(2):
+        for p in ("a", "b"):
+            (tmp_path / p).unlink(missing_ok=True)
+        proc = subprocess.run(["ninja", "-C", str(tmp_path)], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+        said.append((proc.stdout + proc.stderr).count("backend cache: said"))
+    assert said == [1, 1]

@@ -1,0 +1,131 @@
+"""File access that no planted file can subvert: directories opened one component at a time without following
+symbolic links, files created exclusively (never through a link), reads of regular files only, capped, and
+never blocking on a FIFO. Everything below a directory fd, so a directory swapped for a link between two calls
+is refused rather than followed.
+
+Used by the cache (a directory other users may write) and the build steps. Standard library only.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Refused(OSError):
+    """A path that is not what it must be: a link where a directory or file belongs, a FIFO, a device, or a
+    file larger than its cap. An OSError, so every caller that handles I/O errors handles it."""
+
+
+def open_dir(parent: int | str, name: str = "", create: bool = False) -> int:
+    """An fd of directory NAME in PARENT (an fd, or a path taken as given: the configured root may be a link);
+    with CREATE, made when missing. A link or a non-directory at NAME is Refused."""
+    if isinstance(parent, str):
+        if create:
+            os.makedirs(parent, exist_ok=True)
+        return os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+        try:
+            os.mkdir(name, 0o777, dir_fd=parent)
+        except FileExistsError:
+            pass
+        return open_dir(parent, name)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a link, or NAME is a file
+            raise Refused(e.errno, "not a directory (a symbolic link or a file): refused", name) from None
+        raise
+
+
+def open_dirs(root: int, names: tuple[str, ...], create: bool = False) -> int:
+    """The fd of ROOT/NAMES[0]/NAMES[1]/…, each opened without following links (see open_dir)."""
+    fd = root
+    for name in names:
+        child = open_dir(fd, name, create)
+        if fd != root:
+            os.close(fd)
+        fd = child
+    return fd if fd != root else os.dup(root)
+
+
+def check_regular(st: os.stat_result, name: str, cap: int) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused(0, "not a regular file (a FIFO, device, socket or directory): refused", name)
+    if st.st_size > cap:
+        raise Refused(0, f"larger than the {cap} bytes it may have: refused", name)
+
+
+def read_regular(name: str, dir_fd: int | None = None, cap: int = 1 << 32) -> tuple[bytes, os.stat_result]:
+    """The content and stat of regular file NAME (in DIR_FD, or a path), at most CAP bytes; a link, FIFO,
+    device or a larger file is Refused (opened non-blocking: a FIFO cannot stall the reader)."""
+    fd = _open_nofollow(name, READ_FLAGS, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+        check_regular(st, name, cap)
+        chunks, left = [], st.st_size + 1  # one byte more: a file that grew past its stat is seen
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > cap:
+            raise Refused(0, f"larger than the {cap} bytes it may have: refused", name)
+        return data, st
+    finally:
+        os.close(fd)
+
+
+def create_exclusive(name: str, dir_fd: int | None = None, mode: int = 0o666) -> int:
+    """A new file NAME opened for writing: never an existing file, never through a link."""
+    return _open_nofollow(name, CREATE_FLAGS, mode, dir_fd=dir_fd)
+
+
+def open_nofollow(name: str, flags: int, mode: int = 0o666, dir_fd: int | None = None) -> int:
+    """os.open with O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC added; only a regular file may be opened."""
+    fd = _open_nofollow(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    try:
+        check_regular(os.fstat(fd), name, 1 << 62)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_nofollow(name: str, flags: int, mode: int = 0o666, dir_fd: int | None = None) -> int:
+    try:
+        return os.open(name, flags, mode, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+            raise Refused(e.errno, "a symbolic link: refused", name) from None
+        raise
+
+
+def write_new(name: str, data: bytes, dir_fd: int | None = None, mode: int | None = None) -> None:
+    """Write DATA to a new file NAME (create_exclusive); MODE, when given, is set exactly (umask aside)."""
+    fd = create_exclusive(name, dir_fd)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def unlink_quiet(name: str, dir_fd: int | None = None) -> None:
+    """Remove NAME (a link itself, never its target); a missing file is fine."""
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
