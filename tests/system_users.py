@@ -1,0 +1,44 @@
+"""Real, short-lived Unix users for tests that play another local user (an attacker on a shared cache or
+cluster). Created with useradd, removed with userdel (and every process of theirs killed) when the test ends,
+also when it fails. Needs root, as CI runs."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    uid: int
+    gid: int
+
+    def run(self, argv: Sequence[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        """ARGV as this user (runuser: no password, no login shell), from /, with a minimal environment."""
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}
+        return subprocess.run([RUNUSER, "-u", self.name, "--", *argv], cwd="/", env=env, capture_output=True,
+                              text=True, timeout=300, **kw)  # type: ignore[call-overload]
+
+
+@contextmanager
+def temporary_user(prefix: str = "gnt") -> Iterator[User]:
+    """A new system user without a home or login shell, gone afterwards."""
+    name = f"{prefix}{os.getpid() % 100000}"
+    subprocess.run(["userdel", name], capture_output=True, check=False)  # a leftover of a killed run
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
+                   capture_output=True)
+    try:
+        pw = pwd.getpwnam(name)
+        yield User(name, pw.pw_uid, pw.pw_gid)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
+        subprocess.run(["userdel", name], capture_output=True, check=False)
