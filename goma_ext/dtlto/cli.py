@@ -29,10 +29,11 @@ from goma_ext.errors import GomaExtError
 from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
 from thinlto_cache.policy import PolicyError, parse_policy
 from thinlto_cache.store import CacheStore
+from thinlto_cache.trust import Trust
 
 ENV_OPTIONS = "GOMA_EXT_DTLTO"
 ENV_CONFIG = "GOMA_EXT_DTLTO_CONFIG"
-SECTION_KEYS = ("jobs", "cache", "cache_policy", "slots_dir", "stats_log")
+SECTION_KEYS = ("jobs", "cache", "cache_policy", "cache_trusted_writers", "slots_dir", "stats_log")
 
 
 def default_cache() -> Path:
@@ -93,10 +94,13 @@ def settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
             parse_policy(policy)
         except PolicyError as e:
             raise GomaExtError(f"--cache-policy: {e}") from e
+    writers = dtlto.get("cache_trusted_writers") or []
+    if not isinstance(writers, list) or not all(isinstance(w, (str, int)) for w in writers):
+        raise GomaExtError(f"dtlto.cache_trusted_writers: expected a list of user names or uids, got {writers!r}")
     stats_log = Path(args.stats_log or dtlto.get("stats_log") or DTLTO_STATS_LOG)
     cfg = load_config(remote, env, {"endpoint": args.remote, "instance": args.instance})
     return Settings(
-        remote=cfg, cache=CacheStore(cache), cache_policy=policy,
+        remote=cfg, cache=CacheStore(cache, Trust([str(w) for w in writers])), cache_policy=policy,
         slots=Slots(Path(args.slots_dir or dtlto.get("slots_dir") or default_dir()), jobs), stats_log=stats_log,
     )
 
