@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import pwd
 import subprocess
@@ -57,11 +56,14 @@ class Postgres:
         return (self.data_dir / "PG_VERSION").is_file()
 
     def init(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        if self.user:
-            pw = pwd.getpwnam(self.user)
-            os.chown(self.data_dir, pw.pw_uid, pw.pw_gid)
-        self.data_dir.chmod(0o700)
+        fd = fresh_dir(self.data_dir)
+        try:  # through the fd: the directory just checked, not whatever the path names a moment later
+            if self.user:
+                pw = pwd.getpwnam(self.user)
+                os.fchown(fd, pw.pw_uid, pw.pw_gid)
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
         self._run("initdb", "-D", str(self.data_dir), "-U", DB_USER, "--auth=trust", "-E", "UTF8", "--no-sync")
 
     def start(self) -> None:
@@ -108,8 +110,31 @@ class Postgres:
             self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop")
 
 
+def fresh_dir(path: Path) -> int:
+    """An fd of PATH as a new, empty directory of ours: made here (mkdir refuses anything already there), or
+    the empty one mkdtemp made for it. Anything else at PATH (a planted link, another user's directory, old
+    data) is refused: initdb, chown and chmod would act on whatever it is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        raise ClusterError(f"{path}: not a directory (a link or a file); refusing to put PostgreSQL's data there")\
+            from None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077 or os.listdir(fd):
+        os.close(fd)
+        raise ClusterError(f"{path}: exists and is not a new empty directory of ours (owner uid {st.st_uid}, mode "
+                           f"{st.st_mode & 0o777:o}); refusing to put PostgreSQL's data there")
+    return fd
+
+
 def choose_data_dir(state: Path) -> tuple[Path, str | None]:
-    """STATE/postgres, owned by `postgres` when we are root; a /tmp directory if that user cannot reach STATE."""
+    """STATE/postgres, owned by `postgres` when we are root; a new private /tmp directory (mkdtemp: never a
+    predictable name someone could have planted) if that user cannot reach STATE."""
     if os.geteuid() != 0:
         return state / "postgres", None
     try:
@@ -119,5 +144,4 @@ def choose_data_dir(state: Path) -> tuple[Path, str | None]:
     probe = subprocess.run(["runuser", "-u", RUN_AS_WHEN_ROOT, "--", "test", "-x", str(state)], check=False)
     if probe.returncode == 0:
         return state / "postgres", RUN_AS_WHEN_ROOT
-    tag = hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"goma-ext-pg-{tag}", RUN_AS_WHEN_ROOT
+    return Path(tempfile.mkdtemp(prefix="goma-ext-pg-")), RUN_AS_WHEN_ROOT
