@@ -33,6 +33,7 @@ from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import COMPILER_CACHE
 from thinlto_cache.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
 from thinlto_cache.keys import BackendJob, cache_key
+from thinlto_cache.safefs import open_nofollow
 from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 
 if TYPE_CHECKING:
@@ -275,7 +276,8 @@ class Distributor:
         stage = os.path.join(STAGE, content)
         os.makedirs(self.cwd / stage, exist_ok=True)
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
-        with open(self.cwd / stage / ".lock", "w") as lock:
+        lock = open_nofollow(str(self.cwd / stage / ".lock"), os.O_RDONLY | os.O_CREAT)
+        with os.fdopen(lock, "rb"):
             fcntl.flock(lock, fcntl.LOCK_EX)  # the same backend of a concurrent link waits
             renames: dict[str, str] = {}
             try:

@@ -18,8 +18,9 @@ def line(output: str, mode: str, exit_code: int, wall_s: float, bytes_uploaded: 
 
 
 def append(log: str | os.PathLike[str], text: str) -> None:
-    """Append one line with a single O_APPEND write, so concurrent wrappers never interleave."""
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append one line with a single O_APPEND write, so concurrent wrappers never interleave; never through a
+    planted link, never blocking on a FIFO."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, (text + "\n").encode())
     finally:
