@@ -170,11 +170,18 @@ def clear(t: Target) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    t = resolve(args.out, args.cache, args.policy, args.trust)
+    # Every command here is file access under the path the user named: an OS error is about that path.
     try:
-        parse_policy(t.policy)
-    except PolicyError as e:
-        raise GnThinltoError(f"--policy: {e}") from None
-    for line in {"stats": stats, "verify": verify, "trim": trim, "clear": clear}[args.action](t):
+        t = resolve(args.out, args.cache, args.policy, args.trust)
+        try:
+            parse_policy(t.policy)
+        except PolicyError as e:
+            raise GnThinltoError(f"--policy: {e}") from None
+        lines = {"stats": stats, "verify": verify, "trim": trim, "clear": clear}[args.action](t)
+    except (OSError, UnicodeDecodeError) as e:
+        where = getattr(e, "filename", None) or args.cache or args.out
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise GnThinltoError(f"{str(where)[:200]}: {why}") from None
+    for line in lines:
         print(line)
     return 0

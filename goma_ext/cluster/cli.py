@@ -39,7 +39,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    state: Path = args.state.resolve()
+    try:
+        state: Path = args.state.resolve()
+        manager.load(state)  # a state directory that cannot even be looked at is one line, here
+    except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
+        raise manager.ClusterError(f"--state {str(args.state)[:200]}: {getattr(e, 'strerror', None) or e}") from None
     if args.cluster_command == "start":
         st = manager.start(
             manager.ClusterSpec(
