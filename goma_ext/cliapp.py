@@ -6,15 +6,25 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from goma_ext import __version__
+from goma_ext.errors import one_line
 
 Register = Callable[[argparse._SubParsersAction], object]
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line, as every other error (its subcommands' parsers are
+    of this class too): `PROG: error: MESSAGE (see PROG --help)`."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser(prog: str, description: str | None, commands: Sequence[Register]) -> argparse.ArgumentParser:
     """A parser whose subcommands are registered by each module's `add_parser` (each sets `run=`)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = Parser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add_parser in commands:

@@ -293,7 +293,9 @@ def execute(req: RunRequest) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -S …/wrapper.py [OPTIONS] -- CMD…`: the wrapper without the rest of the CLI's imports."""
-    parser = argparse.ArgumentParser(prog="goma-ext run", description=__doc__)
+    from goma_ext.cliapp import Parser
+
+    parser = Parser(prog="goma-ext run", description=__doc__)
     _add_arguments(parser)
     args = parser.parse_args(argv)
     try:
