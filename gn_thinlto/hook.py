@@ -21,13 +21,14 @@ from __future__ import annotations
 import gc
 import json
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, decode_json, is_file, read_text
 from gn_thinlto.gn import ninja_text
 from gn_thinlto.gn.project import parse_project
 from gn_thinlto.plan.config import CONFIG_FILE_NAME, Config, load_config
@@ -46,6 +47,7 @@ REFUSED_FILE = f"{STATE_DIR}/refused.txt"
 LINKS_FILE = f"{STATE_DIR}/links.txt"
 PROJECT_MARKER_KEY = "gn_thinlto"
 EDIT_MARKER = "# gn-thinlto:"
+GN_NINJA = "GN's ninja file"
 
 
 def read_gn_ninja(
@@ -56,13 +58,13 @@ def read_gn_ninja(
     toolchains: dict[str, ninja_text.NinjaFile] = {}
     texts: dict[str, str] = {}
     for tc in toolchain_files:
-        if not (out_dir / tc).is_file():
+        if not is_file(out_dir / tc, GN_NINJA):
             continue
-        texts[tc] = (out_dir / tc).read_text()
+        texts[tc] = read_text(out_dir / tc, GN_NINJA)
         toolchains[tc] = ninja_text.parse(texts[tc])
         for sub in toolchains[tc].subninjas:
             if not sub.startswith(f"{STATE_DIR}/"):
-                texts[sub] = (out_dir / sub).read_text()
+                texts[sub] = read_text(out_dir / sub, GN_NINJA)
     return toolchains, texts
 
 
@@ -112,12 +114,9 @@ def mark_project_json(raw: str) -> str:
 
 
 def run_hook(project_json: Path, config_path: Path | None, python: str, remote: str | None = None) -> HookResult:
+    raw = read_text(project_json)
     out_dir = project_json.resolve().parent
-    raw = project_json.read_text()
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise GnThinltoError(f"{project_json}: not JSON ({e})") from e
+    data = decode_json(raw, project_json)
     if not isinstance(data, dict):
         raise GnThinltoError(f"{project_json}: not a JSON object")
     # Mark project.json before anything can fail: GN re-runs this hook only when the file's content differs
@@ -128,10 +127,10 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     graph, texts, toolchains = load_graph(out_dir, data)
     root = Path(graph.project.root_path)
     config_file = config_path if config_path is not None else root / CONFIG_FILE_NAME
-    if config_file.is_file():  # listed first, so that fixing a bad config re-runs gn and this hook
+    if is_file(config_file, "config"):  # listed first, so that fixing a bad config re-runs gn and this hook
         _add_regeneration_input(out_dir, config_file)
     config = load_config(config_path, root)
-    build_text = (out_dir / "build.ninja").read_text()
+    build_text = read_text(out_dir / "build.ninja", GN_NINJA)
     regen = regenerate(out_dir, graph, texts, toolchains, config, python,
                        remote_backends(config, remote, os.environ))
     plan, written = regen.plan, regen.written
@@ -170,7 +169,7 @@ def summary_line(plan: GraphPlan) -> str:
 def _add_regeneration_input(out_dir: Path, path: Path) -> None:
     """Make ninja re-run gn (and so this hook) when the config changes: list it in GN's build.ninja.d."""
     depfile = out_dir / "build.ninja.d"
-    text = depfile.read_text().rstrip("\n")
+    text = read_text(depfile, "GN's").rstrip("\n")
     entry = str(path.resolve()).replace(" ", "\\ ")
     if f" {entry}" not in text:
         write_if_changed(depfile, f"{text} {entry}\n")
@@ -179,9 +178,9 @@ def _add_regeneration_input(out_dir: Path, path: Path) -> None:
 def check_graph_in_place(out_dir: Path) -> None:
     """Stop with a clear message when OUT's ninja files are GN's alone (generated without the hook)."""
     build = out_dir / "build.ninja"
-    if not build.is_file():
+    if not is_file(build):
         raise GnThinltoError(f"{out_dir}: no build.ninja; run `gn-thinlto gen {out_dir}` first")
-    if BUILD_EDIT_MARKER not in build.read_text():
+    if BUILD_EDIT_MARKER not in read_text(build):
         raise GnThinltoError(
             f"{out_dir} was generated without the gn-thinlto hook (a plain `gn gen`?), so ninja would build "
             f"GN's in-process ThinLTO links; run `gn-thinlto gen {out_dir}` to restore the graph"
@@ -190,13 +189,16 @@ def check_graph_in_place(out_dir: Path) -> None:
 
 def report_error(line: str) -> None:
     """Print LINE on stderr, and on GN's own stderr when GN runs quietly (ninja's regeneration uses `gn -q`,
-    which swallows script output and says only "Python has quit with exit code 2")."""
+    which swallows script output and says only "Python has quit with exit code 2"). Not when that is a regular
+    file (`ninja > log`): written through a second file description, at its own offset, the line would be
+    overwritten by ninja's next lines or overwrite them."""
     print(line, file=sys.stderr)
     parent = Path(f"/proc/{os.getppid()}")
     try:
         parent_argv = (parent / "cmdline").read_bytes().split(b"\0")
-        if b"-q" in parent_argv and b"gen" in parent_argv:
-            with open(parent / "fd" / "2", "w") as gn_stderr:
+        gn_stderr_path = parent / "fd" / "2"
+        if b"-q" in parent_argv and b"gen" in parent_argv and not stat.S_ISREG(os.stat(gn_stderr_path).st_mode):
+            with open(gn_stderr_path, "a") as gn_stderr:
                 gn_stderr.write(line + "\n")
     except OSError:
         pass
@@ -211,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["--remote"] and len(args) >= 2:
         remote, args = args[1], args[2:]
     if not 1 <= len(args) <= 2:
-        print("usage: hook.py [--remote URL] OUT/project.json [CONFIG.yaml]", file=sys.stderr)
+        print("gn-thinlto: error: usage: hook.py [--remote URL] OUT/project.json [CONFIG.yaml]", file=sys.stderr)
         return 2
     try:
         config = Path(args[1]) if len(args) == 2 and args[1] else None

@@ -15,6 +15,7 @@ from pathlib import Path
 from gn_thinlto.errors import GnThinltoError
 
 NINJA_STATUS = "[%f/%t] "
+HOOK_ERROR = "gn-thinlto: error: "  # how the hook's error line starts (in gn's output when the hook fails)
 _STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
 
 
@@ -35,8 +36,10 @@ def run_checked(cmd: Sequence[str], *, cwd: Path | None = None, log: Path | None
             f.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
-        # GN's own error line ("ERROR at //x/BUILD.gn:3:5: …"), not the source excerpt and caret after it
-        tail = [line for line in lines if line.startswith("ERROR")][:1] or lines[-1:] or ["(no output)"]
+        # The hook's own error line, else GN's ("ERROR at //x/BUILD.gn:3:5: …", not the source excerpt and caret
+        # after it, nor "ERROR Python has quit" after the hook's line).
+        hook = [line.removeprefix(HOOK_ERROR) for line in lines if line.startswith(HOOK_ERROR)][:1]
+        tail = hook or [line for line in lines if line.startswith("ERROR")][:1] or lines[-1:] or ["(no output)"]
         where = f" (full output in {log})" if log else ""
         raise GnThinltoError(
             f"'{Path(cmd[0]).name} {' '.join(cmd[1:3])}…' failed with exit {proc.returncode}: {tail[0]}{where}"

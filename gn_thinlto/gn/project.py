@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,27 +102,75 @@ def _rel(path: str, build_dir: str) -> str:
     return path
 
 
+_REQUIRED = object()
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def _is_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "an object": lambda v: isinstance(v, dict), "a string": lambda v: isinstance(v, str),
+    "a list of strings": _is_strings, "true or false": lambda v: isinstance(v, bool),
+}
+
+
+def _field(data: Any, key: str, where: str, expected: str, default: Any = _REQUIRED) -> Any:
+    """DATA[KEY] (DEFAULT when absent, unless required), DATA being the object at WHERE; the value must be
+    EXPECTED (a key of _TYPE_CHECKS), else GnThinltoError naming where it is."""
+    if not isinstance(data, dict):
+        raise GnThinltoError(f"project.json: {where}: expected an object, found {_kind(data)}")
+    if key not in data:
+        if default is _REQUIRED:
+            raise GnThinltoError(f"project.json: {where}: no {key!r} (not from `gn gen --ide=json`?)")
+        return default
+    value = data[key]
+    if not _TYPE_CHECKS[expected](value):
+        at = key if where == "top level" else f"{where}.{key}"
+        raise GnThinltoError(f"project.json: {at}: expected {expected}, found {_kind(value)}")
+    return value
+
+
+def _target(label: str, t: Any, default_toolchain: str, build_dir: str) -> GnTarget:
+    """One target of project.json. Its fields are checked at once, and one by one (to name the bad one) only
+    on failure: a Chromium project.json has tens of thousands of targets."""
+    if not isinstance(t, dict) or not (
+        isinstance(t.get("type"), str) and isinstance(t.get("toolchain", ""), str)
+        and isinstance(t.get("testonly", False), bool) and _is_strings(t.get("outputs", []))
+        and _is_strings(t.get("ldflags", []))
+    ):
+        where = f"targets[{label!r}]"
+        _field(t, "type", where, "a string")
+        _field(t, "toolchain", where, "a string", "")
+        _field(t, "testonly", where, "true or false", False)
+        _field(t, "outputs", where, "a list of strings", [])
+        _field(t, "ldflags", where, "a list of strings", [])
+    return GnTarget(
+        label=label,
+        type=TargetType.parse(t["type"]),
+        toolchain=t.get("toolchain", default_toolchain),
+        testonly=t.get("testonly", False),
+        outputs=tuple(_rel(o, build_dir) for o in t.get("outputs", ())),
+        ldflags=tuple(t.get("ldflags", ())),
+    )
+
+
 def parse_project(data: Mapping[str, Any]) -> GnProject:
-    """Turn project.json's decoded JSON into a GnProject; missing keys raise GnThinltoError."""
-    try:
-        settings = data["build_settings"]
-        build_dir = settings["build_dir"]
-        targets = {}
-        for label, t in data["targets"].items():
-            targets[label] = GnTarget(
-                label=label,
-                type=TargetType.parse(t["type"]),
-                toolchain=t.get("toolchain", settings["default_toolchain"]),
-                testonly=bool(t.get("testonly", False)),
-                outputs=tuple(_rel(o, build_dir) for o in t.get("outputs", ())),
-                ldflags=tuple(t.get("ldflags", ())),
-            )
-        return GnProject(
-            build_dir=build_dir,
-            root_path=settings["root_path"],
-            default_toolchain=settings["default_toolchain"],
-            targets=targets,
-            gen_input_files=tuple(settings.get("gen_input_files", ())),
-        )
-    except (KeyError, TypeError, AttributeError) as e:
-        raise GnThinltoError(f"project.json: unexpected structure ({type(e).__name__}: {e})") from e
+    """Turn project.json's decoded JSON into a GnProject; a missing key or a value of the wrong type raises
+    GnThinltoError naming where it is."""
+    settings = _field(data, "build_settings", "top level", "an object")
+    build_dir = _field(settings, "build_dir", "build_settings", "a string")
+    default_toolchain = _field(settings, "default_toolchain", "build_settings", "a string")
+    targets = _field(data, "targets", "top level", "an object")
+    return GnProject(
+        build_dir=build_dir,
+        root_path=_field(settings, "root_path", "build_settings", "a string"),
+        default_toolchain=default_toolchain,
+        targets={label: _target(label, t, default_toolchain, build_dir) for label, t in targets.items()},
+        gen_input_files=tuple(_field(settings, "gen_input_files", "build_settings", "a list of strings", [])),
+    )

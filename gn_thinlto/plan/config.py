@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, check_strings, file_error, is_file, read_text, shown
 from thinlto_cache.policy import PolicyError, parse_policy
 from thinlto_cache.trust import unknown_users
 
@@ -111,7 +111,7 @@ def _check_keys(value: Any, allowed: set[str] | None, where: str) -> Mapping[str
     """VALUE as a mapping with only ALLOWED keys (None: any key; another module owns that schema)."""
     if not isinstance(value, dict):
         raise GnThinltoError(f"{where}: expected a mapping, got {type(value).__name__}")
-    unknown = sorted(set(value) - allowed) if allowed is not None else []
+    unknown = sorted(map(str, set(value) - allowed)) if allowed is not None else []  # YAML keys may be numbers
     if unknown:
         known = ", ".join(sorted(allowed or ()))
         raise GnThinltoError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
@@ -170,7 +170,7 @@ def parse_config(data: Any, source: str) -> Config:
     if isinstance(writers, list):
         writers = [str(w) if isinstance(w, int) and not isinstance(w, bool) and w >= 0 else w for w in writers]
     trusted = _str_list(writers, f"{source}: cache_trusted_writers")
-    if any(not w or "," in w or any(c.isspace() for c in w) for w in trusted):
+    if any(not w or "," in w or "\0" in w or any(c.isspace() for c in w) for w in trusted):
         raise GnThinltoError(f"{source}: cache_trusted_writers: expected user names or uids, got {list(trusted)!r}")
     dyndep = top.get("dyndep", True)
     if not isinstance(dyndep, bool):
@@ -198,15 +198,19 @@ def parse_config(data: Any, source: str) -> Config:
 def load_config(explicit: Path | None, source_root: Path) -> Config:
     """Read --config, else SOURCE_ROOT/gn_thinlto.yaml, else defaults (I/O edge of configuration)."""
     path = explicit if explicit is not None else source_root / CONFIG_FILE_NAME
-    if not path.is_file():
+    if not is_file(path, "--config" if explicit is not None else ""):
         if explicit is not None:
-            raise GnThinltoError(f"--config {explicit}: no such file")
+            raise GnThinltoError(f"--config {shown(explicit)}: no such file")
         return Config()
+    text = read_text(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise GnThinltoError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from e
-    config = parse_config(data, str(path))
+        raise GnThinltoError(f"{shown(path)}: not valid YAML: {str(e).splitlines()[0]}") from e
+    except RecursionError as e:
+        raise file_error(path, e) from e
+    check_strings(data, shown(path))
+    config = parse_config(data, shown(path))
     unknown = unknown_users(config.cache_trusted_writers)
     if unknown:
         raise GnThinltoError(f"{path}: cache_trusted_writers: no user {unknown[0]!r} on this machine")

@@ -26,7 +26,8 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, decode_json, file_error, read_text
+from gn_thinlto.steps.manifest import check_manifest
 from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives
 from thinlto_cache.fsutil import (
     file_sha256,
@@ -38,13 +39,21 @@ from thinlto_cache.fsutil import (
 from thinlto_cache.keys import compiler_identity
 
 FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
+MANIFEST = "thin-link manifest"
+
+
+def _lld_text(path: str) -> str:
+    try:
+        return read_bytes(path).decode()
+    except UnicodeDecodeError as e:
+        raise file_error(path, e, "lld's") from e
 
 
 def used_bitcode(staged_used_list: str, stage_dir: str) -> list[str]:
     """lld's --thinlto-index-only list names each used object with the prefix replaced; map it back."""
     prefix = stage_dir.rstrip("/") + "/"
     used = []
-    for line in read_bytes(staged_used_list).decode().splitlines():
+    for line in _lld_text(staged_used_list).splitlines():
         if line:
             used.append(line[len(prefix):] if line.startswith(prefix) else line)
     return used
@@ -55,7 +64,7 @@ def read_why_extract(path: str) -> list[tuple[str, str]]:
     if not os.path.isfile(path):
         return []
     pairs = []
-    for line in read_bytes(path).decode().splitlines()[1:]:
+    for line in _lld_text(path).splitlines()[1:]:
         parts = line.split("\t")
         if len(parts) >= 2:
             pairs.append((parts[0], parts[1]))
@@ -145,17 +154,19 @@ def _outputs(m: dict[str, Any]) -> list[str]:
 def _read_state(path: str) -> dict[str, Any]:
     try:
         state = json.loads(read_bytes(path))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return state if isinstance(state, dict) else {}
 
 
 def run(manifest_path: str) -> int:
-    raw = read_bytes(manifest_path)
-    m = json.loads(raw)
+    text = read_text(manifest_path, MANIFEST)
+    m = check_manifest(decode_json(text, manifest_path, MANIFEST), manifest_path)
+    raw = text.encode()
     state_path = m.get("state", "")  # absent from manifests written before the fingerprint, until gn reruns the hook
     if not state_path:
         return thin_link(m)
+    check_manifest(m, manifest_path, ("inputs",))
     state = _read_state(state_path)
     try:  # a new toolchain under the same path makes the next thin link run lld again
         linker = compiler_identity(m["argv"][0])
@@ -202,10 +213,10 @@ def thin_link(m: dict[str, Any]) -> int:
 
     with_split = has_real_symbols(kept)
     used = used_bitcode(m["staged_used_list"], m["stage_dir"])
-    write_if_changed(m["used_list"], "".join(f"{u}\n" for u in used))
     unknown = sorted(set(used) - set(m["bitcode"]))
     if unknown:
         raise GnThinltoError(f"thin link of {m['target']}: lld used {unknown[0]}, which gn-thinlto did not plan")
+    write_if_changed(m["used_list"], "".join(f"{u}\n" for u in used))
     full = dict(m["minimized"])
     why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(m["why_extract"])]
     rsp = "\n".join(shlex.quote(x) for x in compose_final_inputs(m, used, why, with_split)) + "\n"
@@ -223,11 +234,11 @@ def thin_link(m: dict[str, Any]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: thinlink.py MANIFEST.json", file=sys.stderr)
+        print("gn-thinlto: error: usage: thinlink.py MANIFEST.json", file=sys.stderr)
         return 2
     try:
         return run(args[0])
-    except (GnThinltoError, OSError, KeyError, TypeError, ValueError) as e:
+    except (GnThinltoError, OSError) as e:
         print(f"gn-thinlto: error: {e}", file=sys.stderr)
         return 2
 

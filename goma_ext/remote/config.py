@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from goma_ext.errors import is_file, one_line, read_text, reason, shown
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
 
@@ -69,7 +70,7 @@ def _convert(name: str, value: Any) -> Any:
         if kind == "tuple[tuple[str, str], ...]":
             return tuple(sorted((str(k), str(v)) for k, v in dict(value).items()))
         return str(value)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:  # OverflowError: `jobs: .inf`
         raise RemoteConfigError(f"remote.{name}: cannot use {value!r}: {e}") from e
 
 
@@ -86,19 +87,22 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
 
 def section_from_yaml(path: Path) -> dict[str, Any]:
     """The `remote:` mapping of a gn_thinlto.yaml file (empty if the file or section is absent)."""
-    if not path.is_file():
+    if not is_file(path, "--config"):
         return {}
     import yaml  # not at module level: `goma-ext run`'s fast path imports this module under `python -S`
 
+    text = read_text(path, "--config")
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise RemoteConfigError(f"{path}: cannot read remote settings: {e}") from e
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise RemoteConfigError(f"{shown(path)}: cannot read remote settings: {one_line(str(e))}") from e
+    except RecursionError as e:
+        raise RemoteConfigError(f"{shown(path)}: {reason(e)}") from e
     section = doc.get("remote") if isinstance(doc, dict) else None
     if section is None:
         return {}
     if not isinstance(section, dict):
-        raise RemoteConfigError(f"{path}: `remote:` must be a mapping")
+        raise RemoteConfigError(f"{shown(path)}: `remote:` must be a mapping")
     return dict(section)
 
 
@@ -116,6 +120,8 @@ def load_config(
     for key, value in section.items():
         if value is None:
             continue
+        if not isinstance(key, str):
+            raise RemoteConfigError(f"remote: {key!r}: not a setting name (a YAML key that is not a string)")
         name = key.replace("-", "_")
         name = {"rpc_timeout": "rpc_timeout_s", "execute_timeout": "execute_timeout_s",
                 "queue_timeout": "queue_timeout_s"}.get(name, name)

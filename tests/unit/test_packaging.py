@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from gn_thinlto.errors import GnThinltoError
 from goma_ext import __version__
 from gn_thinlto.cli import main as cli
 from gn_thinlto.render.templating import ninja_path, ninja_value, render
@@ -47,5 +48,5 @@ def test_ninja_escaping_contexts(raw: str, path: str, value: str) -> None:
 
 
 def test_newline_is_refused_in_ninja_output() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(GnThinltoError, match="newline"):
         ninja_path("a\nb")

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.plan.config import Config
 from gn_thinlto.plan.config import TestonlyMode as Mode
 from gn_thinlto.steps.dyndep import dyndep_text
@@ -84,7 +85,7 @@ def test_dyndep_and_escaping() -> None:
     assert "build ./a$ b: dyndep | n/x$:y.o n/$$z.o\n" in text
     assert text.startswith("ninja_dyndep_version = 1\n")
     assert ninja_path("a b:$") == "a$ b$:$$" and ninja_value("x $y") == "x $$y"
-    with pytest.raises(ValueError):
+    with pytest.raises(GnThinltoError, match="newline"):
         ninja_path("a\nb")
 
 

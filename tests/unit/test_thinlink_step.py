@@ -21,7 +21,9 @@ def _manifest(tmp: Path, inputs: list[str]) -> Path:
         "bitcode": ["a.o"], "index_dir": str(tmp), "stage_dir": str(tmp / "stage"),
         "split_object": [str(tmp / "stage/lto.split.o"), str(tmp / "lto.split.o")],
         "used_list": str(tmp / "used.txt"), "final_rsp": str(tmp / "final.rsp"), "dyndep": str(tmp / "final.dd"),
-        "rsp_path": str(tmp / "thinlink.rsp"),
+        "rsp_path": str(tmp / "thinlink.rsp"), "final_output": "./app", "native_dir": str(tmp / "native"),
+        "staged_used_list": str(tmp / "stage/used.txt"), "why_extract": str(tmp / "stage/why.txt"),
+        "rsp_lines": inputs, "eager_inputs": inputs, "lazy_natives": [], "minimized": [],
     }
     path = tmp / "thinlink.json"
     path.write_text(json.dumps(m))
