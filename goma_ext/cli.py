@@ -38,7 +38,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from goma_ext.dtlto import cli as dtlto_cli
 
         parser = _build_parser("goma-ext", __doc__, [dtlto_cli.add_parser])
-        return run_cli(parser, dtlto_cli.with_env_options(args, os.environ), (GomaExtError,))
+        try:
+            args = dtlto_cli.with_env_options(args, os.environ)
+        except GomaExtError as e:
+            print(f"goma-ext: error: {e}", file=sys.stderr)
+            return 2
+        return run_cli(parser, args, (GomaExtError,))
     return run_cli(build_parser(), args, (GomaExtError,))
 
 

@@ -13,8 +13,10 @@ passes on.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +27,7 @@ import yaml
 from goma_ext.dtlto import jobfile
 from goma_ext.dtlto.distributor import Distributor, Settings
 from goma_ext.dtlto.slots import Slots, default_dir
-from goma_ext.errors import GomaExtError
+from goma_ext.errors import GomaExtError, file_error, is_file, read_text, shown
 from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
 from thinlto_cache.policy import PolicyError, parse_policy
 from thinlto_cache.store import CacheStore
@@ -34,6 +36,12 @@ from thinlto_cache.trust import Trust
 ENV_OPTIONS = "GOMA_EXT_DTLTO"
 ENV_CONFIG = "GOMA_EXT_DTLTO_CONFIG"
 SECTION_KEYS = ("jobs", "cache", "cache_policy", "cache_trusted_writers", "slots_dir", "stats_log")
+_SECTION_TYPES: dict[str, tuple[type, str]] = {
+    "jobs": (int, "an integer"), "cache_trusted_writers": (list, "a list"), "cache": (str, "a string"),
+    "cache_policy": (str, "a string"), "slots_dir": (str, "a string"), "stats_log": (str, "a string"),
+}
+MAX_JOBS = 4096  # each is a slot file (slots.Slots), all tried in turn by every waiting compile
+PATH_MAX = 4096  # Linux: a longer path is refused by every call (and os.makedirs recurses on it first)
 
 
 def default_cache() -> Path:
@@ -65,29 +73,52 @@ def _section(path: Path | None, env: Mapping[str, str]) -> tuple[dict[str, Any],
     """(dtlto section, remote section) of the config file, if there is one."""
     explicit = path or (Path(env[ENV_CONFIG]) if env.get(ENV_CONFIG) else None)
     chosen = explicit or default_config()
-    if not chosen.is_file():
+    if not is_file(chosen, "config"):
         if explicit:
-            raise GomaExtError(f"{chosen}: no such config file")
+            raise GomaExtError(f"{shown(chosen)}: no such config file")
         return {}, {}
+    text = read_text(chosen, "config")
     try:
-        doc = yaml.safe_load(chosen.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise GomaExtError(f"{chosen}: cannot read: {e}") from e
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise GomaExtError(f"{shown(chosen)}: cannot read: {e}") from e
+    except RecursionError as e:
+        raise file_error(chosen, e, "config") from e
     if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict) for k in ("dtlto", "remote")):
-        raise GomaExtError(f"{chosen}: expected a mapping with `dtlto:` and `remote:` mappings")
+        raise GomaExtError(f"{shown(chosen)}: expected a mapping with `dtlto:` and `remote:` mappings")
     dtlto = dict(doc.get("dtlto") or {})
-    unknown = sorted(set(dtlto) - set(SECTION_KEYS))
+    unknown = sorted(map(str, set(dtlto) - set(SECTION_KEYS)))  # YAML keys may be numbers
     if unknown:
-        raise GomaExtError(f"{chosen}: dtlto.{unknown[0]}: unknown setting (known: {', '.join(SECTION_KEYS)})")
+        raise GomaExtError(f"{shown(chosen)}: dtlto.{unknown[0]}: unknown setting (known: {', '.join(SECTION_KEYS)})")
+    for key, value in dtlto.items():
+        kind, expected = _SECTION_TYPES[key]
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise GomaExtError(f"{shown(chosen)}: dtlto.{key}: expected {expected}, got {value!r}")
     return dtlto, dict(doc.get("remote") or {})
+
+
+def _path(value: str | Path, what: str, directory: bool) -> Path:
+    """VALUE (given by option WHAT) as the path of a DIRECTORY, or of a file; refused at once when it cannot be
+    one (too long, or a file where a directory belongs or the reverse), rather than by each job in turn."""
+    if len(str(value).encode(errors="surrogatepass")) >= PATH_MAX:
+        raise GomaExtError(f"{what} {shown(value)}: {os.strerror(errno.ENAMETOOLONG)}")
+    try:
+        is_dir = stat.S_ISDIR(os.stat(value).st_mode)
+    except FileNotFoundError:
+        return Path(value)
+    except (OSError, ValueError) as e:
+        raise file_error(value, e, what) from e
+    if is_dir != directory:
+        raise GomaExtError(f"{what} {shown(value)}: {'not a directory' if directory else 'a directory'}")
+    return Path(value)
 
 
 def settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     dtlto, remote = _section(args.config, env)
     jobs = args.jobs or int(dtlto.get("jobs") or os.cpu_count() or 1)
-    if jobs < 1:
-        raise GomaExtError(f"--jobs={jobs}: must be at least 1")
-    cache = "" if args.no_cache else str(args.cache or dtlto.get("cache") or default_cache())
+    if not 1 <= jobs <= MAX_JOBS:
+        raise GomaExtError(f"--jobs={jobs}: must be from 1 to {MAX_JOBS}")
+    cache = "" if args.no_cache else str(_path(args.cache or dtlto.get("cache") or default_cache(), "--cache", True))
     policy = args.cache_policy or str(dtlto.get("cache_policy") or "")
     if policy:
         try:
@@ -97,17 +128,21 @@ def settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     writers = dtlto.get("cache_trusted_writers") or []
     if not isinstance(writers, list) or not all(isinstance(w, (str, int)) for w in writers):
         raise GomaExtError(f"dtlto.cache_trusted_writers: expected a list of user names or uids, got {writers!r}")
-    stats_log = Path(args.stats_log or dtlto.get("stats_log") or DTLTO_STATS_LOG)
+    stats_log = _path(args.stats_log or dtlto.get("stats_log") or DTLTO_STATS_LOG, "--stats-log", False)
     cfg = load_config(remote, env, {"endpoint": args.remote, "instance": args.instance})
     return Settings(
         remote=cfg, cache=CacheStore(cache, Trust([str(w) for w in writers])), cache_policy=policy,
-        slots=Slots(Path(args.slots_dir or dtlto.get("slots_dir") or default_dir()), jobs), stats_log=stats_log,
+        slots=Slots(_path(args.slots_dir or dtlto.get("slots_dir") or default_dir(), "--slots-dir", True), jobs),
+        stats_log=stats_log,
     )
 
 
 def with_env_options(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """`dtlto` ARGV with $GOMA_EXT_DTLTO's options put first (so the ones lld passes on win)."""
-    extra = shlex.split(env.get(ENV_OPTIONS, ""))
+    try:
+        extra = shlex.split(env.get(ENV_OPTIONS, ""))
+    except ValueError as e:
+        raise GomaExtError(f"${ENV_OPTIONS}: cannot split into options: {e}") from e
     if not extra or not argv or argv[0] != "dtlto":
         return list(argv)
     return [argv[0], *extra, *argv[1:]]

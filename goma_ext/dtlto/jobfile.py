@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from goma_ext.errors import GomaExtError
+from goma_ext.errors import GomaExtError, is_file, reason, shown
 
 LAYOUT = "LLVM 22"
 TOP_KEYS = frozenset({"common", "jobs"})
@@ -67,7 +67,19 @@ def _keys(path: Path, where: str, value: Any, known: frozenset[str]) -> Mapping[
 def _strings(path: Path, where: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _layout_error(path, where, "expected a list of strings")
+    for n, v in enumerate(value):
+        if "\0" in v or not _is_utf8(v):
+            raise JobFileError(f"{path}: {where}[{n}]: {v!a} holds a NUL byte or a lone surrogate: no command "
+                               "line argument or file name can")
     return tuple(value)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _job(path: Path, n: int, raw: Any, common_args: tuple[str, ...]) -> DistJob:
@@ -91,12 +103,14 @@ def parse(path: Path, text: str) -> JobFile:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise JobFileError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno}; truncated?)") from e
+    except RecursionError as e:
+        raise JobFileError(f"{path}: not an lld job file: {reason(e)}") from e
     top = _keys(path, "top level", doc, TOP_KEYS)
     common = _keys(path, "common", top["common"], COMMON_KEYS)
     args = _strings(path, "common.args", common["args"])
     if not args:
         raise _layout_error(path, "common.args", "empty (the compiler comes first)")
-    if not isinstance(common["linker_output"], str):
+    if not isinstance(common["linker_output"], str) or not _is_utf8(common["linker_output"]):
         raise _layout_error(path, "common.linker_output", "expected a string")
     if not isinstance(top["jobs"], list):
         raise _layout_error(path, "jobs", "expected a list")
@@ -108,17 +122,20 @@ def load(path: Path) -> JobFile:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise JobFileError(f"{path}: no such job file (lld runs the distributor with its JSON path last)") from None
+        raise JobFileError(
+            f"{shown(path)}: no such job file (lld runs the distributor with its JSON path last)") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise JobFileError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from e
+        raise JobFileError(f"{shown(path)}: cannot read: {reason(e)}") from e
     return parse(path, text)
 
 
 def check_inputs(jobs: JobFile, cwd: Path) -> None:
-    """Every input lld named must exist before anything runs (no partial outputs on bad input)."""
-    for name in (*jobs.common_inputs, *(i for job in jobs.jobs for i in job.inputs)):
-        if not (cwd / name).is_file():
-            raise JobFileError(f"{jobs.path}: input {name!r} does not exist (relative to {cwd})")
+    """Every input lld named, and every job's module and index, must exist before anything runs (no partial
+    outputs on bad input)."""
+    names = (*jobs.common_inputs, *(i for job in jobs.jobs for i in (*job.inputs, job.module, job.index)))
+    for name in dict.fromkeys(names):
+        if not is_file(cwd / name, f"{jobs.path}: input"):
+            raise JobFileError(f"{jobs.path}: input {shown(name)!r} does not exist (relative to {cwd})")
 
 
 def remove_outputs(jobs: Sequence[DistJob], cwd: Path) -> None:
