@@ -51,8 +51,12 @@ def parse_graph(dot: str) -> dict[str, set[str]]:
 
 
 def read_graph(out_dir: Path) -> dict[str, set[str]]:
-    proc = subprocess.run(["ninja", "-C", str(out_dir), "-t", "graph"], capture_output=True, text=True, check=False)
-    return parse_graph(proc.stdout) if proc.returncode == 0 else {}
+    """OUT's graph as parse_graph gives it; empty without it (no ninja, or a build.ninja ninja refuses)."""
+    try:
+        proc = subprocess.run(["ninja", "-C", str(out_dir), "-t", "graph"], capture_output=True, check=False)
+    except OSError:
+        return {}
+    return parse_graph(proc.stdout.decode(errors="replace")) if proc.returncode == 0 else {}
 
 
 @dataclass(frozen=True)

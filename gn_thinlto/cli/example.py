@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gn_thinlto.cli import gen, tools
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, is_file, make_dir, shown, write_text
 from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.steps.backend_log import read_stats
 from goma_ext.remote import stats
@@ -60,13 +60,13 @@ def run_self_checks(out_dir: Path, binaries: list[str]) -> list[SelfCheck]:
 
 
 def run(args: argparse.Namespace) -> int:
-    root: Path = args.root.resolve()
     out_dir: Path = args.out
-    if not (root / ".gn").is_file():
-        raise GnThinltoError(f"--root {args.root}: no .gn file there; point it at a GN source root")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not is_file(args.root / ".gn", "--root"):
+        raise GnThinltoError(f"--root {shown(args.root)}: no .gn file there; point it at a GN source root")
+    root: Path = args.root.resolve()
+    make_dir(out_dir, "--out")
     log = out_dir / "gn-thinlto-example.log"
-    log.write_text("")
+    write_text(log, "", "--out")
     start = time.monotonic()
     backend_log = out_dir / STATE_DIR / "backend.log"
     if args.in_process and args.remote:

@@ -4,12 +4,12 @@ object the modules it imports from (decoded from the index by goma_ext.bitcode.i
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, is_file, read_text
+from gn_thinlto.steps.manifest import read_manifest
 from gn_thinlto.steps.thinlink_paths import manifest_index_files
 
 
@@ -28,6 +28,10 @@ class Explanation:
     objects: tuple[ObjectReport, ...]
 
 
+# What explain reads of a manifest.
+EXPLAIN_KEYS = ("target", "final_output", "used_list", "bitcode", "stage_dir", "index_dir")
+
+
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("explain", help="show a ThinLTO link's objects, which were used, and their imports")
     p.add_argument("out", type=Path, help="build directory (built at least once)")
@@ -38,7 +42,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def find_manifest(out_dir: Path, target: str) -> dict[str, Any]:
     wanted = {target, target.split("(")[0], f"./{target.removeprefix('./')}"}
     for path in sorted((out_dir / "gn-thinlto").glob("**/thinlink.json")):
-        m = json.loads(path.read_text())
+        m = read_manifest(path, EXPLAIN_KEYS)
         label = m["target"]
         if wanted & {label, label.split("(")[0], m["final_output"]}:
             return m
@@ -55,9 +59,9 @@ def explain(out_dir: Path, target: str) -> Explanation:
     check_graph_in_place(out_dir)
     m = find_manifest(out_dir, target)
     used_file = out_dir / m["used_list"]
-    if not used_file.is_file():
+    if not is_file(used_file):
         raise GnThinltoError(f"{target}: the thin link has not run yet; build {m['final_output']} first")
-    used = set(used_file.read_text().split())
+    used = set(read_text(used_file, "the thin link's list").split())
     reports = []
     for bitcode, _, _, index_path, _ in manifest_index_files(m):
         try:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from gn_thinlto.cli import tools
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, file_error, is_file, make_dir, read_text, shown
 from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place
 from thinlto_cache.fsutil import write_if_changed
 
@@ -60,12 +60,12 @@ def gen(
     out_dir: Path, root: Path, args: str, config: Path | None, log: Path | None = None, remote: str | None = None
 ) -> list[str]:
     """Run gn gen with the hook; return the hook's `gn-thinlto: …` lines (refusals and the summary)."""
-    if not (root / ".gn").is_file():
-        raise GnThinltoError(f"--root {root}: no .gn file there; point it at a GN source root")
-    if config is not None and not config.is_file():
-        raise GnThinltoError(f"--config {config}: no such file")
+    if not is_file(root / ".gn", "--root"):
+        raise GnThinltoError(f"--root {shown(root)}: no .gn file there; point it at a GN source root")
+    if config is not None and not is_file(config, "--config"):
+        raise GnThinltoError(f"--config {shown(config)}: no such file")
     _check_script_executable(root / ".gn")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dir(out_dir, "build directory")
     _forget_unmarked_project_json(out_dir)
     stdout = tools.gn_gen(out_dir, root.resolve(), args, extra=hook_flags(out_dir, config, remote), log=log)
     check_graph_in_place(out_dir)
@@ -75,7 +75,7 @@ def gen(
 def _check_script_executable(dot_gn: Path) -> None:
     """GN runs the hook with the .gn's script_executable, else with `python` from PATH, which Debian 12 lacks:
     GN's own error for that is only 'Python has quit with exit code 127'."""
-    if shutil.which("python") is None and not re.search(r"^\s*script_executable\s*=", dot_gn.read_text(), re.M):
+    if shutil.which("python") is None and not re.search(r"^\s*script_executable\s*=", read_text(dot_gn), re.M):
         raise GnThinltoError(f"{dot_gn}: no script_executable, so GN would run the hook with `python`, which is not "
                              'on PATH; add script_executable = "python3" to it')
 
@@ -85,10 +85,12 @@ def _forget_unmarked_project_json(out_dir: Path) -> None:
     skip the hook; removing it makes GN write it and run the hook."""
     project = out_dir / "project.json"
     try:
-        if f'"{PROJECT_MARKER_KEY}"' not in project.read_text():
+        if f'"{PROJECT_MARKER_KEY}"'.encode() not in project.read_bytes():
             project.unlink()
     except FileNotFoundError:
         pass
+    except OSError as e:
+        raise file_error(project, e) from e
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from gn_thinlto.cli import build_analysis, build_html, trace
+from gn_thinlto.errors import write_text
 from goma_ext.remote import report_cli
 
 
@@ -32,6 +33,6 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(report, indent=2) if args.json else build_analysis.text(report))
     if args.html:
         images = build_html.plots(edges, links, report)
-        args.html.write_text(build_html.page(str(args.out), report, images))
+        write_text(args.html, build_html.page(str(args.out), report, images), "--html")
         print(f"HTML report{'' if images else ' (no plots: matplotlib missing)'}: {args.html}", file=sys.stderr)
     return 0

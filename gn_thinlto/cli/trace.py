@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.errors import GnThinltoError, is_file, read_text, shown, write_text
 from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.steps.backend import REMOTE_STAGE
 from gn_thinlto.steps.backend_log import CacheEvent
+from gn_thinlto.steps.manifest import read_manifest
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
 from goma_ext.remote.stats import RunRecord
@@ -52,13 +53,14 @@ class Link:
 def last_build(ninja_log: str) -> list[LogEdge]:
     """The edges of the last build in a .ninja_log (v5+: start, end, mtime, output, hash per output). ninja
     appends an entry when its edge finishes, with times since its own start, so a new build begins where an
-    entry ends before the previous one did; outputs of one edge share start, end and command hash."""
+    entry ends before the previous one did; outputs of one edge share start, end and command hash. A line
+    that is not an entry (a torn last line) is skipped, as ninja skips it."""
     rows: list[tuple[int, int, str, str]] = []
     for line in ninja_log.splitlines():
         if line.startswith("#"):
             continue
         parts = line.split("\t")
-        if len(parts) < 5:
+        if len(parts) < 5 or not (parts[0].isdigit() and parts[1].isdigit()):
             continue
         start, end = int(parts[0]), int(parts[1])
         if rows and end < rows[-1][1]:
@@ -172,23 +174,23 @@ def remote_runs(backend_log: str, records: Sequence[RunRecord]) -> dict[str, dic
 def read_build(out_dir: Path) -> tuple[list[LogEdge], str]:
     """The last build's edges (.ninja_log) and the backend log's text; one clear error without a build."""
     log = out_dir / ".ninja_log"
-    if not log.is_file():
-        raise GnThinltoError(f"{log}: no such file; build {out_dir} with ninja first")
-    edges = last_build(log.read_text())
+    if not is_file(log):
+        raise GnThinltoError(f"{shown(log)}: no such file; build {shown(out_dir)} with ninja first")
+    edges = last_build(read_text(log))
     if not edges:
-        raise GnThinltoError(f"{log}: no build recorded")
+        raise GnThinltoError(f"{shown(log)}: no build recorded")
     backend_log = out_dir / BACKEND_LOG
-    return edges, backend_log.read_text() if backend_log.is_file() else ""
+    return edges, read_text(backend_log) if is_file(backend_log) else ""
 
 
 def read_links(out_dir: Path) -> list[Link]:
     links = []
     for manifest in sorted((out_dir / STATE_DIR).glob("**/thinlink.json")):
-        m = json.loads(manifest.read_text())
+        m = read_manifest(manifest, ("final_output",))
         directory = str(manifest.parent.relative_to(out_dir))
         final = m["final_output"].removeprefix("./")
         used_list = out_dir / m.get("used_list", "")
-        used = len(used_list.read_text().split()) if m.get("used_list") and used_list.is_file() else 0
+        used = len(read_text(used_list).split()) if m.get("used_list") and is_file(used_list) else 0
         links.append(Link(final, directory, (m["final_output"], final), len(m.get("bitcode", ())), used))
     return links
 
@@ -206,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     records = stats.read(remote_log) if remote_log.is_file() else []
     trace = trace_events(edges, read_links(args.out), cache_verdicts(backend_text), remote_runs(backend_text, records))
     output = args.output or args.out / STATE_DIR / "trace.json"
-    output.write_text(json.dumps(trace) + "\n")
+    write_text(output, json.dumps(trace) + "\n", "-o" if args.output else "")
     phases: dict[str, int] = {}
     for e in trace["traceEvents"]:
         if e["ph"] == "X":

@@ -47,7 +47,7 @@ def read_stats(log: str | os.PathLike[str], offset: int = 0) -> CacheStats:
     try:
         with open(log, "rb") as f:
             f.seek(offset)
-            lines = f.read().decode().splitlines()
+            lines = f.read().decode(errors="replace").splitlines()  # counted by their first word only
     except FileNotFoundError:
         return CacheStats(0, 0)
     hits = sum(1 for line in lines if line.startswith(CacheEvent.HIT + " "))

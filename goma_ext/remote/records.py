@@ -40,5 +40,5 @@ def naive_bytes(rsp: str | None, cwd: str) -> int | None:
         with open(os.path.join(cwd, rsp), encoding="utf-8") as f:
             names = f.read().split()
         return sum(os.stat(os.path.join(cwd, n)).st_size for n in names)
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None

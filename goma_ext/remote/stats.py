@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goma_ext.errors import reason, shown
 from goma_ext.remote import records
 from goma_ext.remote.config import DEFAULT_STATS_LOG
 from goma_ext.remote.errors import RemoteError
@@ -52,9 +53,11 @@ def read(log: Path) -> list[RunRecord]:
     """Parse a stats log; a torn or foreign line is an error naming its line number."""
     found = []
     try:
-        lines = log.read_text().splitlines()
+        lines = log.read_bytes().decode().splitlines()
     except FileNotFoundError:
         return []
+    except (OSError, UnicodeDecodeError) as e:
+        raise RemoteError(f"{shown(log)}: cannot read the stats log: {reason(e)}", temporary=False) from e
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -64,12 +67,14 @@ def read(log: Path) -> list[RunRecord]:
                 RunRecord(
                     output=str(d["output"]), mode=Mode(d["mode"]), exit_code=int(d["exit_code"]),
                     wall_s=float(d["wall_s"]), bytes_uploaded=int(d.get("bytes_uploaded", 0)),
-                    input_bytes=int(d.get("input_bytes", 0)), naive_bytes=d.get("naive_bytes"),
-                    phases=dict(d.get("phases", {})), reason=str(d.get("reason", "")),
+                    input_bytes=int(d.get("input_bytes", 0)),
+                    naive_bytes=None if d.get("naive_bytes") is None else int(d["naive_bytes"]),
+                    phases={str(k): float(v) for k, v in dict(d.get("phases", {})).items()},
+                    reason=str(d.get("reason", "")),
                 )
             )
-        except (ValueError, KeyError, TypeError) as e:
-            raise RemoteError(f"{log}:{n}: not a stats record: {e}", temporary=False) from e
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as e:
+            raise RemoteError(f"{shown(log)}:{n}: not a stats record: {reason(e)}", temporary=False) from e
     return found
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from goma_ext.errors import GomaExtError, reason, shown
 from goma_ext.remote.config import load_config
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.worker.bots import BotWorker, WorkerSettings
@@ -64,8 +65,12 @@ def _serve_one(args: argparse.Namespace) -> int:
         raise RemoteConfigError("worker needs --remote")
     bot_id = f"{args.bot_id}-{args.index}"
     s = WorkerSettings(cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id)
-    (s.work_dir / "sandboxes").mkdir(parents=True, exist_ok=True)
-    for stale in (s.work_dir / "sandboxes").iterdir():  # left by a killed predecessor with this bot id
+    try:
+        (s.work_dir / "sandboxes").mkdir(parents=True, exist_ok=True)
+        stale_sandboxes = list((s.work_dir / "sandboxes").iterdir())
+    except OSError as e:
+        raise GomaExtError(f"--work-dir {shown(args.work_dir)}: {reason(e)}") from e
+    for stale in stale_sandboxes:  # left by a killed predecessor with this bot id
         shutil.rmtree(stale, ignore_errors=True)
     worker = BotWorker(s)
 
@@ -135,6 +140,8 @@ def _supervise(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.count < 1:
+        raise GomaExtError(f"--count {args.count}: run at least one worker")
     if args.index is not None:
         return _serve_one(args)
     return _supervise(args)
