@@ -61,15 +61,15 @@ def once_per_build(state_dir: str, topic: str, subject: str, message: str, said:
         say(message)
         return
     try:
+        import fcntl
+
+        fd = open_nofollow(marker, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666, dir_fd=dir_fd)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # read, decide and append as one: two steps at once say it once
             seen = read_regular(marker, dir_fd, 1 << 16)[0].decode(errors="replace").splitlines()
-        except FileNotFoundError:
-            seen = []
-        if line in seen:
-            return
-        say(message)
-        fd = open_nofollow(marker, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666, dir_fd=dir_fd)
-        try:
+            if line in seen:
+                return
+            say(message)
             if len(seen) > 100:
                 os.ftruncate(fd, 0)
             os.write(fd, f"{line}\n".encode())

@@ -30,6 +30,7 @@ KEY = "ab" + "1" * 62
 DATA = b"native object"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root (CI runs as root)")
 OTHER_UID = 54321  # no such user needed: ownership is a number
+STEPS = ("a", "b", "c", "d", "e", "f")
 
 
 def _stored(tmp_path: Path, **kw: object) -> CacheStore:
@@ -225,15 +226,16 @@ def test_verify_counts_untrusted_entries_and_keeps_them(tmp_path: Path) -> None:
 
 
 def test_warnings_are_one_per_build_across_step_processes(tmp_path: Path) -> None:
-    """Two backend steps of one ninja build (children of the same ninja) warn once between them; a new build
-    warns again."""
+    """Backend steps of one ninja build (children of the same ninja, started at once) warn once between them; a
+    new build warns again."""
     script = (
         "import sys; from thinlto_cache.notices import once_per_build; "
         "once_per_build(sys.argv[1], 'untrusted', 'c 1', 'said', set())"
     )
     step = f"{sys.executable} -c \"{script}\" {tmp_path}"
     (tmp_path / "build.ninja").write_text(
-        f"rule r\n  command = {step} && touch $out\n  description = step $out\nbuild a: r\nbuild b: r\n")
+        f"rule r\n  command = {step} && touch $out\n  description = step $out\n"
+        + "".join(f"build {p}: r\n" for p in STEPS))
     said = []
     for _ in range(2):
         for p in ("a", "b"):
