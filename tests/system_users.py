@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from thinlto_cache.safefs import create_exclusive
+from thinlto_cache.safefs import create_exclusive, makedirs
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -30,7 +30,7 @@ def make_parent(path: str | os.PathLike[str]) -> None:
     """Create PATH's directory (and its parents) if missing."""
     parent = os.path.dirname(os.fspath(path))
     if parent:
-        os.makedirs(parent, exist_ok=True)
+        makedirs(parent)
 
 
 def remove_if_exists(path: str | os.PathLike[str]) -> None:

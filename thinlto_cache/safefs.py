@@ -17,6 +17,17 @@ READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+PATH_MAX = 4096  # Linux: a longer path cannot be opened, and os.makedirs would recurse once per component
+
+
+def makedirs(path: str) -> None:
+    """os.makedirs(PATH, exist_ok=True), with a path too long for the OS refused up front (ENAMETOOLONG) instead
+    of os.makedirs recursing once per component into a RecursionError."""
+    if len(os.fsencode(path)) >= PATH_MAX:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), path[:200])
+    os.makedirs(path, exist_ok=True)
+
+
 class Refused(OSError):
     """A path that is not what it must be: a link where a directory or file belongs, a FIFO, a device, or a
     file larger than its cap. An OSError, so every caller that handles I/O errors handles it."""
@@ -27,7 +38,7 @@ def open_dir(parent: int | str, name: str = "", create: bool = False) -> int:
     with CREATE, made when missing. A link or a non-directory at NAME is Refused."""
     if isinstance(parent, str):
         if create:
-            os.makedirs(parent, exist_ok=True)
+            makedirs(parent)
         return os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent)

@@ -42,6 +42,11 @@ FAULT_ENV = "GN_THINLTO_FAULT"
 KILL_MID_STORE = "kill-mid-store"
 
 
+def shown(path: str) -> str:
+    """PATH for a one-line message: a very long one (a mistaken setting) cut in the middle."""
+    return path if len(path) <= 200 else f"{path[:100]}…({len(path)} characters)…{path[-100:]}"
+
+
 def tmp_name(name: str) -> str:
     """A writer's unique temporary name for NAME: dot-prefixed (scans skip it; prune sweeps old ones)."""
     return f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
@@ -267,7 +272,7 @@ def fetch_outputs(store: CacheStore, key: str, dests: dict[str, str]) -> bool:
         return False
     except Untrusted as e:
         once_per_build(store.warn_dir, "untrusted", f"{store.root} {e.uid}",
-                       f"{store.root}: entries of uid {e.uid} are not used ({e.why}; trusted writers: uids "
+                       f"{shown(store.root)}: entries of uid {e.uid} are not used ({e.why}; trusted writers: uids "
                        f"{', '.join(map(str, sorted(store.trust.uids)))}, more with cache_trusted_writers); "
                        "compiling instead", store._said)
         return False
@@ -291,7 +296,7 @@ def store_outputs(store: CacheStore, key: str, outputs: dict[str, bytes]) -> Non
     except OSError as e:
         if "unwritable" not in store._said and not (marker and os.path.exists(marker)):
             store._said.add("unwritable")
-            say(f"cannot store in {store.root} ({e.strerror or e}); building without caching until it can")
+            say(f"cannot store in {shown(store.root)} ({e.strerror or e}); building without caching until it can")
             if marker:
                 try:
                     write_if_changed(marker, f"{e}\n")

@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cache, log, launcher, command, policy, trust = parse_args(sys.argv[1:] if argv is None else argv)
     except ValueError as e:
-        print(f"gn-thinlto: error: backend: {e}\n{USAGE}", file=sys.stderr)
+        print(f"gn-thinlto: error: backend: {e} ({USAGE})", file=sys.stderr)
         return 2
     try:
         job = BackendJob.parse(command)

@@ -20,8 +20,8 @@ import pytest
 from gn_thinlto.cli import cache as cache_cli
 from gn_thinlto.steps.backend_log import CacheEvent, record
 from thinlto_cache.fsutil import sweep_temporaries, write_if_changed
-from thinlto_cache.prune import STALE_TMP_S, prune, prune_if_due
 from thinlto_cache.policy import CachePolicy
+from thinlto_cache.prune import STALE_TMP_S, prune, prune_if_due
 from thinlto_cache.safefs import Refused, read_regular
 from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 from thinlto_cache.trust import Trust
@@ -93,7 +93,9 @@ def test_planted_files_are_misses_never_followed_or_blocked_on(
     assert sorted(p.name for p in outside.iterdir() if p.is_file()) == sorted([entry.name, blob.name])
 
 
-def test_a_store_through_a_planted_directory_link_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_store_through_a_planted_directory_link_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = CacheStore(tmp_path / "cache", warn_dir=str(tmp_path))
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -220,8 +222,8 @@ def test_verify_counts_untrusted_entries_and_keeps_them(tmp_path: Path) -> None:
     store = _stored(tmp_path)
     os.chown(store.entry_path(KEY), OTHER_UID, OTHER_UID)
     lines = cache_cli.verify(cache_cli.Target(Path(store.root), "", None))
-    assert "0 entries verify" in lines[0] and f"1 entries from writers your builds do not trust (1 of uid {OTHER_UID})" \
-        in lines[1]
+    assert "0 entries verify" in lines[0]
+    assert f"1 entries from writers your builds do not trust (1 of uid {OTHER_UID})" in lines[1]
     assert Path(store.entry_path(KEY)).exists() and _blob(store).exists()
 
 
@@ -244,3 +246,24 @@ def test_warnings_are_one_per_build_across_step_processes(tmp_path: Path) -> Non
                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
         said.append((proc.stdout + proc.stderr).count("backend cache: said"))
     assert said == [1, 1]
+
+
+@pytest.mark.parametrize("case", ["usage", "long-cache", "long-output"])
+def test_the_backend_step_ends_bad_input_with_one_line(tmp_path: Path, case: str) -> None:
+    """What the fuzzers of the other entry points found, for the backend step: no traceback, one line."""
+    (tmp_path / "a.o").write_bytes(b"x")
+    fake = tmp_path / "fake-clang"  # writes its -o argument
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\necho native > "$2"\n')
+    fake.chmod(0o755)
+    long = "a/" * 3000
+    out = f"{long}x.o" if case == "long-output" else "a.native.o"
+    cache = ["--cache", long] if case == "long-cache" else ["--no-cache"]
+    argv = [] if case == "usage" else [*cache, "--log", "l.log", "--", str(fake), "-c", "-x", "ir", "a.o", "-o", out]
+    step = Path(__file__).resolve().parents[2] / "gn_thinlto" / "steps" / "backend.py"
+    proc = subprocess.run([sys.executable, "-S", str(step), *argv], cwd=tmp_path, capture_output=True, text=True)
+    lines = proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr and all(line.startswith("gn-thinlto: ") and len(line) < 400 for line in lines)
+    if case == "long-cache":  # a cache it cannot use: it says so (reading, storing) and compiles
+        assert proc.returncode == 0 and all("warning: backend cache" in line for line in lines)
+    else:
+        assert proc.returncode == 2 and len(lines) == 1
