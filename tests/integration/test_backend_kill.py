@@ -15,7 +15,8 @@ from tests.conftest import REPO
 
 ROUNDS = 40
 SEED = 7
-SOURCE = "int f(int x) { return x * 3; }\nint g(int x) { int s = 0; for (int i = 0; i < x; ++i) s += f(i); return s; }\n"
+SOURCE = ("int f(int x) { return x * 3; }\n"
+          "int g(int x) { int s = 0; for (int i = 0; i < x; ++i) s += f(i); return s; }\n")
 STEP = REPO / "gn_thinlto" / "steps" / "backend.py"
 
 

@@ -76,7 +76,7 @@ def test_a_writer_killed_at_random_points_never_leaves_a_wrong_hit(tmp_path: Pat
     store = CacheStore(cache)
     hits, _ = _check_every_key(store, tmp_path)
     assert hits > 0  # the writer got somewhere, so the kills were in the middle of real work
-    leftovers = [p for p in cache.rglob(".*.tmp")]
+    leftovers = list(cache.rglob(".*.tmp"))
     result = prune(str(cache), CachePolicy(0, 0, 0, 0, 0), now=time.time() + 2 * 3600)
     assert result.tmp_removed == len(leftovers) and not list(cache.rglob(".*.tmp"))
 
