@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from .test_graph_support import NM, Build, copy_workspace, gen_and_build, plain_build
+from gn_thinlto.cli.elf_summary import summarize
+from gn_thinlto.cli.parity import compare_builds
+
+from .test_graph_support import NM, Build, copy_workspace, gen_and_build, gn_thinlto, plain_build
 
 ARGS = "--args=lto_opt_level=0"
 PLANNED = ("app", "tool", "app_unittests", "lib_unittests", "libcomp.so")
@@ -56,3 +59,37 @@ def test_every_function_has_its_in_process_size(built: Build, reference: Build, 
     assert ours and set(ours) == set(theirs)
     differing = {f: (theirs[f], ours[f]) for f in ours if ours[f] != theirs[f]}
     assert differing == {}, f"{name}: {len(differing)} functions differ, e.g. {sorted(differing.items())[:5]}"
+
+
+def test_the_elf_reader_sees_the_functions_llvm_nm_sees(built: Build) -> None:
+    for name in PLANNED:
+        functions = summarize(built.out / name).functions
+        sizes: dict[str, int] = {}
+        for (f, size), n in functions.items():
+            sizes[f] = sizes.get(f, 0) + size * n
+        assert sizes == text_symbol_sizes(built.out / name), name
+
+
+def test_the_parity_command_finds_every_binary_at_parity(built: Build, reference: Build) -> None:
+    results = {r.name: r for r in compare_builds(reference.out, built.out)}
+    assert set(PLANNED) <= set(results)
+    assert [r.line() for r in results.values() if not r.at_parity] == []
+    proc = gn_thinlto("parity", str(reference.out), str(built.out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(proc.stdout.splitlines()) == len(results)
+    assert all(": at parity: " in line for line in proc.stdout.splitlines())
+
+
+def test_the_parity_command_sees_naive_o0_backends(built: Build, reference: Build, root: Path) -> None:
+    """The check has teeth: the same graph with one-step `-O0` backends (what gn-thinlto generated before) is
+    reported, with the worst functions, and exits 1."""
+    naive = root.parent / "naive"
+    b = gen_and_build(root, naive, ARGS)
+    for ninja in (naive / "gn-thinlto").glob("*/build.ninja"):
+        text = ninja.read_text().replace("= --cg-opt-level=2 ", "= ")
+        ninja.write_text(text)
+    b.ninja()
+    proc = gn_thinlto("parity", str(reference.out), str(naive))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    app = next(line for line in proc.stdout.splitlines() if line.startswith("app:"))
+    assert "app: NOT at parity: " in app and "functions differing" in app and "worst: " in app
