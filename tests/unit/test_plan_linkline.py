@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gn_thinlto.plan.linkline import Refused, analyze, apply_overrides, backend_compiler, lto_mode, LtoMode
+from gn_thinlto.plan.linkline import Refused, analyze, apply_overrides, backend_compiler, compile_refusal, lto_mode, LtoMode
 from gn_thinlto.errors import GnThinltoError
 
 BASE = ["/usr/bin/clang++", "-fuse-ld=lld", "-flto=thin", "-o", "out", "a.o"]
@@ -44,6 +44,10 @@ def test_sections_pic_and_target() -> None:
          "--lto-whole-program-visibility: clang's ThinLTO backend has no switch for whole-program visibility"),
         (["-Wl,-mllvm,-mcpu=skylake"],
          "-mllvm -mcpu=skylake sets lld's code generation, and clang's backends cannot express it"),
+        (["-Wl,-mllvm,-code-model=large"],
+         "-mllvm -code-model=large sets lld's code generation, and clang's backends cannot express it"),
+        (["-Wl,-plugin-opt=-code-model=medium"],
+         "-mllvm -code-model=medium sets lld's code generation, and clang's backends cannot express it"),
         (["-Wl,-r"], "a relocatable link (-r) keeps lld's LTO relocation model from the modules; not split"),
         (["-Wl,--thinlto-index-only"], "link already sets '--thinlto-index-only' (a hand-made distributed link)"),
         (["&&", "true"], "link command uses shell syntax ('&&'); cannot rewrite it safely"),
@@ -157,8 +161,6 @@ def test_always_on_sections_and_addrsig() -> None:
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        (("-Wl,-mllvm,-code-model=large",), ("-mcmodel=large",)),
-        (("-Wl,-plugin-opt=-code-model=medium",), ("-mcmodel=medium",)),
         (("-Wl,--lto-basic-block-sections=all",), ("-fbasic-block-sections=all",)),
         (("-Wl,--lto-basic-block-sections=prof.txt",), ("-fbasic-block-sections=list=prof.txt",)),
         (("-Wl,--lto-unique-basic-block-section-names",), ("-funique-basic-block-section-names",)),
@@ -172,10 +174,17 @@ def test_codegen_options_get_clangs_spelling(extra: tuple[str, ...], expected: t
     flags = analyze([*BASE, *extra]).backend_flags
     n = len(expected)
     assert any(flags[i:i + n] == expected for i in range(len(flags)))
-    assert not any(f.startswith("-code-model") for f in flags)
 
 
 @pytest.mark.parametrize("extra", ["-Wl,--lto-pgo-warn-mismatch", "-Wl,-plugin-opt=thinlto", "-Wl,--lto-partitions=4",
                                    "-Wl,--lto-known-safe-vtables=_ZTV*"])
 def test_options_without_backend_effect_are_accepted(extra: str) -> None:
     assert analyze([*BASE, extra]).backend_flags == analyze(BASE).backend_flags
+
+
+def test_code_models_lld_takes_from_the_modules_refuse_their_objects() -> None:
+    assert compile_refusal(["clang++", "-flto=thin", "-mcmodel=large", "-c", "a.cc"]) == (
+        "compiled with -mcmodel=large, a code model the backends cannot reproduce as lld does")
+    assert compile_refusal(["clang++", "-mcmodel=large", "-mcmodel=small"]) == ""
+    assert compile_refusal(["clang++", "-flto=thin"]) == ""
+    assert not any(f.startswith("-mcmodel") for f in analyze([*BASE, "-mcmodel=small"]).backend_flags)

@@ -88,6 +88,8 @@ def test_a_plain_thinlto_link_is_planned() -> None:
         (OK.replace(": link ", ": link_rust_wrapped "),
          "the link wrapper rewrites its link command ('libstd.rlib'); the thin link cannot run it alone"),
         (OK.replace("cflags = -O2 -flto=thin", "cflags = -O2"), "no ThinLTO bitcode among the link inputs"),
+        (OK.replace("cflags = -O2 -flto=thin", "cflags = -O2 -flto=thin -mcmodel=large"),
+         "obj/x/a.o: compiled with -mcmodel=large, a code model the backends cannot reproduce as lld does"),
     ],
 )
 def test_refusals(ninja: str, reason: str) -> None:
