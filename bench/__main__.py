@@ -17,6 +17,7 @@ BENCHMARKS = {
     "scale-model": "bench.scale_model",
     "proxy": "bench.proxy_bench",
     "regen": "bench.regen_bench",
+    "parity": "bench.parity_matrix",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

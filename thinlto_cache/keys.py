@@ -17,18 +17,24 @@ from collections.abc import Sequence
 
 from thinlto_cache.fsutil import file_sha256
 from thinlto_cache.split_dwarf import split_dwarf_file
+from thinlto_cache.two_step import CODEGEN_OPTION, split_codegen_level, two_step_commands
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
 
 
 class BackendJob:
-    """One backend command split into its parts: the paths it reads/writes and everything else (immutable)."""
+    """One backend command split into its parts: the paths it reads/writes and everything else (immutable).
 
-    __slots__ = ("argv", "bitcode", "dwo", "index", "output")
+    CODEGEN, when set, is the code generation level of a two-step backend (thinlto_cache.two_step), whose
+    command form is `--cg-opt-level=N CLANG …`; ARGV is the clang command without it."""
 
-    def __init__(self, argv: tuple[str, ...], bitcode: str, index: str, output: str) -> None:
-        self.argv, self.bitcode, self.index, self.output = argv, bitcode, index, output
+    __slots__ = ("argv", "bitcode", "codegen", "dwo", "index", "output")
+
+    def __init__(self, argv: tuple[str, ...], bitcode: str, index: str, output: str, codegen: str = "") -> None:
+        self.argv, self.bitcode, self.index, self.output, self.codegen = argv, bitcode, index, output, codegen
         self.dwo = split_dwarf_file(argv, output)
+
+
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BackendJob) and self._fields() == other._fields()
@@ -37,21 +43,22 @@ class BackendJob:
         return hash(self._fields())
 
     def __repr__(self) -> str:
-        return f"BackendJob(argv={self.argv!r}, bitcode={self.bitcode!r}, index={self.index!r}, output={self.output!r})"
+        return (f"BackendJob(argv={self.argv!r}, bitcode={self.bitcode!r}, index={self.index!r}, "
+                f"output={self.output!r}, codegen={self.codegen!r})")
 
     def _fields(self) -> tuple[object, ...]:
-        return (self.argv, self.bitcode, self.index, self.output)
+        return (self.argv, self.bitcode, self.index, self.output, self.codegen)
 
     @classmethod
     def parse(cls, argv: Sequence[str]) -> BackendJob:
-        args = list(argv)
+        codegen, args = split_codegen_level(argv)
         try:
             output = args[args.index("-o") + 1]
             bitcode = args[args.index("ir") + 1]
         except (ValueError, IndexError):
             raise ValueError(f"not a backend command (need '-x ir BITCODE' and '-o OUT'): {' '.join(args)}") from None
         index = next((a.split("=", 1)[1] for a in args if a.startswith("-fthinlto-index=")), "")
-        return cls(tuple(args), bitcode, index, output)
+        return cls(tuple(args), bitcode, index, output, codegen)
 
     def relocated(self, index: str, output: str) -> tuple[str, ...]:
         """The same command reading its index from INDEX and writing OUTPUT (the bitcode path is kept)."""
@@ -66,7 +73,13 @@ class BackendJob:
         names = {self.bitcode: "<bitcode>", f"-fthinlto-index={self.index}": "<index>"}
         if not self.dwo:
             names[self.output] = "<out>"
-        return [names.get(a, a) for a in self.argv[1:]]
+        flags = [names.get(a, a) for a in self.argv[1:]]
+        return [f"{CODEGEN_OPTION}{self.codegen}", *flags] if self.codegen else flags
+
+    def two_steps(self, argv: Sequence[str], module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """A two-step job's commands for ARGV (this job's command, maybe relocated), the optimized module
+        written to MODULE (thinlto_cache.two_step)."""
+        return two_step_commands(argv, self.codegen, module)
 
     def split_dwarf_args(self, output_dwo: str) -> tuple[str, ...]:
         """cc1 options that keep the .dwo's name (recorded in the object) while writing it to OUTPUT_DWO, for a

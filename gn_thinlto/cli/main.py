@@ -1,4 +1,4 @@
-"""The `gn-thinlto` command line: generate, build the example, explain and report ThinLTO graphs."""
+"""The `gn-thinlto` command line: generate, build the example, explain and report ThinLTO graphs, compare builds."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gn_thinlto.cli import cache, example, explain, gen, report, trace
+from gn_thinlto.cli import cache, example, explain, gen, parity, report, trace
 from gn_thinlto.errors import GnThinltoError
 from goma_ext.cliapp import build_parser as _build_parser
 from goma_ext.cliapp import run_cli
@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     return _build_parser(
         "gn-thinlto", __doc__,
         [example.add_parser, gen.add_parser, explain.add_parser, cache.add_parser, trace.add_parser,
-         report.add_parser],
+         report.add_parser, parity.add_parser],
     )
 
 

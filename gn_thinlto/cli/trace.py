@@ -165,9 +165,19 @@ def backend_keys(backend_log: str) -> dict[str, str]:
 def remote_runs(backend_log: str, records: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
     """For each native object the launcher (goma-ext run) made: how (remote, cache_hit = action cache,
     fallback) and the bytes it uploaded. The backend log names the staging directory (the content key) of
-    each such object; the wrapper's record names the staged object inside it."""
-    staged = {r.output.split("/")[-2]: r for r in records if r.output.startswith(f"{REMOTE_STAGE}/")}
-    return {output: {"execution": staged[key].mode.value, "bytes_uploaded": staged[key].bytes_uploaded}
+    each such object; the wrapper's records name the staged files inside it: the object, and for a two-step
+    backend also the optimized module it was generated from (their bytes add up; differing modes are joined,
+    e.g. `cache_hit+remote`)."""
+    staged: dict[str, list[RunRecord]] = {}
+    for r in records:
+        if r.output.startswith(f"{REMOTE_STAGE}/"):
+            staged.setdefault(r.output.split("/")[-2], []).append(r)
+
+    def summary(runs: list[RunRecord]) -> dict[str, Any]:
+        modes = list(dict.fromkeys(r.mode.value for r in runs))
+        return {"execution": "+".join(modes), "bytes_uploaded": sum(r.bytes_uploaded for r in runs)}
+
+    return {output: summary(staged[key])
             for _, key, output in _backend_events(backend_log, (CacheEvent.REMOTE,)) if key in staged}
 
 

@@ -1,18 +1,25 @@
 """Link command analysis: which linker and LTO mode a link uses, and how its flags route to backends.
 
-Pure functions over argument vectors. The routing is a table (`_LINKER_OPTIONS`) of the lld/LTO-plugin
-spellings gn-thinlto understands; a linker option that looks LTO-related but is not in the table makes
-the link unsafe to split, and the planner leaves it to GN.
+Pure functions over argument vectors. The routing is a table (lld_options.LINKER_OPTIONS) of the lld/LTO-plugin
+spellings gn-thinlto understands; a linker option that looks LTO-related but is not in the table, or that
+clang's ThinLTO backend cannot express, makes the link unsafe to split, and the planner leaves it to GN.
+
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.plan.lld_options import (
+    LTO_LOOKING,
+    LinkerOption,
+    backend_spelling,
+    mllvm_for_backend,
+    route_linker_option,
+)
 from thinlto_cache.split_dwarf import split_dwarf_mode
 
 
@@ -20,22 +27,6 @@ class LtoMode(enum.Enum):
     NONE = "none"
     THIN = "thin"
     FULL = "full"
-
-
-class LinkerOption(enum.Enum):
-    """What an lld option means for a distributed ThinLTO link (lld/ELF/Options.td, LTO plugin spellings)."""
-
-    OPT_LEVEL = "opt_level"  # --lto-O<n>, -plugin-opt=O<n>: backend -O<n>
-    MLLVM = "mllvm"  # -mllvm X, -plugin-opt=-X: backend -mllvm X (and the thin link keeps it)
-    THIN_LINK_ONLY = "thin_link_only"  # --thinlto-jobs: meaningful for the thin link only
-    DROP = "drop"  # in-process cache options: meaningless for an index-only link
-    CONFLICT = "conflict"  # options gn-thinlto sets itself: a link already split by hand
-
-
-@dataclass(frozen=True)
-class RoutedOption:
-    kind: LinkerOption
-    value: str
 
 
 class Refused(Exception):
@@ -46,26 +37,8 @@ class Refused(Exception):
         self.reason = reason
 
 
-_LINKER_OPTIONS: tuple[tuple[re.Pattern[str], LinkerOption], ...] = (
-    (re.compile(r"--?lto-O([0-3])$"), LinkerOption.OPT_LEVEL),
-    (re.compile(r"--?plugin-opt=O([0-3])$"), LinkerOption.OPT_LEVEL),
-    (re.compile(r"--?plugin-opt=(-.+)$"), LinkerOption.MLLVM),
-    (re.compile(r"--?mllvm=(.+)$"), LinkerOption.MLLVM),
-    (re.compile(r"--?thinlto-jobs=(.+)$"), LinkerOption.THIN_LINK_ONLY),
-    (re.compile(r"--?thinlto-cache-(dir|policy)=.*$"), LinkerOption.DROP),
-    # In-process debugging outputs (Chromium's lld_emit_indexes_and_imports): the thin link writes its own.
-    (re.compile(r"--?thinlto-emit-index-files$"), LinkerOption.DROP),
-    (re.compile(r"--?save-temps(=.*)?$"), LinkerOption.DROP),
-    (
-        re.compile(r"--?thinlto-(index-only|emit-imports-files|prefix-replace|object-suffix-replace).*$"),
-        LinkerOption.CONFLICT,
-    ),
-    (re.compile(r"--?(lto-obj-path|plugin-opt=obj-path)=.*$"), LinkerOption.CONFLICT),
-)
-_LTO_LOOKING = re.compile(r"--?(lto-|thinlto-|plugin-opt|plugin$|mllvm)")
-
 # Driver flags copied from the link line to every backend, by prefix (clang's codegen-relevant options).
-_DRIVER_COPY_PREFIXES = ("--target=", "-march=", "-mcpu=", "-mtune=", "-mabi=", "-mcmodel=")
+_DRIVER_COPY_PREFIXES = ("--target=", "-march=", "-mcpu=", "-mtune=", "-mabi=")
 _SHELL_TOKENS = {"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&"}
 
 
@@ -74,12 +47,25 @@ class LinkAnalysis:
     """What the planner needs to know about one link command."""
 
     lto: LtoMode
-    backend_flags: tuple[str, ...]
+    backend_flags: tuple[str, ...]  # the backend's flags, with -O<opt_level>
     thin_link_drop: frozenset[str]
     split_lto_unit: bool
     split_dwarf: bool = False  # backends write .dwo files beside their objects (-gsplit-dwarf, split mode)
     cache_policy: str = ""  # the link's --thinlto-cache-policy (lld's cache; the backend cache adopts it)
+    opt_level: int = 2  # lld's LTO optimization level (--lto-O<n>)
+    cg_opt_level: int = 2  # lld's LTO code generation level (--lto-CGO<n>, default clamp(opt_level, 2, 3))
 
+
+@dataclass
+class _Routed:
+    """What the link's linker options say (gathered in order, the last one of an option winning as in lld)."""
+
+    opt_level: int
+    cg_opt_level: int | None = None
+    mllvm: list[str] = field(default_factory=list)
+    backend: list[str] = field(default_factory=list)
+    drop: set[str] = field(default_factory=set)
+    cache_policy: str = ""
 
 def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
     """(argv index, linker argument) for every -Wl,… / -Xlinker argument, in order."""
@@ -108,6 +94,20 @@ def lto_mode(argv: Sequence[str]) -> LtoMode:
     return mode
 
 
+# Code models a ThinLTO backend cannot reproduce: lld takes them from each module's "Code Model" flag for
+# its whole backend; clang's -x ir code generation (the second step of a two-step backend) does not read the
+# flag, and even one-step backends differ from lld's with them (checked with clang/lld 19 and 22).
+_UNREPRODUCIBLE_CODE_MODELS = ("-mcmodel=medium", "-mcmodel=large", "-mcmodel=kernel")
+
+
+def compile_refusal(argv: Sequence[str]) -> str:
+    """Why a ThinLTO object compiled by ARGV cannot go through distributed backends, or ""."""
+    models = [a for a in argv if a.startswith("-mcmodel=")]
+    if models and models[-1] in _UNREPRODUCIBLE_CODE_MODELS:
+        return f"compiled with {models[-1]}, a code model the backends cannot reproduce as lld does"
+    return ""
+
+
 def check_shell_free(argv: Sequence[str]) -> None:
     bad = [a for a in argv if a in _SHELL_TOKENS]
     if bad:
@@ -131,23 +131,17 @@ def check_lld(argv: Sequence[str]) -> None:
         raise Refused(f"linker is {linker or 'the default ld'!r}, not lld")
 
 
-def route_linker_option(arg: str) -> RoutedOption | None:
-    for pattern, kind in _LINKER_OPTIONS:
-        m = pattern.match(arg)
-        if m:
-            return RoutedOption(kind, m.group(1) if m.groups() else "")
-    return None
+# The link driver's -O (clang passes lld -plugin-opt=O<n>, before every -Wl option: clang's addLTOOptions).
+_DRIVER_OPT_LEVELS = {"-O0": 0, "-O1": 1, "-O2": 2, "-O3": 3, "-O4": 3, "-Ofast": 3, "-Os": 2, "-Oz": 2, "-Og": 1}
 
 
-def analyze(argv: Sequence[str]) -> LinkAnalysis:
-    """Classify a full link argv (response files already expanded); raise Refused when unsafe."""
-    check_shell_free(argv)
-    check_lld(argv)
-    mode = lto_mode(argv)
-    opt_level = "2"
-    mllvm: list[str] = []
-    drop: set[str] = set()
-    cache_policy = ""
+def _driver_opt_level(argv: Sequence[str]) -> int:
+    levels = [_DRIVER_OPT_LEVELS[a] for a in argv[1:] if a in _DRIVER_OPT_LEVELS]
+    return levels[-1] if levels else 2  # lld's default --lto-O2
+
+
+def _route_linker_args(argv: Sequence[str]) -> _Routed:
+    out = _Routed(_driver_opt_level(argv))
     largs = linker_args(argv)
     skip_next = False
     for n, (idx, arg) in enumerate(largs):
@@ -157,24 +151,36 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
         if arg in ("-mllvm", "--mllvm"):
             if n + 1 >= len(largs):
                 raise Refused("-mllvm without a value on the link line")
-            mllvm.append(largs[n + 1][1])
+            out.mllvm.append(largs[n + 1][1])
             skip_next = True
             continue
         routed = route_linker_option(arg)
         if routed is None:
-            if _LTO_LOOKING.match(arg):
+            if LTO_LOOKING.match(arg):
                 raise Refused(f"unknown LTO linker option {arg!r}")
             continue
-        if routed.kind is LinkerOption.OPT_LEVEL:
-            opt_level = routed.value
-        elif routed.kind is LinkerOption.MLLVM:
-            mllvm.append(routed.value)
-        elif routed.kind is LinkerOption.DROP:
-            drop.add(argv[idx])
+        kind = routed.kind
+        if kind is LinkerOption.OPT_LEVEL:
+            out.opt_level = int(routed.value)
+        elif kind is LinkerOption.CG_OPT_LEVEL:
+            out.cg_opt_level = int(routed.value)
+        elif kind is LinkerOption.MLLVM:
+            out.mllvm.append(routed.value)
+        elif kind is LinkerOption.BACKEND:
+            out.backend.extend(backend_spelling(routed))
+        elif kind is LinkerOption.DROP:
+            out.drop.add(argv[idx])
             if arg.lstrip("-").startswith("thinlto-cache-policy="):
-                cache_policy = arg.split("=", 1)[1]
-        elif routed.kind is LinkerOption.CONFLICT:
+                out.cache_policy = arg.split("=", 1)[1]
+        elif kind is LinkerOption.CONFLICT:
             raise Refused(f"link already sets {arg!r} (a hand-made distributed link)")
+        elif kind is LinkerOption.UNEXPRESSIBLE:
+            raise Refused(f"{arg}: {routed.detail}")
+    return out
+
+
+def _driver_flags(argv: Sequence[str], mllvm: list[str]) -> list[str]:
+    """The link driver's codegen flags every backend gets; its -mllvm values go to MLLVM."""
     flags: list[str] = []
     i = 1
     while i < len(argv):
@@ -192,23 +198,71 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
             mllvm.append(nxt)
             i += 1
         i += 1
-    flags.append(f"-O{opt_level}")
-    # lld's in-process LTO always emits function and data sections (lld/ELF/LTO.cpp, initConfig).
+    return flags
+
+
+_RELOCATABLE = frozenset({"-r", "--relocatable", "-Wl,-r", "-Wl,--relocatable"})
+
+
+def relocation_model_flag(argv: Sequence[str]) -> str:
+    """lld's LTO relocation model as a clang flag: PIC for -shared and -pie, static for other executables.
+
+    The driver passes lld -pie by default (clang >= 15 on Linux) unless -no-pie, -nopie or -static (not
+    -static-pie) says otherwise, and -Wl,-pie / -Wl,--no-pie come after it (the last wins in lld)."""
+    if any(a in _RELOCATABLE for a in argv) or any(a in ("-r", "--relocatable") for _, a in linker_args(argv)):
+        raise Refused("a relocatable link (-r) keeps lld's LTO relocation model from the modules; not split")
+    if "-shared" in argv:
+        return "-fPIC"
+    pie = True
+    for a in argv:
+        if a in ("-pie", "-static-pie"):
+            pie = True
+        elif a in ("-no-pie", "-nopie", "-static"):
+            pie = False
+    for _, a in linker_args(argv):
+        if a in ("-pie", "--pie", "-shared", "--shared", "-Bshareable"):
+            pie = True
+        elif a in ("-no-pie", "--no-pie"):
+            pie = False
+    return "-fPIC" if pie else "-fno-pic"
+
+
+def opt_level_flags(opt_level: int) -> tuple[str, ...]:
+    """clang's spelling of lld's LTO optimization pipeline at OPT_LEVEL: lld's pipeline unrolls loops at every
+    level (PipelineTuningOptions' default), clang's -O1 does not unless told."""
+    return (f"-O{opt_level}", "-funroll-loops") if opt_level == 1 else (f"-O{opt_level}",)
+
+
+def analyze(argv: Sequence[str]) -> LinkAnalysis:
+    """Classify a full link argv (response files already expanded); raise Refused when unsafe."""
+    check_shell_free(argv)
+    check_lld(argv)
+    mode = lto_mode(argv)
+    routed = _route_linker_args(argv)
+    mllvm: list[str] = []
+    flags = _driver_flags(argv, mllvm)
+    flags.extend(opt_level_flags(routed.opt_level))
+    # lld's in-process LTO always emits function and data sections and address-significance tables
+    # (lld/ELF/LTO.cpp, initConfig); the driver turns sections off with -plugin-opt=-function-sections=0.
     if "-fno-function-sections" not in argv:
         flags.append("-ffunction-sections")
     if "-fno-data-sections" not in argv:
         flags.append("-fdata-sections")
-    # lld picks the relocation model from the output kind: PIC for -shared and -pie (the clang default).
-    static = any(a in ("-no-pie", "-static", "-nopie") for a in argv)
-    flags.append("-fno-pic" if static and "-shared" not in argv else "-fPIC")
-    for value in mllvm:
-        flags.extend(("-mllvm", value))
+    flags.append("-faddrsig")
+    flags.append(relocation_model_flag(argv))
+    flags.extend(routed.backend)
+    for value in (*routed.mllvm, *mllvm):
+        try:
+            flags.extend(mllvm_for_backend(value))
+        except ValueError as e:
+            raise Refused(str(e)) from None
     split = any(a.startswith(("-fsanitize=cfi", "-fsplit-lto-unit", "-fwhole-program-vtables")) for a in argv)
     fission = split_dwarf_mode(argv)
     if fission:  # in-process, clang passes lld dwo_dir=OUTPUT_dwo; a backend writes its .dwo beside its object
         flags.append("-gsplit-dwarf" if fission == "split" else f"-gsplit-dwarf={fission}")
-    return LinkAnalysis(mode, tuple(flags), frozenset(drop), split, fission == "split", cache_policy)
-
+    cg_level = routed.cg_opt_level if routed.cg_opt_level is not None else min(max(routed.opt_level, 2), 3)
+    return LinkAnalysis(mode, tuple(flags), frozenset(routed.drop), split, fission == "split", routed.cache_policy,
+                        routed.opt_level, cg_level)
 
 
 def apply_overrides(flags: Sequence[str], add: Sequence[str], remove: Sequence[str]) -> tuple[str, ...]:

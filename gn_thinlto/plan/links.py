@@ -266,9 +266,10 @@ def compile_mode_key(producer: Producer, rule: Rule) -> tuple[object, ...] | Non
 
 
 def object_kind(path: str, producers: Mapping[str, Producer], graph: GnGraph, rules: Mapping[str, Rule],
-                modes: dict[tuple[object, ...], LtoMode] | None = None) -> InputKind:
+                modes: dict[tuple[object, ...], LtoMode | str] | None = None) -> InputKind:
     """PATH's kind as a link input, from the command of the edge producing it. MODES, when given, keeps the LTO
-    mode of each compile_mode_key for the next object compiled alike."""
+    mode of each compile_mode_key for the next object compiled alike (a str: why such a ThinLTO object is
+    refused)."""
     producer = producers.get(path)
     if producer is None:
         if path.endswith((".o", ".obj")):
@@ -280,9 +281,14 @@ def object_kind(path: str, producers: Mapping[str, Producer], graph: GnGraph, ru
     key = compile_mode_key(producer, rule) if modes is not None and rule is not None else None
     mode = modes.get(key) if modes is not None and key is not None else None
     if mode is None:
-        mode = linkline.lto_mode(command_argv(producer, graph, rules))
+        argv = command_argv(producer, graph, rules)
+        mode = linkline.lto_mode(argv)
+        if mode is LtoMode.THIN:
+            mode = linkline.compile_refusal(argv) or mode
         if modes is not None and key is not None:
             modes[key] = mode
+    if isinstance(mode, str):
+        raise Refused(f"{path}: {mode}")
     if mode is LtoMode.FULL:
         raise Refused(f"{path} is compiled with full LTO; only ThinLTO objects can be split")
     return InputKind.BITCODE if mode is LtoMode.THIN else InputKind.NATIVE
@@ -296,7 +302,7 @@ class InputClassifier:
         self._graph, self._producers, self._rules = graph, producers, rules
         self._kinds: dict[str, InputKind | str] = {}  # a str is the reason object_kind refused the path
         self._inputs: dict[str, LinkInput] = {}
-        self._modes: dict[tuple[object, ...], LtoMode] = {}
+        self._modes: dict[tuple[object, ...], LtoMode | str] = {}
 
     def object_kind(self, path: str) -> InputKind:
         kind = self._kinds.get(path)

@@ -33,6 +33,7 @@ from gn_thinlto.plan.model import (
 from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths
 from thinlto_cache.policy import PolicyError, parse_policy
 from thinlto_cache.split_dwarf import split_dwarf_file
+from thinlto_cache.two_step import CODEGEN_OPTION
 
 __all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 
@@ -113,8 +114,11 @@ def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
     return list(dict.fromkeys(itertools.chain.from_iterable(inp.bitcode for inp in inputs)))
 
 
-def _backend_command(compiler: str, flags: Sequence[str]) -> BackendCommand:
-    return BackendCommand((compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
+def _backend_command(compiler: str, flags: Sequence[str], analysis: linkline.LinkAnalysis) -> BackendCommand:
+    """The link's backend command: one clang run when lld's code generation level is its optimization level,
+    else the backend step's two-step form (thinlto_cache.keys.BackendJob: clang cannot set them apart)."""
+    two_step = (f"{CODEGEN_OPTION}{analysis.cg_opt_level}",) if analysis.cg_opt_level != analysis.opt_level else ()
+    return BackendCommand((*two_step, compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
 
 
 def _index_dir(tdir: str) -> str:
@@ -127,8 +131,8 @@ def _native_dir(tdir: str) -> str:
     return f"{tdir}/native"
 
 
-def _shared_dir(flags: Sequence[str], compiler: str) -> str:
-    digest = hashlib.sha256("\0".join((compiler, *flags)).encode()).hexdigest()[:12]
+def _shared_dir(command: BackendCommand) -> str:
+    digest = hashlib.sha256("\0".join((*command.head, *command.flags)).encode()).hexdigest()[:12]
     return f"gn-thinlto/shared/{digest}"
 
 
@@ -174,7 +178,7 @@ def _analysis(argv: tuple[str, ...]) -> linkline.LinkAnalysis:
 def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Backend]) -> tuple[Backend, ...]:
     """F's backends; a null-index backend is taken from SHARED when another link made it (same native: same
     flags, same bitcode), else made and added there."""
-    command = _backend_command(f.compiler, f.flags)
+    command = _backend_command(f.compiler, f.flags, f.analysis)
     if f.null_index:
         made = []
         for b in f.bitcode:
@@ -210,7 +214,8 @@ def plan_target(
     shared = {} if shared is None else shared
     f = _analyze(target, graph, config, producers, rules, classifier)
     link, output = f.link, target.outputs[0]
-    native_root = _shared_dir(f.flags, f.compiler) if f.null_index else _native_dir(f.tdir)
+    command = _backend_command(f.compiler, f.flags, f.analysis)
+    native_root = _shared_dir(command) if f.null_index else _native_dir(f.tdir)
     native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
     final_items, final_lazy = _final_items(f.inputs, native_of, link.whole_archive, f.null_index)
     final_rsp = f"{f.tdir}/final.rsp"

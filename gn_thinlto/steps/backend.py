@@ -1,6 +1,7 @@
 """The backend build step (`python -S …/gn_thinlto/backend.py --cache DIR|--no-cache --log LOG [--launcher] -- …`).
 
-The command after `--` is `[LAUNCHER… --] CLANG …`.
+The command after `--` is `[LAUNCHER… --] [--cg-opt-level=N] CLANG …` (--cg-opt-level: a two-step backend,
+thinlto_cache.keys.BackendJob).
 
 A job whose key (see backend_cache) is cached is not run again: the cached native object is copied into
 place. The output is only rewritten when its content changes (the edge has restat = 1). With --launcher, a
@@ -39,7 +40,7 @@ from thinlto_cache.trust import Trust
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
 USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--trust USER,…] [--launcher] -- "
-         "[LAUNCHER… --] CLANG …")
+         "[LAUNCHER… --] [--cg-opt-level=N] CLANG …")
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
@@ -73,18 +74,16 @@ def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launche
 
 
 def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str]) -> int:
-    import subprocess
-
     parent, name = os.path.split(job.output)
     tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
     tmp_dwo = f"{tmp}.dwo"
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = tmp
-    proc = subprocess.run([*argv, *job.split_dwarf_args(tmp_dwo)])
-    if proc.returncode != 0:
+    rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), os.path.join(parent, f".{name}.{os.getpid()}.bc.tmp"))
+    if rc != 0:
         remove_if_exists(tmp)
         remove_if_exists(tmp_dwo)
-        return proc.returncode
+        return rc
     outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
     store_outputs(store, key, outputs)
     if job.dwo:
@@ -94,11 +93,26 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
     return 0
 
 
+def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], module: str,
+                 launcher: Sequence[str] = ()) -> int:
+    """Run the job's command ARGV (its output and index maybe relocated) through LAUNCHER, with DWO_ARGS; a
+    two-step job as its two commands, the optimized module written to MODULE (removed after)."""
+    if not job.codegen:
+        return launch([*launcher, *argv, *dwo_args])
+    optimize, codegen = job.two_steps(argv, module)
+    try:
+        rc = launch([*launcher, *optimize])
+        return rc if rc != 0 else launch([*launcher, *codegen, *dwo_args])
+    finally:
+        remove_if_exists(module)
+
+
 def run_launched(
     job: BackendJob, key: str, content: str, store: CacheStore, log: str | os.PathLike[str],
     launcher: Sequence[str],
 ) -> int:
-    """A miss through the launcher (remote execution), run under paths named by the job's content key.
+    """A miss through the launcher (remote execution), run under paths named by the job's content key (a
+    two-step job is two remote actions, the second reading the module the first wrote).
 
     Identical backends of different binaries differ only in their index and output paths; staged at
     REMOTE_STAGE/<content key>/ they are one REAPI action in every build directory and on every machine, so a
@@ -116,13 +130,13 @@ def run_launched(
             record(log, CacheEvent.HIT, key, job.output)
             return 0
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
-        dwo = os.path.join(stage, "native.dwo")
-        for path in (index, native, dwo):  # a killed step's leftovers; the launcher writes new ones
+        dwo, module = os.path.join(stage, "native.dwo"), os.path.join(stage, "optimized.bc")
+        for path in (index, native, dwo, module):  # a killed step's leftovers; the launcher writes new ones
             remove_if_exists(path)
         if job.index:
             write_new(index, read_regular(job.index)[0])
         try:
-            rc = launch([*launcher, *job.relocated(index, native), *job.split_dwarf_args(dwo)])
+            rc = run_commands(job, job.relocated(index, native), job.split_dwarf_args(dwo), module, launcher)
             if rc != 0:
                 return rc
             outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}

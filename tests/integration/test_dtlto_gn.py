@@ -36,13 +36,19 @@ def test_example_through_the_distributor_matches_in_process(tmp_path: Path) -> N
     dist, ref = tmp_path / "dtlto", tmp_path / "inproc"
     printed = _example(dist, f'{LLVM_22} thin_lto_distributor="{GOMA_EXT}" '
                              f'thin_lto_distributor_args="dtlto,--cache={tmp_path / "cache"}"')
-    assert "self-checks 9/9 passed" in printed, printed
+    assert "self-checks 10/10 passed" in printed, printed
     summary = stats.report(dist, "goma_ext_dtlto.jsonl")
     assert summary["runs"] > 100 and summary["failed"] == 0, summary
     _example(ref, LLVM_22)
     names = _binaries(dist)
-    assert names == _binaries(ref) and len(names) == 10
+    assert names == _binaries(ref) and len(names) == 11
     for name in names:
         a, b = unstripped(dist, name), unstripped(ref, name)
         assert defined_functions(a) == defined_functions(b), name
+        if name == "matrix_tool_lto_o0":
+            # LLVM 22's DTLTO gives the distributor only -O<n> (lld's --lto-CGO is lost: --lto-O0 and
+            # --lto-O0,--lto-CGO0 write the same job file), so its backends generate code at O0 where lld
+            # in-process generates it at O2: an upstream limitation, not the distributor's to guess.
+            assert text_size(a) > 1.5 * text_size(b), name
+            continue
         assert abs(text_size(a) - text_size(b)) <= 0.02 * text_size(b), name

@@ -129,6 +129,19 @@ def test_wrapper_products_equal_in_process(built: Build, reference: Build) -> No
     print(f"\nstripped binaries byte-identical to in-process: {len(identical)}/{len(_links(built))}")
 
 
+def test_every_binary_at_parity_with_in_process_and_lto_o0_in_two_steps(built: Build, reference: Build) -> None:
+    """`gn-thinlto parity`: every binary has the in-process build's functions at their sizes, sections and
+    dynamic symbols, including matrix_tool_lto_o0, linked with -Wl,--lto-O0 like most of Chromium (its backends
+    optimize at O0 and generate code at O2, as lld does). Before the tests below edit sources."""
+    from gn_thinlto.cli.parity import compare_builds
+
+    results = compare_builds(reference.out, built.out)
+    assert "exe.unstripped/matrix_tool_lto_o0" in {r.name for r in results}
+    assert [r.line() for r in results if not r.at_parity] == []
+    head = (built.out / "gn-thinlto/matrix_tool_lto_o0/build.ninja").read_text()
+    assert "gn_thinlto_backend_head = --cg-opt-level=2 " in head
+    print("\n" + "\n".join(r.line() for r in results if r.name.startswith(("exe.unstripped/", "lib.unstripped/"))))
+
 def test_solink_keeps_restat_and_toc(built: Build) -> None:
     """The shared library's final link keeps GN's restat, pool and outputs: a relink that does not change the
     exports leaves libcodec.so.TOC untouched, so its dependents do not relink."""
@@ -223,3 +236,4 @@ def test_html_report_renders_in_a_headless_browser(built: Build, tmp_path: Path)
     found = {name for name, colour in PHASE_COLOURS.items()
              if ((pixels == [int(colour[i:i + 2], 16) for i in (1, 3, 5)]).all(axis=2)).sum() > 200}
     assert found, "no plot colours in the screenshot"
+

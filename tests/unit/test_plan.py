@@ -73,7 +73,7 @@ def test_backend_flags_are_routed_from_the_link_line() -> None:
     )
     flags = b.argv[8:]
     assert flags == ("-Wno-unused-command-line-argument", "--target=x86_64-linux-gnu", "-O2", "-ffunction-sections",
-                     "-fdata-sections", "-fPIC", "-mllvm", "-import-instr-limit=30")
+                     "-fdata-sections", "-faddrsig", "-fPIC", "-mllvm", "-import-instr-limit=30")
     assert not any(f.startswith(("-flto", "-fthinlto")) for f in flags)
     assert len(app.backends) == 6
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gn_thinlto.plan.linkline import Refused, analyze, apply_overrides, backend_compiler, lto_mode, LtoMode
+from gn_thinlto.plan.linkline import Refused, analyze, apply_overrides, backend_compiler, compile_refusal, lto_mode, LtoMode
 from gn_thinlto.errors import GnThinltoError
 
 BASE = ["/usr/bin/clang++", "-fuse-ld=lld", "-flto=thin", "-o", "out", "a.o"]
@@ -32,7 +32,23 @@ def test_sections_pic_and_target() -> None:
     [
         (["-fuse-ld=bfd"], "linker is 'bfd', not lld"),
         (["-Wl,--lto-debug-pass-manager"], "unknown LTO linker option '--lto-debug-pass-manager'"),
-        (["-Wl,-plugin-opt=emit-llvm"], "unknown LTO linker option '-plugin-opt=emit-llvm'"),
+        (["-Wl,-plugin-opt=emit-llvm"], "-plugin-opt=emit-llvm: the link emits assembly or bitcode, not objects"),
+        (["-Wl,--lto-emit-asm"], "--lto-emit-asm: the link emits assembly or bitcode, not objects"),
+        (["-Wl,--lto-newpm-passes=default<O2>"],
+         "--lto-newpm-passes=default<O2>: clang's ThinLTO backend cannot run a custom LTO pass pipeline"),
+        (["-Wl,--lto-aa-pipeline=basic-aa"],
+         "--lto-aa-pipeline=basic-aa: clang's ThinLTO backend cannot run a custom LTO pass pipeline"),
+        (["-Wl,--lto-cs-profile-generate"],
+         "--lto-cs-profile-generate: clang's backends would need a context-sensitive PGO pipeline lld runs itself"),
+        (["-Wl,--lto-whole-program-visibility"],
+         "--lto-whole-program-visibility: clang's ThinLTO backend has no switch for whole-program visibility"),
+        (["-Wl,-mllvm,-mcpu=skylake"],
+         "-mllvm -mcpu=skylake sets lld's code generation, and clang's backends cannot express it"),
+        (["-Wl,-mllvm,-code-model=large"],
+         "-mllvm -code-model=large sets lld's code generation, and clang's backends cannot express it"),
+        (["-Wl,-plugin-opt=-code-model=medium"],
+         "-mllvm -code-model=medium sets lld's code generation, and clang's backends cannot express it"),
+        (["-Wl,-r"], "a relocatable link (-r) keeps lld's LTO relocation model from the modules; not split"),
         (["-Wl,--thinlto-index-only"], "link already sets '--thinlto-index-only' (a hand-made distributed link)"),
         (["&&", "true"], "link command uses shell syntax ('&&'); cannot rewrite it safely"),
     ],
@@ -78,6 +94,7 @@ def test_chromium_official_flags_route_like_lld_in_process() -> None:
     a = analyze([*BASE, *official])
     assert a.split_lto_unit and not a.split_dwarf
     assert "-O0" in a.backend_flags and "-O2" not in a.backend_flags
+    assert (a.opt_level, a.cg_opt_level) == (0, 2)  # lld's --lto-O0 generates code at CGO2
     values = [a.backend_flags[i + 1] for i, x in enumerate(a.backend_flags) if x == "-mllvm"]
     assert values == ["-import-instr-limit=30", "-inlinehint-threshold=360"]
     assert not any(f.startswith(("-fsanitize", "-Wl,")) for f in a.backend_flags)
@@ -95,3 +112,79 @@ def test_split_dwarf_reaches_the_backends(flags: list[str], backend: str | None,
     assert a.split_dwarf is split
     fission = [f for f in a.backend_flags if f.startswith("-gsplit-dwarf")]
     assert fission == ([backend] if backend else [])
+
+
+def _levels(*extra: str) -> tuple[int, int, tuple[str, ...]]:
+    a = analyze([*BASE, *extra])
+    return a.opt_level, a.cg_opt_level, tuple(f for f in a.backend_flags if f.startswith(("-O", "-funroll")))
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ((), (2, 2, ("-O2",))),
+        (("-Wl,--lto-O0",), (0, 2, ("-O0",))),
+        (("-Wl,--lto-O1",), (1, 2, ("-O1", "-funroll-loops"))),  # lld's pipeline unrolls loops at O1
+        (("-Wl,--lto-O3",), (3, 3, ("-O3",))),
+        (("-Wl,-plugin-opt=O0",), (0, 2, ("-O0",))),
+        (("-Wl,--lto-O0,--lto-CGO0",), (0, 0, ("-O0",))),
+        (("-Wl,--lto-CGO1", "-Wl,--lto-O3"), (3, 1, ("-O3",))),  # an explicit CGO is kept whatever -O comes after
+        (("-Wl,--lto-O0", "-Wl,--lto-O3"), (3, 3, ("-O3",))),  # the last --lto-O wins
+        (("-O3",), (3, 3, ("-O3",))),  # the driver passes -plugin-opt=O3
+        (("-Os",), (2, 2, ("-O2",))),
+        (("-O3", "-Wl,--lto-O0"), (0, 2, ("-O0",))),  # -Wl options come after the driver's plugin-opt
+    ],
+)
+def test_opt_and_codegen_levels_like_lld(extra: tuple[str, ...], expected: tuple[int, int, tuple[str, ...]]) -> None:
+    assert _levels(*extra) == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "model"),
+    [((), "-fPIC"), (("-pie",), "-fPIC"), (("-shared",), "-fPIC"), (("-no-pie",), "-fno-pic"),
+     (("-static",), "-fno-pic"), (("-static-pie",), "-fPIC"), (("-no-pie", "-Wl,-pie"), "-fPIC"),
+     (("-Wl,--no-pie",), "-fno-pic"), (("-nopie", "-shared"), "-fPIC")],
+)
+def test_relocation_model_from_the_output_kind(extra: tuple[str, ...], model: str) -> None:
+    flags = analyze([*BASE, *extra]).backend_flags
+    assert model in flags
+    assert flags.count("-fPIC") + flags.count("-fno-pic") == 1
+
+
+def test_always_on_sections_and_addrsig() -> None:
+    flags = analyze(BASE).backend_flags
+    assert {"-ffunction-sections", "-fdata-sections", "-faddrsig"} <= set(flags)
+    assert not any(f == "-g" or f.startswith("-g") and f != "-gsplit-dwarf" for f in flags)
+    assert not any(f.startswith("-g") for f in analyze([*BASE, "-g", "-gdwarf-5"]).backend_flags)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (("-Wl,--lto-basic-block-sections=all",), ("-fbasic-block-sections=all",)),
+        (("-Wl,--lto-basic-block-sections=prof.txt",), ("-fbasic-block-sections=list=prof.txt",)),
+        (("-Wl,--lto-unique-basic-block-section-names",), ("-funique-basic-block-section-names",)),
+        (("-Wl,--lto-sample-profile=a.prof",), ("-fprofile-sample-use=a.prof",)),
+        (("-Wl,-plugin-opt=sample-profile=a.prof",), ("-fprofile-sample-use=a.prof",)),
+        (("-Wl,--no-lto-pgo-warn-mismatch",), ("-mllvm", "-no-pgo-warn-mismatch")),
+        (("-Wl,-plugin-opt=mcpu=znver3",), ("-Xclang", "-target-cpu", "-Xclang", "znver3")),
+    ],
+)
+def test_codegen_options_get_clangs_spelling(extra: tuple[str, ...], expected: tuple[str, ...]) -> None:
+    flags = analyze([*BASE, *extra]).backend_flags
+    n = len(expected)
+    assert any(flags[i:i + n] == expected for i in range(len(flags)))
+
+
+@pytest.mark.parametrize("extra", ["-Wl,--lto-pgo-warn-mismatch", "-Wl,-plugin-opt=thinlto", "-Wl,--lto-partitions=4",
+                                   "-Wl,--lto-known-safe-vtables=_ZTV*"])
+def test_options_without_backend_effect_are_accepted(extra: str) -> None:
+    assert analyze([*BASE, extra]).backend_flags == analyze(BASE).backend_flags
+
+
+def test_code_models_lld_takes_from_the_modules_refuse_their_objects() -> None:
+    assert compile_refusal(["clang++", "-flto=thin", "-mcmodel=large", "-c", "a.cc"]) == (
+        "compiled with -mcmodel=large, a code model the backends cannot reproduce as lld does")
+    assert compile_refusal(["clang++", "-mcmodel=large", "-mcmodel=small"]) == ""
+    assert compile_refusal(["clang++", "-flto=thin"]) == ""
+    assert not any(f.startswith("-mcmodel") for f in analyze([*BASE, "-mcmodel=small"]).backend_flags)

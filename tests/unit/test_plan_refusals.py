@@ -88,6 +88,8 @@ def test_a_plain_thinlto_link_is_planned() -> None:
         (OK.replace(": link ", ": link_rust_wrapped "),
          "the link wrapper rewrites its link command ('libstd.rlib'); the thin link cannot run it alone"),
         (OK.replace("cflags = -O2 -flto=thin", "cflags = -O2"), "no ThinLTO bitcode among the link inputs"),
+        (OK.replace("cflags = -O2 -flto=thin", "cflags = -O2 -flto=thin -mcmodel=large"),
+         "obj/x/a.o: compiled with -mcmodel=large, a code model the backends cannot reproduce as lld does"),
     ],
 )
 def test_refusals(ninja: str, reason: str) -> None:
@@ -143,3 +145,33 @@ def test_fno_lto_after_flto_thin_is_refused_not_ignored() -> None:
 
 def test_linker_other_than_lld_is_refused() -> None:
     assert _plan(OK, "-fuse-ld=gold -flto=thin") == ["linker is 'gold', not lld"]
+
+
+def _planned(ldflags: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the backend's argv, the thin link's argv) of OK linked with LDFLAGS."""
+    project = parse_project({
+        "build_settings": {"build_dir": "/OUT/", "root_path": "/SRC", "default_toolchain": "//tc:tc"},
+        "targets": {"//x:x": {"type": "executable", "toolchain": "//tc:tc", "outputs": ["/OUT/x"],
+                              "ldflags": ldflags.split()}},
+    })
+    files = {"toolchain.ninja": parse(TOOLCHAIN)}
+    files["obj/x/x.ninja"] = parse(OK.replace("LDFLAGS", ldflags), files["toolchain.ninja"].variables)
+    plan = plan_graph(GnGraph(project, files), Config(), "/py")
+    (target,) = plan.targets
+    assert target.thin_link is not None
+    return target.backends[0].argv, target.thin_link.manifest.argv
+
+
+def test_lto_o0_backends_generate_code_at_lld_cg_level_and_the_thin_link_keeps_the_level() -> None:
+    backend, thin_link = _planned("-fuse-ld=lld -flto=thin -Wl,--lto-O0")
+    assert backend[:2] == ("--cg-opt-level=2", "/llvm/bin/clang") and "-O0" in backend
+    assert "-Wl,--lto-O0" in thin_link  # lld computes imports only above O0: the index must say the same
+    backend, thin_link = _planned("-fuse-ld=lld -flto=thin -Wl,--lto-O3")
+    assert backend[0] == "/llvm/bin/clang" and "-O3" in backend and "-Wl,--lto-O3" in thin_link
+    backend, _ = _planned("-fuse-ld=lld -flto=thin -Wl,--lto-O2,--lto-CGO1")
+    assert backend[0] == "--cg-opt-level=1" and "-O2" in backend
+
+
+def test_options_clang_cannot_express_refuse_the_link() -> None:
+    assert _plan(OK, "-fuse-ld=lld -flto=thin -Wl,--lto-newpm-passes=default<O1>") == [
+        "--lto-newpm-passes=default<O1>: clang's ThinLTO backend cannot run a custom LTO pass pipeline"]

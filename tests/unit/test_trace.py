@@ -63,6 +63,17 @@ def test_remote_runs_tie_backend_objects_to_the_wrappers_records() -> None:
     assert backends["gn-thinlto/app/native/obj/b.o"]["execution"] == "local"
 
 
+def test_a_two_step_backends_two_wrapper_runs_add_up() -> None:
+    from gn_thinlto.cli.trace import remote_runs
+    from goma_ext.remote.stats import Mode, RunRecord
+
+    log = "miss k1 gn-thinlto/app/native/obj/a.o\nremote c1 gn-thinlto/app/native/obj/a.o\n"
+    records = [RunRecord("gn-thinlto/remote-stage/c1/optimized.bc", Mode.CACHE_HIT, 0, 0.5, bytes_uploaded=0),
+               RunRecord("gn-thinlto/remote-stage/c1/native.o", Mode.REMOTE, 0, 0.5, bytes_uploaded=99)]
+    assert remote_runs(log, records) == {
+        "gn-thinlto/app/native/obj/a.o": {"execution": "cache_hit+remote", "bytes_uploaded": 99}}
+
+
 def test_a_build_directory_without_logs_is_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     from gn_thinlto.cli.main import main
 

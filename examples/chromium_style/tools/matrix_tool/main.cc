@@ -13,6 +13,10 @@
 #include "tools/matrix_tool/linear_solve.h"
 #include "tools/matrix_tool/matrix.h"
 
+#ifndef MATRIX_TOOL_NAME
+#define MATRIX_TOOL_NAME "matrix_tool"  // matrix_tool_lto_o0 sets its own
+#endif
+
 namespace {
 
 using matrix_tool::Matrix;
@@ -101,7 +105,7 @@ void CheckLinearSolve(base::Verifier* verifier) {
 }  // namespace
 
 int main() {
-  base::Verifier verifier("matrix_tool");
+  base::Verifier verifier(MATRIX_TOOL_NAME);
   CheckProducts(&verifier);
   CheckDeterminant(&verifier);
   CheckFibonacci(&verifier);

@@ -1,0 +1,69 @@
+"""`python -m bench parity`: the example built with lld's in-process ThinLTO and through gn-thinlto's graph under
+a matrix of Chromium's link configurations, compared by `gn-thinlto parity`; one line per configuration.
+
+Every configuration links matrix_tool_lto_o0 with -Wl,--lto-O0 (as Chromium links most targets) and the other
+binaries with --lto-O2 (Chromium's thinlto_optimize_max); each builds a PIE executable set and a shared
+library (libcodec.so) with --icf=all and --gc-sections. A configuration is at parity when every binary of both
+builds has the same functions at the same sizes, allocated sections and dynamic symbols.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXAMPLE_ROOT = Path(__file__).resolve().parent.parent / "examples" / "chromium_style"
+
+# (name, GN args): the example defaults to an official build with CFI and whole-program vtables, symbol_level 0.
+CONFIGURATIONS: tuple[tuple[str, str], ...] = (
+    ("official, CFI, WPD", ""),
+    ("not official", "is_official_build=false"),
+    ("no CFI", "is_cfi=false"),
+    ("no CFI, no WPD", "is_cfi=false use_whole_program_vtables=false"),
+    ("symbol_level=1", "symbol_level=1"),
+    ("symbol_level=2", "symbol_level=2"),
+    ("symbol_level=1, split DWARF", "symbol_level=1 use_debug_fission=true"),
+    ("symbol_level=2, split DWARF", "symbol_level=2 use_debug_fission=true"),
+    ("clang/lld 22", 'clang_base_path="/usr/lib/llvm-22"'),
+)
+
+
+def _gn_thinlto(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gn_thinlto.cli", *args], capture_output=True, text=True)
+
+
+def run_configuration(out: Path, args: str) -> str:
+    """Both builds of the example in OUT/{inproc,graph} with GN ARGS, and the parity verdict as one line."""
+    printed = ""
+    for name, extra in (("inproc", ["--in-process"]), ("graph", [])):
+        proc = _gn_thinlto("example", "--root", str(EXAMPLE_ROOT), "--out", str(out / name), "--args", args, *extra)
+        if proc.returncode != 0:
+            return f"{name} build failed: {(proc.stdout + proc.stderr).strip().splitlines()[-1:]}"
+        printed = proc.stdout
+    links = next((line.strip() for line in printed.splitlines() if "link targets:" in line), "")
+    proc = _gn_thinlto("parity", str(out / "inproc"), str(out / "graph"))
+    lines = proc.stdout.splitlines()
+    at_parity = sum(": at parity: " in line for line in lines)
+    o0 = next((line.split(": ", 2)[2] for line in lines if line.startswith("exe.unstripped/matrix_tool_lto_o0:")), "")
+    verdict = "at parity" if proc.returncode == 0 else f"NOT at parity (exit {proc.returncode})"
+    detail = [line for line in lines if ": NOT at parity: " in line][:3]
+    return (f"{verdict}: {at_parity}/{len(lines)} binaries; --lto-O0 binary: {o0}; "
+            f"{links.removeprefix('gn-thinlto: ')}" + "".join(f"\n    {d}" for d in detail))
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench parity", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("out/parity-matrix"), help="where the builds go")
+    parser.add_argument("--only", action="append", default=[], help="run only configurations with this name")
+    args = parser.parse_args(argv)
+    failed = 0
+    for n, (name, gn_args) in enumerate(CONFIGURATIONS):
+        if args.only and name not in args.only:
+            continue
+        line = run_configuration(args.out / f"c{n}", gn_args)
+        failed += not line.startswith("at parity")
+        print(f"{name} [{gn_args or 'defaults'}]: {line}", flush=True)
+    return 1 if failed else 0
