@@ -19,6 +19,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
+from goma_ext.worker.isolation import Isolation
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import LeaseOutcome, execute_lease
 
@@ -30,12 +31,14 @@ SESSION_FILE = "session"  # written in the work dir once the bot has a session (
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """One worker process: where to connect, who it is, what it may run, where it works."""
+    """One worker process: where to connect, who it is, what it may run, how, where it works."""
 
     remote: RemoteConfig
     bot_id: str
     allow: Allowlist
     work_dir: Path
+    isolation: Isolation
+    sandbox_dir: Path  # per-action directories; the runner uid must be able to search every parent
 
 
 def _session(s: WorkerSettings) -> bots_pb2.BotSession:
@@ -74,7 +77,7 @@ class _Job:
                 status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message="unknown lease payload"), None
             )
         else:
-            self.outcome = execute_lease(cas, payload, s.allow, s.work_dir / "sandboxes")
+            self.outcome = execute_lease(cas, payload, s.allow, s.sandbox_dir, s.isolation)
         LOG.info(
             "lease %s: %s in %.0f ms",
             self.lease_id,
