@@ -22,13 +22,15 @@ def ensure_runner(name: str | None) -> str | None:
         return name
     try:
         pwd.getpwnam(DEFAULT_RUNNER)
+        return DEFAULT_RUNNER
     except KeyError:
-        proc = subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", DEFAULT_RUNNER],
-            capture_output=True, text=True, check=False,
-        )
-        if proc.returncode != 0:
-            raise ClusterError(f"cannot create the action runner user {DEFAULT_RUNNER}: {proc.stderr.strip()}")
+        pass
+    proc = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", DEFAULT_RUNNER],
+        capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        raise ClusterError(f"cannot create the action runner user {DEFAULT_RUNNER}: {proc.stderr.strip()}")
     return DEFAULT_RUNNER
 
 
