@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ TOOL_DIR = "/.gx/bin"  # argv[0] -> the allow-listed binary, found through PATH 
 # What the allow-listed compilers need (Debian 12, merged /usr): /usr and the symlinks into it, ld.so.cache.
 DEFAULT_RO_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
 KILL_GRACE_S = 2.0
+WATCH_S = 0.05  # how often the watcher checks the deadline and the cancel flag
 NOT_ISOLATED = "goma-ext worker: --isolation none: this action ran WITHOUT a sandbox (debugging only)"
 
 
@@ -115,7 +117,8 @@ def bwrap_argv(
     """The bwrap command line: read-only system paths, private /tmp, the input root the only writable place."""
     inner_wd = os.path.normpath(os.path.join(INPUT_ROOT, workdir))
     args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session", *_ro_args(iso.ro_paths)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    tmp_size = ["--size", str(iso.limits.file_size_bytes)] if iso.limits.file_size_bytes else []
+    args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded
     if not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
         args += ["--ro-bind", str(exe), str(exe)]  # an allow-listed program outside the system paths
     args += ["--bind", str(root), INPUT_ROOT, "--symlink", str(exe), f"{TOOL_DIR}/{argv[0]}", "--chdir", inner_wd]
@@ -135,28 +138,39 @@ def _popen_user(iso: Isolation) -> dict[str, object]:
 
 
 def _kill(proc: subprocess.Popen[bytes], sig: int) -> None:
+    if proc.returncode is not None:  # reaped: its pid may belong to someone else now
+        return
     try:
         os.killpg(proc.pid, sig)
     except ProcessLookupError:
         pass
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait for proc; past `timeout` SIGTERM, then SIGKILL after a grace period. True when it timed out."""
-    expired = threading.Event()
+def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None) -> str:
+    """Wait for proc; past `timeout`, or once `cancel` is set, SIGTERM it, then SIGKILL after a grace period
+    (bwrap's PID namespace dies with it). Returns "" when it ended by itself, else "timeout" or "cancelled"."""
+    finished = threading.Event()
+    deadline = time.monotonic() + timeout if timeout else None
+    why: list[str] = []
 
-    def expire() -> None:
-        expired.set()
-        _kill(proc, signal.SIGTERM)
-        try:
-            proc.wait(KILL_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _kill(proc, signal.SIGKILL)
+    def watch() -> None:
+        while not finished.wait(WATCH_S):
+            if cancel is not None and cancel.is_set():
+                why.append("cancelled")
+            elif deadline is not None and time.monotonic() >= deadline:
+                why.append("timeout")
+            else:
+                continue
+            _kill(proc, signal.SIGTERM)
+            try:
+                proc.wait(KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _kill(proc, signal.SIGKILL)
+            return
 
-    # A blocking waitpid plus a timer: Popen.wait(timeout) polls with sleeps of up to 50 ms.
-    timer = threading.Timer(timeout, expire) if timeout else None
-    if timer:
-        timer.start()
+    # The caller blocks in waitpid (no polling delay on completion); the watcher ends as soon as proc does.
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         proc.wait()
     except BaseException:
@@ -164,9 +178,9 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
         proc.wait()
         raise
     finally:
-        if timer:
-            timer.cancel()
-    return expired.is_set()
+        finished.set()
+    watcher.join()
+    return why[0] if why else ""
 
 
 def _command_ran(status: bytes) -> bool:
@@ -213,10 +227,11 @@ def _limit_note(iso: Isolation, code: int, stderr: bytes) -> bytes:
 
 def run(
     iso: Isolation, argv: Sequence[str], exe: Path, root: Path, workdir: str, env: Mapping[str, str], timeout: float,
-    logs: Path,
+    logs: Path, cancel: threading.Event | None = None,
 ) -> Completed:
     """Run argv (argv[0] served by `exe`) in workdir under root; stdout/stderr go through files in `logs`.
-    Raises RemoteError(DEADLINE_EXCEEDED) past `timeout`, SandboxError when bwrap could not start the command."""
+    Raises RemoteError(DEADLINE_EXCEEDED) past `timeout`, RemoteError(CANCELLED) once `cancel` is set,
+    SandboxError when bwrap could not start the command."""
     out_path, err_path = logs / "stdout", logs / "stderr"
     status_r, status_w = os.pipe()
     try:
@@ -233,14 +248,16 @@ def run(
             )
             os.close(status_w)
             status_w = -1
-            timed_out = _wait(proc, timeout)
+            stopped = _wait(proc, timeout, cancel)
         status = _read_all(status_r)
     finally:
         os.close(status_r)
         if status_w >= 0:
             os.close(status_w)
-    if timed_out:
+    if stopped == "timeout":
         raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
+    if stopped == "cancelled":
+        raise RemoteError("action cancelled; every process of it was killed", temporary=True, code="CANCELLED")
     stderr = err_path.read_bytes()
     if iso.mode is IsolationMode.BWRAP and not _command_ran(status):
         why = stderr.decode(errors="replace").strip().splitlines()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +120,8 @@ def _with_note(message: str, iso: Isolation) -> str:
 
 
 def execute_lease(
-    cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path, iso: Isolation
+    cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path, iso: Isolation,
+    cancel: threading.Event | None = None,
 ) -> LeaseOutcome:
     """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
     box: Path | None = None
@@ -143,7 +145,7 @@ def execute_lease(
         timeout = min(timeout, iso.limits.wall_s) if iso.limits.wall_s else timeout
         start = time.time()
         rel = os.path.relpath(workdir, root)
-        done = isolation.run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs")
+        done = isolation.run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
         result = re_pb2.ActionResult(exit_code=done.exit_code)
         files, blobs = sandbox.collect_outputs(workdir, root, outputs)
         result.output_files.extend(files)
@@ -157,7 +159,8 @@ def execute_lease(
     except Refusal as e:
         return LeaseOutcome(_status(e.code, _with_note(f"goma-ext worker refused the action: {e}", iso)), None)
     except RemoteError as e:
-        code = code_pb2.DEADLINE_EXCEEDED if e.code == "DEADLINE_EXCEEDED" else code_pb2.UNAVAILABLE
+        code = {"DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED, "CANCELLED": code_pb2.CANCELLED}.get(
+            e.code or "", code_pb2.UNAVAILABLE)
         return LeaseOutcome(_status(code, _with_note(str(e), iso)), None)
     except (GomaExtError, OSError) as e:
         return LeaseOutcome(_status(code_pb2.INTERNAL, _with_note(f"worker failure: {e}", iso)), None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,30 @@ def test_timeout_kills_every_process_of_the_sandbox(box: Path) -> None:
     assert e.value.code == "DEADLINE_EXCEEDED" and time.monotonic() - t < 5
     time.sleep(2.5)
     assert not (box / "root" / "late").exists()
+
+
+@needs_bwrap
+def test_cancel_kills_every_process_of_the_sandbox(box: Path) -> None:
+    iso = _sandboxed()
+    _hand_over(box / "root", iso)
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    t = time.monotonic()
+    with pytest.raises(RemoteError) as e:
+        run(iso, ["sh", "-c", "setsid sh -c 'sleep 2; echo x > late' & sleep 30"], SH, box / "root", ".", {}, 60,
+            box / "logs", cancel)
+    assert e.value.code == "CANCELLED" and time.monotonic() - t < 5
+    time.sleep(2.5)
+    assert not (box / "root" / "late").exists()
+
+
+@needs_bwrap
+def test_tmp_is_private_and_bounded(box: Path) -> None:
+    iso = _sandboxed(file_size_bytes=1 << 20)
+    _hand_over(box / "root", iso)
+    done = run(iso, ["sh", "-c", "head -c 2000000 /dev/zero > /tmp/big; echo rc=$? >&2; ls -la /tmp >&2"], SH,
+               box / "root", ".", {}, 30, box / "logs")
+    assert b"rc=0" not in done.stderr  # 1 MiB: the file-size limit, and the tmpfs is no larger
 
 
 @needs_bwrap
