@@ -13,9 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from goma_ext.remote import action
+from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.errors import RemoteError
+from goma_ext.remote.identity import CompilerIdentity
+from goma_ext.remote.merkle import BlobSource
+from goma_ext.remote.proto import re_pb2
 from goma_ext.worker.cli import _size
 from goma_ext.worker.isolation import (
+    NOT_ISOLATED,
     Isolation,
     IsolationMode,
     Limits,
@@ -24,7 +30,8 @@ from goma_ext.worker.isolation import (
     bwrap_argv,
     run,
 )
-from goma_ext.worker.runner import _hand_over, _new_box, probe, remove_box
+from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.runner import _hand_over, _new_box, execute_lease, probe, remove_box
 
 BARE = Isolation(IsolationMode.NONE, Limits(), None)
 SH = Path("/usr/bin/dash")
@@ -153,3 +160,46 @@ def test_probe_passes_here_and_boxes_are_removed(box: Path) -> None:
 def test_sizes_parse_with_units() -> None:
     sizes = (_size("4G"), _size("512M"), _size("1GiB"), _size("0"), _size("100"))
     assert sizes == (4 << 30, 512 << 20, 1 << 30, 0, 100)
+
+
+class _DictCas:
+    """The three calls execute_lease makes, on a dict."""
+
+    def __init__(self, blobs: dict[Digest, bytes]) -> None:
+        self.blobs = dict(blobs)
+
+    def read(self, d: Digest) -> bytes:
+        return self.blobs[d]
+
+    def read_many(self, ds: set[Digest]) -> dict[Digest, bytes]:
+        return {d: self.blobs[d] for d in ds}
+
+    def upload(self, blobs: dict[Digest, BlobSource]) -> int:
+        for d, src in blobs.items():
+            self.blobs[d] = src.data if src.data is not None else Path(str(src.path)).read_bytes()
+        return len(blobs)
+
+
+def _lease(argv: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[_DictCas, Digest, Allowlist]:
+    ident = CompilerIdentity(Path("/usr/bin/dash"), "dash 0", "ab" * 32)
+    root = re_pb2.Directory()
+    built = action.build(action.ActionSpec(argv, "", outputs, ident.properties(), Digest.of_message(root)))
+    cas = _DictCas({Digest.of_message(root): serialize(root), built.command_digest: built.command,
+                    built.action_digest: built.action})
+    return cas, built.action_digest, Allowlist({"sh": (ident,)})
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "none"])
+def test_a_lease_says_whether_it_ran_isolated(box: Path, sandboxed: bool) -> None:
+    if sandboxed and shutil.which("bwrap") is None:
+        pytest.skip("needs bwrap")
+    iso = _sandboxed() if sandboxed else Isolation(IsolationMode.NONE, Limits(), _sandboxed().run_as)
+    cas, digest, allow = _lease(("sh", "-c", "echo out > o.txt; id -u"), ("o.txt",))
+    outcome = execute_lease(cas, digest, allow, box.parent, iso)  # type: ignore[arg-type]
+    assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
+    assert [f.path for f in outcome.result.output_files] == ["o.txt"]
+    uid = str(iso.run_as.uid if iso.run_as else os.geteuid()).encode()
+    assert cas.read(Digest.from_proto(outcome.result.stdout_digest)).strip() == uid  # never root when run as root
+    note = "" if sandboxed else NOT_ISOLATED
+    assert outcome.status.message == note and outcome.result.execution_metadata.worker == note
+    assert sorted(p.name for p in box.parent.iterdir()) == [box.name]  # the lease's own box is gone
