@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -203,3 +205,31 @@ def test_a_lease_says_whether_it_ran_isolated(box: Path, sandboxed: bool) -> Non
     note = "" if sandboxed else NOT_ISOLATED
     assert outcome.status.message == note and outcome.result.execution_metadata.worker == note
     assert sorted(p.name for p in box.parent.iterdir()) == [box.name]  # the lease's own box is gone
+
+
+def _start_worker(tmp_path: Path, *extra: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "goma_ext.cli", "worker", "--remote", "grpc://127.0.0.1:1", "--work-dir",
+            str(tmp_path / "w"), *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path})
+
+
+def test_the_worker_refuses_to_start_without_bwrap(tmp_path: Path) -> None:
+    proc = _start_worker(tmp_path, path=str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "needs bwrap (Debian package bubblewrap)" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner user rule is for workers started as root")
+def test_a_root_worker_refuses_to_start_without_an_unprivileged_runner(tmp_path: Path) -> None:
+    proc = _start_worker(tmp_path, "--run-as", "gx-no-such-user")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+    proc = _start_worker(tmp_path, "--run-as", "root")
+    assert proc.returncode == 2 and "uid/gid 0 is root" in proc.stderr
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a runner user that cannot reach the sandbox dir")
+def test_a_worker_whose_runner_cannot_reach_its_sandboxes_refuses_to_start(tmp_path: Path) -> None:
+    proc = _start_worker(tmp_path, "--run-as", "nobody")  # pytest's tmp dirs are 0700
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "does not work here as nobody" in proc.stderr and "Permission denied" in proc.stderr
