@@ -16,6 +16,7 @@ BENCHMARKS = {
     "dtlto": "bench.dtlto_bench",
     "scale-model": "bench.scale_model",
     "proxy": "bench.proxy_bench",
+    "isolation": "bench.isolation_bench",
     "regen": "bench.regen_bench",
     "parity": "bench.parity_matrix",
     "all": "bench.all_bench",

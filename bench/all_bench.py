@@ -28,6 +28,7 @@ PLAN: tuple[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], ...] = (
     ("sharing", "sharing", ("--quick",), ()),
     ("remote", "remote", ("--subjects", "tiny"), ()),
     ("proxy", "proxy", ("--quick", "--subject", "tiny"), ()),
+    ("isolation", "isolation", ("--quick",), ()),
     ("dtlto", "dtlto", ("--project", "libdeflate", "--repeat", "1"), ()),
     ("builds", "builds", ("--subjects", "tiny", "--variants", "abcd", "--repeat", "1"),
      ("--variants", "abcd")),

@@ -202,6 +202,10 @@ def goals_block(data: dict[str, Data | None]) -> str:
               proxy["fresh_dir_all_hits_wall_vs_local"], 1.0, True)
         _goal(rows, "proxy: remote per-action overhead / in-process client's", "example",
               proxy["remote_overhead_proxy_vs_in_process"], 0.5, True)
+    for r in (data.get("isolation") or {}).get("rows", []):
+        if r["action"].startswith("example backends"):
+            _goal(rows, "sandbox set-up + tear-down per action, ms (median, bwrap − none)", r["action"], r["cost_ms"],
+                  15, True)
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
 
 
@@ -262,6 +266,16 @@ def proxy_block(d: Data) -> str:
                           builds, hits, load_table, goals])
 
 
+def isolation_block(d: Data) -> str:
+    if not d["rows"]:
+        return f"{_run_line(d)}\n\nNot measured: {d.get('missing')}."
+    main = render(["action", "runs", "none ms (median)", "bwrap ms (median)", "cost ms (median of pairs)",
+                   "none ms (mean)", "bwrap ms (mean)"],
+                  [[r["action"], r["runs"], r["none_ms"], r["bwrap_ms"], r["cost_ms"], r["none_mean_ms"],
+                    r["bwrap_mean_ms"]] for r in d["rows"]], markdown=True)
+    return f"{_run_line(d)} Source: {d.get('source', '?')}.\n\n{main}"
+
+
 def regen_block(d: Data) -> str:
     rows = [[f"{r['workspace']} {r['mode']}", r["edit"], f"{r['planned']:g} of {r['links']}", r["repeats"],
              r["gn_gen_s"], r["full_s"], r["incremental_s"], r["incremental_vs_full"]] for r in d["ratios"]]
@@ -273,7 +287,7 @@ def regen_block(d: Data) -> str:
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
     "builds-chromium": builds_block, "cache": cache_block, "dtlto": dtlto_block, "proxy": proxy_block,
-    "regen": regen_block,
+    "regen": regen_block, "isolation": isolation_block,
 }
 
 

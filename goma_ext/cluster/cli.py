@@ -29,6 +29,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     start.add_argument(
         "--compiler", action="append", default=[], help="allow-listed compiler for the workers (repeatable)"
     )
+    start.add_argument(
+        "--run-as", metavar="USER",
+        help="as root: the unprivileged user workers run actions as (default: goma-ext-runner, created if missing)",
+    )
+    start.add_argument(
+        "--worker-arg", action="append", default=[], metavar="ARG",
+        help="extra `goma-ext worker` argument, e.g. --worker-arg=--memory=8G (repeatable)",
+    )
     for q in (
         start,
         sub.add_parser("stop", help="stop workers, BuildGrid and PostgreSQL"),
@@ -56,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
                 compilers=tuple(args.compiler),
+                run_as=args.run_as,
+                worker_args=tuple(args.worker_arg),
             )
         )
         tls = f", grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else ""

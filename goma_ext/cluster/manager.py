@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from goma_ext.cluster import procs
+from goma_ext.cluster import procs, sandboxing
 from goma_ext.cluster.postgres import ClusterError, Postgres, choose_data_dir
 from goma_ext.cluster.server import ServerSettings, ensure_venv, migrate, render_config
 from goma_ext.remote import capabilities, retry
@@ -37,6 +37,9 @@ class ClusterSpec:
     tls_key: Path | None = None
     compilers: tuple[str, ...] = ()
     keepalive_s: int = 30
+    run_as: str | None = None  # root: the workers' action user (default goma-ext-runner, created if missing)
+    sandbox_dir: Path | None = None  # default STATE/sandboxes, or a temp dir when the runner cannot reach STATE
+    worker_args: tuple[str, ...] = ()  # extra `goma-ext worker` flags (limits, --isolation)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ class ClusterState:
     tls_key: str | None = None
     compilers: tuple[str, ...] = ()
     keepalive_s: int = 30
+    run_as: str | None = None
+    sandbox_dir: str | None = None
+    sandbox_dir_owned: bool = False
+    worker_args: tuple[str, ...] = ()
 
     @property
     def endpoint(self) -> str:
@@ -81,6 +88,7 @@ def load(state: Path) -> ClusterState | None:
     try:
         data = json.loads(path.read_text())
         data["compilers"] = tuple(data.get("compilers", ()))
+        data["worker_args"] = tuple(data.get("worker_args", ()))
         return ClusterState(**data)
     except (ValueError, TypeError) as e:
         raise ClusterError(f"{path}: unreadable cluster state ({e}); remove it and start again") from e
@@ -104,6 +112,7 @@ def _wait_ready(endpoint: str, instance: str, pid: int, log: Path) -> None:
 
 def _initial_state(spec: ClusterSpec) -> ClusterState:
     pg_data, pg_user = choose_data_dir(spec.state)
+    sandbox_dir, owned = (spec.sandbox_dir, False) if spec.sandbox_dir else sandboxing.choose_sandbox_dir(spec.state)
     return ClusterState(
         state=str(spec.state), port=spec.port or procs.free_port(), instance=spec.instance,
         pg_port=procs.free_port(), pg_data=str(pg_data), pg_user=pg_user,
@@ -112,6 +121,8 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         tls_cert=str(spec.tls_cert.resolve()) if spec.tls_cert else None,
         tls_key=str(spec.tls_key.resolve()) if spec.tls_key else None,
         compilers=spec.compilers, keepalive_s=spec.keepalive_s,
+        run_as=sandboxing.ensure_runner(spec.run_as), sandbox_dir=str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
+        worker_args=spec.worker_args,
     )
 
 
@@ -142,7 +153,9 @@ def _wait_workers(st: ClusterState, pid: int) -> None:
         if not procs.alive(pid):
             break
         time.sleep(0.1)
-    raise ClusterError(f"workers did not register with BuildGrid; see {Path(st.state) / 'logs' / 'workers.log'}")
+    log = Path(st.state) / "logs" / "workers.log"
+    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+    raise ClusterError(f"workers did not register with BuildGrid; see {log}" + (f": {tail[0]}" if tail else ""))
 
 
 def start_workers(st: ClusterState) -> ClusterState:
@@ -156,6 +169,11 @@ def start_workers(st: ClusterState) -> ClusterState:
     ]
     for c in st.compilers:
         cmd += ["--compiler", c]
+    if st.sandbox_dir:
+        cmd += ["--sandbox-dir", st.sandbox_dir]
+    if st.run_as:
+        cmd += ["--run-as", st.run_as]
+    cmd += st.worker_args
     pid = procs.spawn(cmd, state / "logs" / "workers.log")
     _wait_workers(st, pid)
     return replace(st, worker_pid=pid)
@@ -204,6 +222,8 @@ def destroy(state: Path) -> None:
     st = stop(state)
     if st is not None and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
         shutil.rmtree(st.pg_data, ignore_errors=True)
+    if st is not None and st.sandbox_dir and st.sandbox_dir_owned:
+        shutil.rmtree(st.sandbox_dir, ignore_errors=True)
 
 
 def status(state: Path) -> dict[str, object]:

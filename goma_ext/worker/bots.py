@@ -19,6 +19,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
+from goma_ext.worker.isolation import Isolation
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import LeaseOutcome, execute_lease
 
@@ -30,12 +31,14 @@ SESSION_FILE = "session"  # written in the work dir once the bot has a session (
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """One worker process: where to connect, who it is, what it may run, where it works."""
+    """One worker process: where to connect, who it is, what it may run, how, where it works."""
 
     remote: RemoteConfig
     bot_id: str
     allow: Allowlist
     work_dir: Path
+    isolation: Isolation
+    sandbox_dir: Path  # per-action directories; the runner uid must be able to search every parent
 
 
 def _session(s: WorkerSettings) -> bots_pb2.BotSession:
@@ -62,6 +65,7 @@ class _Job:
     def __init__(self, cas: Cas, lease: bots_pb2.Lease, s: WorkerSettings) -> None:
         self.lease_id = lease.id
         self.done = threading.Event()
+        self.cancelled = threading.Event()  # set when the lease is cancelled or gone: the action is killed
         self.outcome: LeaseOutcome | None = None
         self.started = time.monotonic()
         payload = _payload(lease)
@@ -74,7 +78,7 @@ class _Job:
                 status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message="unknown lease payload"), None
             )
         else:
-            self.outcome = execute_lease(cas, payload, s.allow, s.work_dir / "sandboxes")
+            self.outcome = execute_lease(cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled)
         LOG.info(
             "lease %s: %s in %.0f ms",
             self.lease_id,
@@ -136,6 +140,8 @@ class BotWorker:
         metadata: tuple[tuple[str, str], ...],
     ) -> bots_pb2.BotSession:
         for lease in session.leases:
+            if lease.state == bots_pb2.LeaseState.CANCELLED and lease.id in jobs:
+                jobs[lease.id].cancelled.set()
             if lease.state == bots_pb2.LeaseState.ACTIVE and lease.id not in jobs:
                 LOG.info("bot %s: lease %s", self.s.bot_id, lease.id)
                 jobs[lease.id] = _Job(cas, lease, self.s)
@@ -152,7 +158,7 @@ class BotWorker:
         live = {lease.id for lease in session.leases}
         for lease_id in [k for k, j in jobs.items() if j.done.is_set() or k not in live]:
             if lease_id not in live:
-                del jobs[lease_id]
+                jobs.pop(lease_id).cancelled.set()  # the server dropped the lease: stop its action
         busy = any(not j.done.is_set() for j in jobs.values())
         new = stub.UpdateBotSession(
             bots_pb2.UpdateBotSessionRequest(name=session.name, bot_session=session),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -18,7 +19,9 @@ from goma_ext.errors import GomaExtError, reason, shown
 from goma_ext.remote.config import load_config
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.worker.bots import BotWorker, WorkerSettings
+from goma_ext.worker.isolation import DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
 from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.runner import probe, remove_box
 
 # Bare names are looked up on PATH; /usr/lib/llvm-N/bin/clang{,++} serve actions whose argv[0] is `clang`/`clang++`.
 DEFAULT_COMPILERS = tuple(
@@ -32,6 +35,21 @@ DEFAULT_COMPILERS = tuple(
     )
 )
 RESTART_DELAY_S = 0.2
+DEFAULT_RUNNER = "goma-ext-runner"  # the unprivileged user a root worker runs actions as
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class WorkerConfigError(GomaExtError):
+    """The worker cannot start as configured (one line for the user)."""
+
+
+def _size(text: str) -> int:
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in _UNITS and t[-1:] else ""
+    try:
+        return int(float(t[: len(t) - len(unit)]) * _UNITS[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4G, 512M, 0 = unlimited)") from None
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -49,6 +67,37 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="PROGRAM",
         help=f"allow-listed compiler (repeatable; default: those of {', '.join(DEFAULT_COMPILERS)} on PATH)",
     )
+    lim = Limits()
+    p.add_argument(
+        "--isolation", choices=[m.value for m in IsolationMode], default=IsolationMode.BWRAP.value,
+        help="bwrap (default): every action in a bubblewrap sandbox; none: NO sandbox, for debugging only "
+        "(every lease result says so)",
+    )
+    p.add_argument(
+        "--run-as", metavar="USER",
+        help=f"unprivileged user a worker started as root runs actions as (default: {DEFAULT_RUNNER}, which must "
+        "exist; never root). A worker started as another user runs them as itself inside a user namespace",
+    )
+    p.add_argument(
+        "--sandbox-dir", type=Path,
+        help="where per-action directories live (default: WORK-DIR/sandboxes); the --run-as user must be able to "
+        "search (x) every parent directory",
+    )
+    p.add_argument(
+        "--ro-path", action="append", default=[], metavar="PATH",
+        help=f"extra host path visible read-only in the sandbox (repeatable; always: {' '.join(DEFAULT_RO_PATHS)})",
+    )
+    p.add_argument("--wall-time", type=float, default=lim.wall_s, metavar="S",
+                   help="wall-time limit per action, seconds (default: %(default)s; SIGTERM, then SIGKILL)")
+    p.add_argument("--cpu-time", type=int, default=lim.cpu_s, metavar="S",
+                   help="CPU-time limit per action, seconds (RLIMIT_CPU; default: %(default)s; 0 = unlimited)")
+    p.add_argument("--memory", type=_size, default=lim.memory_bytes, metavar="SIZE",
+                   help="address-space limit per process (RLIMIT_AS; default: 4G; 0 = unlimited)")
+    p.add_argument("--file-size", type=_size, default=lim.file_size_bytes, metavar="SIZE",
+                   help="largest file an action may write (RLIMIT_FSIZE; default: 4G; 0 = unlimited)")
+    p.add_argument("--max-procs", type=int, default=lim.processes, metavar="N",
+                   help="processes and threads of the runner uid (RLIMIT_NPROC, counted per uid across workers "
+                   "sharing it; default: %(default)s; 0 = unlimited)")
     p.add_argument("--index", type=int, help=argparse.SUPPRESS)
     p.set_defaults(run=run)
 
@@ -59,19 +108,80 @@ def _compilers(args: argparse.Namespace) -> list[str]:
     return [c for c in DEFAULT_COMPILERS if shutil.which(c)]
 
 
+def _run_as(args: argparse.Namespace) -> RunAs | None:
+    if os.geteuid() != 0:
+        if args.run_as and args.run_as != pwd.getpwuid(os.geteuid()).pw_name:
+            raise WorkerConfigError(f"--run-as {args.run_as} needs a worker started as root")
+        return None
+    name = args.run_as or DEFAULT_RUNNER
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        raise WorkerConfigError(
+            f"the worker runs as root and never runs actions as root, but user {name!r} does not exist: create it "
+            f"(useradd --system --no-create-home --shell /usr/sbin/nologin {name}) or pass --run-as USER"
+        ) from None
+    if pw.pw_uid == 0 or pw.pw_gid == 0:
+        raise WorkerConfigError(f"--run-as {name}: uid/gid 0 is root; actions need an unprivileged user")
+    return RunAs(name, pw.pw_uid, pw.pw_gid)
+
+
+def isolation_from_args(args: argparse.Namespace) -> Isolation:
+    mode = IsolationMode(args.isolation)
+    if mode is IsolationMode.BWRAP:
+        for tool in ("bwrap", "prlimit"):
+            if shutil.which(tool) is None:
+                pkg = "bubblewrap" if tool == "bwrap" else "util-linux"
+                raise WorkerConfigError(f"--isolation bwrap needs {tool} (Debian package {pkg}), not on PATH")
+    limits = Limits(args.wall_time, args.cpu_time, args.memory, args.file_size, args.max_procs)
+    return Isolation(mode, limits, _run_as(args), DEFAULT_RO_PATHS + tuple(args.ro_path))
+
+
+def _sandbox_base(args: argparse.Namespace) -> Path:
+    given = args.sandbox_dir or args.work_dir / "sandboxes"
+    try:
+        base: Path = given.resolve()
+        base.mkdir(mode=0o711, parents=True, exist_ok=True)
+    except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
+        flag = "--sandbox-dir" if args.sandbox_dir else "--work-dir"
+        raise WorkerConfigError(f"{flag} {shown(given)}: {reason(e) if isinstance(e, OSError) else e}") from None
+    return base
+
+
+def _check_isolation(args: argparse.Namespace) -> Isolation:
+    """The configured isolation, probed once (/usr/bin/true in the sandbox); WorkerConfigError when it fails."""
+    iso = isolation_from_args(args)
+    why = probe(iso, _sandbox_base(args))
+    if why is not None:
+        user = f" as {iso.run_as.name}" if iso.run_as else ""
+        raise WorkerConfigError(
+            f"--isolation {iso.mode.value} does not work here{user}: {why} (the runner user must be able to search "
+            "every parent of --sandbox-dir; --isolation none is for debugging only)"
+        )
+    if iso.note:
+        print(f"goma-ext worker: WARNING: {iso.note}", file=sys.stderr, flush=True)
+    return iso
+
+
 def _serve_one(args: argparse.Namespace) -> int:
     cfg = load_config({"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file}, os.environ)
     if cfg is None:
         raise RemoteConfigError("worker needs --remote")
     bot_id = f"{args.bot_id}-{args.index}"
-    s = WorkerSettings(cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id)
+    sandboxes = _sandbox_base(args) / bot_id
+    s = WorkerSettings(
+        cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id, isolation_from_args(args),
+        sandboxes,
+    )
     try:
-        (s.work_dir / "sandboxes").mkdir(parents=True, exist_ok=True)
-        stale_sandboxes = list((s.work_dir / "sandboxes").iterdir())
+        s.work_dir.mkdir(parents=True, exist_ok=True)
+        sandboxes.mkdir(mode=0o711, exist_ok=True)
+        os.chmod(sandboxes, 0o711)
+        stale_sandboxes = list(sandboxes.iterdir())
     except OSError as e:
         raise GomaExtError(f"--work-dir {shown(args.work_dir)}: {reason(e)}") from e
     for stale in stale_sandboxes:  # left by a killed predecessor with this bot id
-        shutil.rmtree(stale, ignore_errors=True)
+        remove_box(stale)
     worker = BotWorker(s)
 
     def stop(_n: int, _f: FrameType | None) -> None:
@@ -144,4 +254,5 @@ def run(args: argparse.Namespace) -> int:
         raise GomaExtError(f"--count {args.count}: run at least one worker")
     if args.index is not None:
         return _serve_one(args)
+    _check_isolation(args)  # once, before any child: refuse to start rather than run unisolated
     return _supervise(args)

@@ -1,11 +1,10 @@
-"""Run one lease: fetch Action and Command, check policy, materialise, run in a process group, upload results."""
+"""Run one lease: fetch Action and Command, check policy, materialise, run it isolated, upload results."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -19,8 +18,9 @@ from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
-from goma_ext.worker import sandbox
+from goma_ext.worker import isolation, sandbox
 from goma_ext.worker.errors import Refusal
+from goma_ext.worker.isolation import Isolation
 from goma_ext.worker.policy import Allowlist
 
 DEFAULT_TIMEOUT_S = 600
@@ -36,50 +36,6 @@ class LeaseOutcome:
 
 def _status(code: int, message: str) -> status_pb2.Status:
     return status_pb2.Status(code=code, message=message)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _run(
-    argv: list[str], exe: Path, cwd: Path, env: dict[str, str], timeout: float, logs: Path
-) -> tuple[int, bytes, bytes]:
-    out_path, err_path = logs / "stdout", logs / "stderr"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            argv,
-            executable=str(exe),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-        # A blocking waitpid plus a timer: Popen.wait(timeout) polls with sleeps of up to 50 ms.
-        expired = threading.Event()
-
-        def expire() -> None:
-            expired.set()
-            _kill_group(proc)
-
-        timer = threading.Timer(timeout, expire)
-        timer.start()
-        try:
-            code = proc.wait()
-        except BaseException:
-            _kill_group(proc)
-            proc.wait()
-            raise
-        finally:
-            timer.cancel()
-        if expired.is_set():
-            raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
-    return code, out_path.read_bytes(), err_path.read_bytes()
 
 
 def load_action(cas: Cas, payload: re_pb2.Action | Digest) -> tuple[re_pb2.Action, re_pb2.Command]:
@@ -100,19 +56,82 @@ def _parse(message: Message, data: bytes, what: str) -> None:
         raise Refusal(f"{what} blob does not decode: {e}", code_pb2.INVALID_ARGUMENT) from e
 
 
-def execute_lease(cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path) -> LeaseOutcome:
-    """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
+def _hand_over(root: Path, iso: Isolation) -> None:
+    """Make the input root the runner uid's (it must write outputs there); the worker, root, still reads and
+    deletes it afterwards."""
+    if iso.run_as is None:
+        return
+    uid, gid = iso.run_as.uid, iso.run_as.gid
+    os.lchown(root, uid, gid)
+    for top, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(top, name), uid, gid)
+
+
+def remove_box(box: Path) -> None:
+    """Delete a sandbox directory, also when the action left directories without write or search permission."""
+
+    def retry(_fn: object, path: str, _exc: object) -> None:
+        try:
+            parent = os.path.dirname(path)
+            os.chmod(parent, stat.S_IRWXU)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, stat.S_IRWXU)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(box, onerror=retry)
+
+
+def _new_box(scratch: Path) -> Path:
     box = scratch / f"sb-{os.getpid()}-{time.monotonic_ns()}"
+    box.mkdir(mode=0o711, parents=True)  # searchable, not listable: the runner uid reaches box/root only
+    os.chmod(box, 0o711)
+    (box / "logs").mkdir(mode=0o700)
+    (box / "root").mkdir(mode=0o755)
+    return box
+
+
+def probe(iso: Isolation, scratch: Path) -> str | None:
+    """Run /usr/bin/true in the configured sandbox once; why it does not work, or None."""
+    if iso.mode is isolation.IsolationMode.NONE:
+        return None
+    box = None
+    try:
+        box = _new_box(scratch)
+        _hand_over(box / "root", iso)
+        done = isolation.run(iso, ["true"], Path("/usr/bin/true"), box / "root", ".", {}, 30.0, box / "logs")
+        if done.exit_code != 0:
+            why = done.stderr.decode(errors="replace").strip()
+            return f"/usr/bin/true exited with {done.exit_code} in the sandbox: {why}"
+        return None
+    except (GomaExtError, RemoteError, OSError) as e:
+        return str(e)
+    finally:
+        if box is not None:
+            remove_box(box)
+
+
+def _with_note(message: str, iso: Isolation) -> str:
+    return f"{message} ({iso.note})" if iso.note and message else message or iso.note
+
+
+def execute_lease(
+    cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path, iso: Isolation,
+    cancel: threading.Event | None = None,
+) -> LeaseOutcome:
+    """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
+    box: Path | None = None
     try:
         action, command = load_action(cas, payload)
         exe = allow.resolve(command, action.platform)
         outputs = list(command.output_paths) or list(command.output_files)
-        box.mkdir(parents=True)
+        box = _new_box(scratch)
         root = box / "root"
-        logs = box / "logs"
-        logs.mkdir()
-        root.mkdir()
-        workdir = sandbox.inside(root, command.working_directory, "working directory")
+        sandbox.inside(root, command.working_directory, "working directory")
         for out in outputs:
             sandbox.inside(root, os.path.join(command.working_directory, out), "output path")
         sandbox.materialise(cas, Digest.from_proto(action.input_root_digest), root)
@@ -120,25 +139,31 @@ def execute_lease(cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, s
         workdir.mkdir(parents=True, exist_ok=True)
         for out in outputs:
             (workdir / out).parent.mkdir(parents=True, exist_ok=True)
+        _hand_over(root, iso)
         env = {v.name: v.value for v in command.environment_variables}
-        timeout = action.timeout.seconds or DEFAULT_TIMEOUT_S
+        timeout = float(action.timeout.seconds or DEFAULT_TIMEOUT_S)
+        timeout = min(timeout, iso.limits.wall_s) if iso.limits.wall_s else timeout
         start = time.time()
-        code, stdout, stderr = _run(list(command.arguments), exe, workdir, env, timeout, logs)
-        result = re_pb2.ActionResult(exit_code=code)
+        rel = os.path.relpath(workdir, root)
+        done = isolation.run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
+        result = re_pb2.ActionResult(exit_code=done.exit_code)
         files, blobs = sandbox.collect_outputs(workdir, root, outputs)
         result.output_files.extend(files)
-        out_d, err_d = (Digest.of_bytes(b) for b in (stdout, stderr))
-        cas.upload({**blobs, out_d: BlobSource(data=stdout), err_d: BlobSource(data=stderr)})
+        out_d, err_d = (Digest.of_bytes(b) for b in (done.stdout, done.stderr))
+        cas.upload({**blobs, out_d: BlobSource(data=done.stdout), err_d: BlobSource(data=done.stderr)})
         result.stdout_digest.CopyFrom(out_d.to_proto())
         result.stderr_digest.CopyFrom(err_d.to_proto())
         result.execution_metadata.worker_start_timestamp.FromSeconds(int(start))
-        return LeaseOutcome(_status(code_pb2.OK, ""), result)
+        result.execution_metadata.worker = iso.note
+        return LeaseOutcome(_status(code_pb2.OK, iso.note), result)
     except Refusal as e:
-        return LeaseOutcome(_status(e.code, f"goma-ext worker refused the action: {e}"), None)
+        return LeaseOutcome(_status(e.code, _with_note(f"goma-ext worker refused the action: {e}", iso)), None)
     except RemoteError as e:
-        code = code_pb2.DEADLINE_EXCEEDED if e.code == "DEADLINE_EXCEEDED" else code_pb2.UNAVAILABLE
-        return LeaseOutcome(_status(code, str(e)), None)
+        code = {"DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED, "CANCELLED": code_pb2.CANCELLED}.get(
+            e.code or "", code_pb2.UNAVAILABLE)
+        return LeaseOutcome(_status(code, _with_note(str(e), iso)), None)
     except (GomaExtError, OSError) as e:
-        return LeaseOutcome(_status(code_pb2.INTERNAL, f"worker failure: {e}"), None)
+        return LeaseOutcome(_status(code_pb2.INTERNAL, _with_note(f"worker failure: {e}", iso)), None)
     finally:
-        shutil.rmtree(box, ignore_errors=True)
+        if box is not None:
+            remove_box(box)

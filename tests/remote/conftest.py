@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from bench.thin_program import ThinProgram
 from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
 from tests.conftest import REPO
+from tests.system_users import User, temporary_user
 
 SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
 SLOW_DELAY_S = 2.0
@@ -29,6 +33,7 @@ class Cluster:
     state: Path
     ca_cert: Path
     slow_clang: Path
+    runner: User | None  # the unprivileged user the workers run actions as (None when the tests are not root)
 
     @property
     def st(self) -> manager.ClusterState:
@@ -70,21 +75,27 @@ def _make_slow_clang(d: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Workers sandbox every action (bubblewrap); as root they run actions as a user made for the session, in a
+    directory that user can reach (pytest's own temp dirs are 0700)."""
     base = tmp_path_factory.mktemp("cluster")
     cert, key = _make_cert(base)
-    slow = _make_slow_clang(base)
-    venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
-    spec = manager.ClusterSpec(
-        state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
-        compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++", str(slow),
-                   "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
-        keepalive_s=20,
-    )
-    manager.start(spec)
-    try:
-        yield Cluster(base / "state", cert, slow)
-    finally:
-        manager.destroy(base / "state")
+    with ExitStack() as stack:
+        reachable = Path(tempfile.mkdtemp(prefix="gx-remote-"))
+        stack.callback(shutil.rmtree, reachable, True)
+        os.chmod(reachable, 0o711)
+        slow = _make_slow_clang(reachable)  # the sandbox binds it: the runner must reach it
+        runner = stack.enter_context(temporary_user("gxrun")) if os.geteuid() == 0 else None
+        venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
+        spec = manager.ClusterSpec(
+            state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
+            compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
+                       str(slow), "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
+            keepalive_s=20, run_as=runner.name if runner else None, sandbox_dir=reachable / "sandboxes",
+            worker_args=("--max-procs", "256", "--cpu-time", "120"),
+        )
+        stack.callback(manager.destroy, base / "state")
+        manager.start(spec)
+        yield Cluster(base / "state", cert, slow, runner)
 
 
 @pytest.fixture(scope="session")

@@ -77,10 +77,10 @@ def test_worker_killed_mid_action(healthy: Cluster, program: ThinProgram, tmp_pa
     busy: list[Path] = []
     deadline = time.monotonic() + 30
     while not busy and time.monotonic() < deadline:
-        busy = list((healthy.state / "workers").glob("*/sandboxes/sb-*"))
+        busy = list(Path(str(healthy.st.sandbox_dir)).glob("*/sb-*"))  # SANDBOX-DIR/BOT-ID/sb-…
         time.sleep(0.05)
     assert busy, "no worker picked up the action"
-    index = int(busy[0].parent.parent.name.rsplit("-", 1)[1])
+    index = int(busy[0].parent.name.rsplit("-", 1)[1])
     supervisor = healthy.st.worker_pid
     assert supervisor is not None
     os.kill(_worker_children(supervisor)[index], signal.SIGKILL)

@@ -1,20 +1,65 @@
-"""The worker runs a command in its own process group and kills the whole group at the timeout."""
+"""The worker runs an action in a bubblewrap sandbox under rlimits (or bare with --isolation none), tells a sandbox
+that failed to start from a command that failed, and kills everything of the action at the timeout."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from goma_ext.remote import action
+from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.errors import RemoteError
-from goma_ext.worker.runner import _run
+from goma_ext.remote.identity import CompilerIdentity
+from goma_ext.remote.merkle import BlobSource
+from goma_ext.remote.proto import re_pb2
+from goma_ext.worker.cli import _size
+from goma_ext.worker.isolation import (
+    NOT_ISOLATED,
+    Isolation,
+    IsolationMode,
+    Limits,
+    RunAs,
+    SandboxError,
+    bwrap_argv,
+    run,
+)
+from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.runner import _hand_over, _new_box, execute_lease, probe, remove_box
+
+BARE = Isolation(IsolationMode.NONE, Limits(), None)
+SH = Path("/usr/bin/dash")
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
+
+
+def _sandboxed(**limits: float) -> Isolation:
+    run_as = RunAs("nobody", 65534, 65534) if os.geteuid() == 0 else None
+    return Isolation(IsolationMode.BWRAP, Limits(**limits), run_as)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def box() -> Iterator[Path]:
+    """A per-action directory the runner uid (nobody, when root) can reach: pytest's tmp dirs are 0700."""
+    base = Path(tempfile.mkdtemp(prefix="gx-unit-"))
+    os.chmod(base, 0o711)
+    try:
+        yield _new_box(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_fast_command_returns_its_code_and_streams(tmp_path: Path) -> None:
     t = time.monotonic()
-    code, out, err = _run(["sh", "-c", "echo hi; echo oops >&2; exit 3"], Path("/bin/sh"), tmp_path, {}, 10, tmp_path)
-    assert (code, out, err) == (3, b"hi\n", b"oops\n")
+    done = run(BARE, ["sh", "-c", "echo hi; echo oops >&2; exit 3"], SH, tmp_path, ".", {}, 10, tmp_path)
+    assert (done.exit_code, done.stdout, done.stderr) == (3, b"hi\n", b"oops\n")
     assert time.monotonic() - t < 10.0  # hang guard: the runner must not wait for anything beyond the process
 
 
@@ -23,7 +68,168 @@ def test_timeout_kills_the_process_group_including_grandchildren(tmp_path: Path)
     script = f"(sleep 1; touch {marker}) & sleep 5"
     t = time.monotonic()
     with pytest.raises(RemoteError) as e:
-        _run(["sh", "-c", script], Path("/bin/sh"), tmp_path, {}, 0.3, tmp_path)
+        run(BARE, ["sh", "-c", script], SH, tmp_path, ".", {}, 0.3, tmp_path)
     assert e.value.code == "DEADLINE_EXCEEDED" and time.monotonic() - t < 4.5  # killed before `sleep 5` ends
     time.sleep(1.2)
     assert not marker.exists()
+
+
+def test_sandbox_command_line_is_closed_by_default(tmp_path: Path) -> None:
+    argv = bwrap_argv(_sandboxed(), ["clang-19", "-c", "a.c"], Path("/usr/lib/llvm-19/bin/clang"), tmp_path, "out",
+                      {"LANG": "C", "PATH": "/usr/bin"}, 9)
+    for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--clearenv"):
+        assert flag in argv
+    tail = argv[argv.index("--remount-ro"):]
+    assert tail == ["--remount-ro", "/", "--json-status-fd", "9", "--", "clang-19", "-c", "a.c"]
+    binds = {argv[i + 1] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind")}
+    assert binds <= {"/usr", "/etc/ld.so.cache", str(tmp_path)} and not {"/", "/root", "/home", "/etc"} & binds
+    assert argv[argv.index("--bind") + 1:argv.index("--bind") + 3] == [str(tmp_path), "/b"]
+    assert argv[argv.index("--chdir") + 1] == "/b/out"
+
+
+@needs_bwrap
+def test_sandboxed_command_failure_is_a_result(box: Path) -> None:
+    iso = _sandboxed()
+    _hand_over(box / "root", iso)
+    done = run(iso, ["sh", "-c", "echo x > out; cat /etc/shadow; exit 3"], SH, box / "root", ".", {}, 30, box / "logs")
+    assert done.exit_code == 3 and b"/etc/shadow" in done.stderr
+    assert (box / "root" / "out").read_bytes() == b"x\n"
+
+
+@needs_bwrap
+def test_a_sandbox_that_cannot_start_is_a_sandbox_error(box: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    iso = Isolation(IsolationMode.BWRAP, Limits(), None, bwrap=str(fake))
+    with pytest.raises(SandboxError, match=r"failed to start.*Creating new namespace failed"):
+        run(iso, ["true"], Path("/usr/bin/true"), box / "root", ".", {}, 30, box / "logs")
+
+
+@needs_bwrap
+def test_cpu_limit_fails_the_action_with_a_note(box: Path) -> None:
+    iso = _sandboxed(cpu_s=1)
+    done = run(iso, ["sh", "-c", "while :; do :; done"], SH, box / "root", ".", {}, 30, box / "logs")
+    assert done.exit_code == 152 and b"CPU time limit (1 s" in done.stderr
+
+
+@needs_bwrap
+def test_timeout_kills_every_process_of_the_sandbox(box: Path) -> None:
+    iso = _sandboxed()
+    _hand_over(box / "root", iso)
+    t = time.monotonic()
+    with pytest.raises(RemoteError) as e:
+        run(iso, ["sh", "-c", "setsid sh -c 'sleep 2; echo x > late' & sleep 30"], SH, box / "root", ".", {}, 0.5,
+            box / "logs")
+    assert e.value.code == "DEADLINE_EXCEEDED" and time.monotonic() - t < 5
+    time.sleep(2.5)
+    assert not (box / "root" / "late").exists()
+
+
+@needs_bwrap
+def test_cancel_kills_every_process_of_the_sandbox(box: Path) -> None:
+    iso = _sandboxed()
+    _hand_over(box / "root", iso)
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    t = time.monotonic()
+    with pytest.raises(RemoteError) as e:
+        run(iso, ["sh", "-c", "setsid sh -c 'sleep 2; echo x > late' & sleep 30"], SH, box / "root", ".", {}, 60,
+            box / "logs", cancel)
+    assert e.value.code == "CANCELLED" and time.monotonic() - t < 5
+    time.sleep(2.5)
+    assert not (box / "root" / "late").exists()
+
+
+@needs_bwrap
+def test_tmp_is_private_and_bounded(box: Path) -> None:
+    iso = _sandboxed(file_size_bytes=1 << 20)
+    _hand_over(box / "root", iso)
+    done = run(iso, ["sh", "-c", "head -c 2000000 /dev/zero > /tmp/big; echo rc=$? >&2; ls -la /tmp >&2"], SH,
+               box / "root", ".", {}, 30, box / "logs")
+    assert b"rc=0" not in done.stderr  # 1 MiB: the file-size limit, and the tmpfs is no larger
+
+
+@needs_bwrap
+def test_probe_passes_here_and_boxes_are_removed(box: Path) -> None:
+    assert probe(_sandboxed(), box.parent) is None
+    (box / "root" / "d").mkdir()
+    (box / "root" / "d").chmod(0)
+    remove_box(box)
+    assert not box.exists()
+
+
+def test_sizes_parse_with_units() -> None:
+    sizes = (_size("4G"), _size("512M"), _size("1GiB"), _size("0"), _size("100"))
+    assert sizes == (4 << 30, 512 << 20, 1 << 30, 0, 100)
+
+
+class _DictCas:
+    """The three calls execute_lease makes, on a dict."""
+
+    def __init__(self, blobs: dict[Digest, bytes]) -> None:
+        self.blobs = dict(blobs)
+
+    def read(self, d: Digest) -> bytes:
+        return self.blobs[d]
+
+    def read_many(self, ds: set[Digest]) -> dict[Digest, bytes]:
+        return {d: self.blobs[d] for d in ds}
+
+    def upload(self, blobs: dict[Digest, BlobSource]) -> int:
+        for d, src in blobs.items():
+            self.blobs[d] = src.data if src.data is not None else Path(str(src.path)).read_bytes()
+        return len(blobs)
+
+
+def _lease(argv: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[_DictCas, Digest, Allowlist]:
+    ident = CompilerIdentity(Path("/usr/bin/dash"), "dash 0", "ab" * 32)
+    root = re_pb2.Directory()
+    built = action.build(action.ActionSpec(argv, "", outputs, ident.properties(), Digest.of_message(root)))
+    cas = _DictCas({Digest.of_message(root): serialize(root), built.command_digest: built.command,
+                    built.action_digest: built.action})
+    return cas, built.action_digest, Allowlist({"sh": (ident,)})
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "none"])
+def test_a_lease_says_whether_it_ran_isolated(box: Path, sandboxed: bool) -> None:
+    if sandboxed and shutil.which("bwrap") is None:
+        pytest.skip("needs bwrap")
+    iso = _sandboxed() if sandboxed else Isolation(IsolationMode.NONE, Limits(), _sandboxed().run_as)
+    cas, digest, allow = _lease(("sh", "-c", "echo out > o.txt; id -u"), ("o.txt",))
+    outcome = execute_lease(cas, digest, allow, box.parent, iso)  # type: ignore[arg-type]
+    assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
+    assert [f.path for f in outcome.result.output_files] == ["o.txt"]
+    uid = str(iso.run_as.uid if iso.run_as else os.geteuid()).encode()
+    assert cas.read(Digest.from_proto(outcome.result.stdout_digest)).strip() == uid  # never root when run as root
+    note = "" if sandboxed else NOT_ISOLATED
+    assert outcome.status.message == note and outcome.result.execution_metadata.worker == note
+    assert sorted(p.name for p in box.parent.iterdir()) == [box.name]  # the lease's own box is gone
+
+
+def _start_worker(tmp_path: Path, *extra: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "goma_ext.cli", "worker", "--remote", "grpc://127.0.0.1:1", "--work-dir",
+            str(tmp_path / "w"), *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path})
+
+
+def test_the_worker_refuses_to_start_without_bwrap(tmp_path: Path) -> None:
+    proc = _start_worker(tmp_path, path=str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "needs bwrap (Debian package bubblewrap)" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner user rule is for workers started as root")
+def test_a_root_worker_refuses_to_start_without_an_unprivileged_runner(tmp_path: Path) -> None:
+    proc = _start_worker(tmp_path, "--run-as", "gx-no-such-user")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+    proc = _start_worker(tmp_path, "--run-as", "root")
+    assert proc.returncode == 2 and "uid/gid 0 is root" in proc.stderr
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a runner user that cannot reach the sandbox dir")
+def test_a_worker_whose_runner_cannot_reach_its_sandboxes_refuses_to_start(tmp_path: Path) -> None:
+    proc = _start_worker(tmp_path, "--run-as", "nobody")  # pytest's tmp dirs are 0700
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "does not work here as nobody" in proc.stderr and "Permission denied" in proc.stderr

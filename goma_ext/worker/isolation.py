@@ -1,0 +1,267 @@
+"""How an action's process runs: in a bubblewrap sandbox as an unprivileged uid under rlimits, or (debugging) bare.
+
+Why bubblewrap (Debian's `bubblewrap`, not setuid): it is what BuildGrid's buildbox-run-bubblewrap and Flatpak
+use, it sets up every namespace we need in one exec (mount, pid, net, ipc, uts, cgroup, user), dies with its
+parent, and reports through --json-status-fd whether the command ran at all. Calling unshare(2)/mount(2) from
+this multi-threaded Python worker would need a helper process anyway (no safe preexec_fn with threads).
+
+The uid is dropped BEFORE bwrap (Popen user=/group=/extra_groups=[], done in C after fork): `bwrap --uid` run
+by root keeps uid 0 outside the sandbox. Limits are rlimits set by util-linux `prlimit` in front of bwrap (no
+preexec_fn). RLIMIT_NPROC counts every process of the runner uid, so workers sharing one --run-as user share
+that budget (give each worker its own user to separate them).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from goma_ext.errors import GomaExtError
+from goma_ext.remote.errors import RemoteError
+
+GIB = 1 << 30
+INPUT_ROOT = "/b"  # where the input root appears inside the sandbox (fixed: outputs do not depend on the host path)
+TOOL_DIR = "/.gx/bin"  # argv[0] -> the allow-listed binary, found through PATH so argv[0] stays the action's
+# What the allow-listed compilers need (Debian 12, merged /usr): /usr and the symlinks into it, ld.so.cache.
+DEFAULT_RO_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
+KILL_GRACE_S = 2.0
+WATCH_S = 0.05  # how often the watcher checks the deadline and the cancel flag
+NOT_ISOLATED = "goma-ext worker: --isolation none: this action ran WITHOUT a sandbox (debugging only)"
+
+
+class IsolationMode(enum.Enum):
+    BWRAP = "bwrap"
+    NONE = "none"
+
+
+class SandboxError(GomaExtError):
+    """The sandbox itself failed (bwrap could not set up, or the probe failed): never the action's fault."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-action limits; 0 means unlimited."""
+
+    wall_s: float = 600.0
+    cpu_s: int = 600
+    memory_bytes: int = 4 * GIB  # RLIMIT_AS: clang maps libLLVM (~150 MB) and more; big links need GiBs
+    file_size_bytes: int = 4 * GIB
+    processes: int = 512  # RLIMIT_NPROC counts threads too (lld runs one per core)
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """The unprivileged user actions run as when the worker is root."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class Isolation:
+    mode: IsolationMode
+    limits: Limits
+    run_as: RunAs | None  # None: the worker's own (non-root) uid
+    ro_paths: tuple[str, ...] = DEFAULT_RO_PATHS
+    bwrap: str = "bwrap"
+    prlimit: str = "prlimit"
+
+    @property
+    def note(self) -> str:
+        """What every lease result must say about this isolation ('' when sandboxed)."""
+        return NOT_ISOLATED if self.mode is IsolationMode.NONE else ""
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+def _limit(v: float) -> str:
+    return str(int(v)) if v else "unlimited"
+
+
+def prlimit_argv(iso: Isolation) -> list[str]:
+    lim = iso.limits
+    cpu = f"{lim.cpu_s}:{lim.cpu_s + 1}" if lim.cpu_s else "unlimited"  # soft -> SIGXCPU, a clear exit status
+    return [
+        iso.prlimit, f"--cpu={cpu}", f"--as={_limit(lim.memory_bytes)}", f"--fsize={_limit(lim.file_size_bytes)}",
+        f"--nproc={_limit(lim.processes)}", "--",
+    ]
+
+
+def _ro_args(paths: Sequence[str]) -> list[str]:
+    args: list[str] = []
+    for p in paths:
+        if os.path.islink(p):
+            args += ["--symlink", os.readlink(p), p]
+        elif os.path.exists(p):
+            args += ["--ro-bind", p, p]
+    return args
+
+
+def bwrap_argv(
+    iso: Isolation, argv: Sequence[str], exe: Path, root: Path, workdir: str, env: Mapping[str, str], status_fd: int
+) -> list[str]:
+    """The bwrap command line: read-only system paths, private /tmp, the input root the only writable place."""
+    inner_wd = os.path.normpath(os.path.join(INPUT_ROOT, workdir))
+    args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session", *_ro_args(iso.ro_paths)]
+    tmp_size = ["--size", str(iso.limits.file_size_bytes)] if iso.limits.file_size_bytes else []
+    args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded
+    if not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
+        args += ["--ro-bind", str(exe), str(exe)]  # an allow-listed program outside the system paths
+    args += ["--bind", str(root), INPUT_ROOT, "--symlink", str(exe), f"{TOOL_DIR}/{argv[0]}", "--chdir", inner_wd]
+    args += ["--clearenv"]
+    for k, v in sorted(env.items()):
+        if k != "PATH":
+            args += ["--setenv", k, v]
+    args += ["--setenv", "PATH", f"{TOOL_DIR}:{env.get('PATH', '/usr/bin:/bin')}"]
+    args += ["--remount-ro", "/", "--json-status-fd", str(status_fd), "--", *argv]
+    return args
+
+
+def _popen_user(iso: Isolation) -> dict[str, object]:
+    if iso.run_as is None:
+        return {}
+    return {"user": iso.run_as.uid, "group": iso.run_as.gid, "extra_groups": []}
+
+
+def _kill(proc: subprocess.Popen[bytes], sig: int) -> None:
+    if proc.returncode is not None:  # reaped: its pid may belong to someone else now
+        return
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None) -> str:
+    """Wait for proc; past `timeout`, or once `cancel` is set, SIGTERM it, then SIGKILL after a grace period
+    (bwrap's PID namespace dies with it). Returns "" when it ended by itself, else "timeout" or "cancelled"."""
+    finished = threading.Event()
+    deadline = time.monotonic() + timeout if timeout else None
+    why: list[str] = []
+
+    def watch() -> None:
+        while not finished.wait(WATCH_S):
+            if cancel is not None and cancel.is_set():
+                why.append("cancelled")
+            elif deadline is not None and time.monotonic() >= deadline:
+                why.append("timeout")
+            else:
+                continue
+            _kill(proc, signal.SIGTERM)
+            try:
+                proc.wait(KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _kill(proc, signal.SIGKILL)
+            return
+
+    # The caller blocks in waitpid (no polling delay on completion); the watcher ends as soon as proc does.
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        proc.wait()
+    except BaseException:
+        _kill(proc, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        finished.set()
+    watcher.join()
+    return why[0] if why else ""
+
+
+def _command_ran(status: bytes) -> bool:
+    """bwrap writes an exit-code record only when the command itself ran (the command can add lines: only the
+    absence of any record counts, as 'the sandbox failed to start')."""
+    for line in status.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "exit-code" in doc:
+            return True
+    return False
+
+
+def _read_all(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    return b"".join(chunks)
+
+
+MEMORY_SIGNS = (b"out of memory", b"Cannot allocate memory", b"failed to map segment", b"bad_alloc")
+
+
+def _limit_note(iso: Isolation, code: int, stderr: bytes) -> bytes:
+    """A line naming the limit a failed action most likely hit (signals are certain, messages a hint)."""
+    lim = iso.limits
+    note = ""
+    if code == 128 + signal.SIGXCPU:
+        note = f"the action exceeded its CPU time limit ({lim.cpu_s} s; SIGXCPU)"
+    elif code == 128 + signal.SIGXFSZ:
+        note = f"the action exceeded its file size limit ({lim.file_size_bytes} bytes; SIGXFSZ)"
+    elif code and lim.memory_bytes and any(s in stderr for s in MEMORY_SIGNS):
+        note = f"the action may have hit its memory limit ({lim.memory_bytes >> 20} MiB of address space)"
+    elif code and lim.processes and b"Resource temporarily unavailable" in stderr:
+        note = f"the action may have hit its process limit ({lim.processes} for its uid)"
+    return f"goma-ext worker: {note}\n".encode() if note else b""
+
+
+def run(
+    iso: Isolation, argv: Sequence[str], exe: Path, root: Path, workdir: str, env: Mapping[str, str], timeout: float,
+    logs: Path, cancel: threading.Event | None = None,
+) -> Completed:
+    """Run argv (argv[0] served by `exe`) in workdir under root; stdout/stderr go through files in `logs`.
+    Raises RemoteError(DEADLINE_EXCEEDED) past `timeout`, RemoteError(CANCELLED) once `cancel` is set,
+    SandboxError when bwrap could not start the command."""
+    out_path, err_path = logs / "stdout", logs / "stderr"
+    status_r, status_w = os.pipe()
+    try:
+        if iso.mode is IsolationMode.BWRAP:
+            cmd = [*prlimit_argv(iso), *bwrap_argv(iso, argv, exe, root, workdir, env, status_w)]
+            popen_kw: dict[str, object] = {"pass_fds": (status_w,)}
+        else:
+            cmd = list(argv)  # debugging only: no sandbox, no rlimits; argv[0] kept, `exe` runs
+            popen_kw = {"executable": str(exe), "cwd": root / workdir, "env": dict(env)}
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                **popen_kw, **_popen_user(iso),
+            )
+            os.close(status_w)
+            status_w = -1
+            stopped = _wait(proc, timeout, cancel)
+        status = _read_all(status_r)
+    finally:
+        os.close(status_r)
+        if status_w >= 0:
+            os.close(status_w)
+    if stopped == "timeout":
+        raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
+    if stopped == "cancelled":
+        raise RemoteError("action cancelled; every process of it was killed", temporary=True, code="CANCELLED")
+    stderr = err_path.read_bytes()
+    if iso.mode is IsolationMode.BWRAP and not _command_ran(status):
+        why = stderr.decode(errors="replace").strip().splitlines()
+        raise SandboxError(f"the sandbox failed to start (bwrap exit {proc.returncode}): {why[-1] if why else '?'}")
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    stderr += _limit_note(iso, code, stderr)
+    return Completed(code, out_path.read_bytes(), stderr)
