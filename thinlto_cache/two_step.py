@@ -32,13 +32,15 @@ def split_codegen_level(argv: Sequence[str]) -> tuple[str, list[str]]:
 
 def two_step_commands(argv: Sequence[str], level: str, module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The commands of a two-step backend whose clang command is ARGV (`… -x ir BITCODE … -o OUT …`): the
-    optimization step, writing the optimized module to MODULE, and the code generation step at LEVEL, reading
-    it and writing OUT. The second has ARGV's flags but for the level, loop unrolling (a pass option) and the
+    optimization step, writing the optimized module to MODULE (without split DWARF), and the code generation step
+    at LEVEL, reading it and writing OUT. The second has ARGV's flags but for the level, loop unrolling (a pass option) and the
     index (which it does not read)."""
     args = list(argv)
     out = args.index("-o") + 1
     output, args[out] = args[out], module
-    optimize = (*args, "-emit-llvm")
+    # Split DWARF is a code generation matter: the optimized module is the same without it (checked byte for
+    # byte) and no .dwo is written, so the first step (one remote action) names no .dwo output.
+    optimize = (*(a for a in args if not a.startswith("-gsplit-dwarf")), "-emit-llvm")
     args[out] = output
     args[args.index("ir") + 1] = module
     codegen = [a for a in args if not a.startswith(("-O", "-fthinlto-index=")) and a != "-funroll-loops"]

@@ -24,6 +24,14 @@ def test_two_step_commands_set_the_levels_apart() -> None:
                        "-mllvm", "-x=1", "-O2", "-Xclang", "-disable-llvm-passes")
 
 
+def test_split_dwarf_is_left_to_the_code_generation_step() -> None:
+    """The optimized module is the same without -gsplit-dwarf and no .dwo comes of it, so the first step (a
+    remote action of its own) names no .dwo output; the second keeps the flag."""
+    optimize, codegen = two_step_commands([*CLANG, "-g", "-gsplit-dwarf"], "2", "m.bc")
+    assert "-gsplit-dwarf" not in optimize and "-g" in optimize
+    assert "-gsplit-dwarf" in codegen
+
+
 def test_the_codegen_option_leads_the_command() -> None:
     assert split_codegen_level(["--cg-opt-level=3", *CLANG]) == ("3", CLANG)
     assert split_codegen_level(CLANG) == ("", CLANG)
