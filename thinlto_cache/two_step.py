@@ -32,9 +32,9 @@ def split_codegen_level(argv: Sequence[str]) -> tuple[str, list[str]]:
 
 def two_step_commands(argv: Sequence[str], level: str, module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The commands of a two-step backend whose clang command is ARGV (`… -x ir BITCODE … -o OUT …`): the
-    optimization step, writing the optimized module to MODULE (without split DWARF), and the code generation step
-    at LEVEL, reading it and writing OUT. The second has ARGV's flags but for the level, loop unrolling (a pass option) and the
-    index (which it does not read)."""
+    optimization step, writing the optimized module to MODULE (without split DWARF), and the code generation
+    step at LEVEL, reading it and writing OUT. The second has ARGV's flags but for the level, loop unrolling (a
+    pass option) and the index (which it does not read)."""
     args = list(argv)
     out = args.index("-o") + 1
     output, args[out] = args[out], module
