@@ -70,7 +70,7 @@ def _write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) 
 
 
 class _MissLock:
-    __slots__ = ("fd", "lock_dir", "name", "store")
+    __slots__ = ("fd", "name", "store")
 
     def __init__(self, store: CacheStore, name: str) -> None:
         self.store, self.name, self.fd = store, name, -1
