@@ -2,8 +2,9 @@
 a matrix of Chromium's link configurations, compared by `gn-thinlto parity`; one line per configuration.
 
 Every configuration links matrix_tool_lto_o0 with -Wl,--lto-O0 (as Chromium links most targets) and the other
-binaries with --lto-O2 (Chromium's thinlto_optimize_max); each builds a PIE executable set and a shared
-library (libcodec.so) with --icf=all and --gc-sections. A configuration is at parity when every binary of both
+binaries with --lto-O2 (Chromium's thinlto_optimize_max); each builds PIE executables, a shared library
+(libcodec.so) and a loadable module (libreport_plugin.so, which report_plugin_host dlopens) with --icf=all and
+--gc-sections. A configuration is at parity when every binary of both
 builds has the same functions at the same sizes, allocated sections and dynamic symbols.
 """
 
@@ -35,6 +36,11 @@ def _gn_thinlto(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gn_thinlto.cli", *args], capture_output=True, text=True)
 
 
+def _verdict(lines: list[str], binary: str) -> str:
+    """`gn-thinlto parity`'s verdict for one binary (its line without the name), or "" when it is absent."""
+    return next((line.split(": ", 2)[2] for line in lines if line.startswith(f"{binary}: ")), "")
+
+
 def run_configuration(out: Path, args: str) -> str:
     """Both builds of the example in OUT/{inproc,graph} with GN ARGS, and the parity verdict as one line."""
     printed = ""
@@ -47,10 +53,11 @@ def run_configuration(out: Path, args: str) -> str:
     proc = _gn_thinlto("parity", str(out / "inproc"), str(out / "graph"))
     lines = proc.stdout.splitlines()
     at_parity = sum(": at parity: " in line for line in lines)
-    o0 = next((line.split(": ", 2)[2] for line in lines if line.startswith("exe.unstripped/matrix_tool_lto_o0:")), "")
+    o0 = _verdict(lines, "exe.unstripped/matrix_tool_lto_o0")
+    module = _verdict(lines, "libreport_plugin.so")
     verdict = "at parity" if proc.returncode == 0 else f"NOT at parity (exit {proc.returncode})"
     detail = [line for line in lines if ": NOT at parity: " in line][:3]
-    return (f"{verdict}: {at_parity}/{len(lines)} binaries; --lto-O0 binary: {o0}; "
+    return (f"{verdict}: {at_parity}/{len(lines)} binaries; --lto-O0 binary: {o0}; loadable module: {module}; "
             f"{links.removeprefix('gn-thinlto: ')}" + "".join(f"\n    {d}" for d in detail))
 
 

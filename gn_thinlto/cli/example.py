@@ -102,14 +102,16 @@ def run(args: argparse.Namespace) -> int:
         )
     executables = tools.gn_ls(out_dir, root, "--type=executable", "--as=output")
     shared = tools.gn_ls(out_dir, root, "--type=shared_library", "--as=output")
+    modules = tools.gn_ls(out_dir, root, "--type=loadable_module", "--as=output")
     checks = run_self_checks(out_dir, executables)
     failed = [c for c in checks if not c.ok]
     for c in failed:
         print(f"  FAIL {c.binary}: {c.detail}")
     wall = time.monotonic() - start
     libraries = "library" if len(shared) == 1 else "libraries"
+    plugins = f" + {len(modules)} loadable module{'' if len(modules) == 1 else 's'}" if modules else ""
     print(
-        f"example: {len(executables)} executables + {len(shared)} shared {libraries} built "
+        f"example: {len(executables)} executables + {len(shared)} shared {libraries}{plugins} built "
         f"({build.edges_run} ninja edges run), self-checks {len(checks) - len(failed)}/{len(checks)} passed, "
         f"{wall:.1f} s wall; outputs in {out_dir}/"
     )
