@@ -128,7 +128,8 @@ class _Remote:
                "GOMA_EXT_QUEUE_TIMEOUT": str(cfg.queue_timeout_s)}
         flags = {"endpoint": cfg.endpoint, "instance": cfg.instance, "exec_root": str(cfg.exec_root),
                  "ca_file": str(cfg.ca_file) if cfg.ca_file else None,
-                 "token_file": str(cfg.token_file) if cfg.token_file else None}
+                 "token_file": str(cfg.token_file) if cfg.token_file else None,
+                 "allow_insecure_credentials": "true" if cfg.allow_insecure_credentials else None}
         message = wire.run_message(argv, str(self._cwd), (str(compiler.path), compiler.version, compiler.sha256), {},
                                    env, flags, wire.token_hash(cfg.token), files=(inputs, outputs))
         frame = proxy_client.call(proxy, message)

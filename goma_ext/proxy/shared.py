@@ -227,7 +227,7 @@ class SharedRemote:
             got, joined = self.inflight.once(prepared.built.action_digest,
                                              lambda: self._obtain(executor, uploads, prepared, cfg))
             t = time.monotonic()
-            stdout, stderr = fetch_outputs(executor.cas, got.result, req.cwd, prepared.outputs)
+            stdout, stderr = fetch_outputs(executor.cas, got.result, prepared)
         except RemoteError as e:
             self._note_failure(e)
             raise

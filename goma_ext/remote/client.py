@@ -45,9 +45,13 @@ def exec_relative(exec_root: Path, cwd: Path) -> str:
 
 
 def _under(work_rel: str, path: str) -> str:
+    """path (relative to the working directory work_rel) as a path below the exec root; refuses any other."""
     if posixpath.isabs(path):
         raise InputError(f"path {path!r} is absolute; remote actions take paths relative to the build directory")
-    return posixpath.normpath(posixpath.join(work_rel, path))
+    rel = posixpath.normpath(posixpath.join(work_rel, path))
+    if rel in (".", "..") or rel.startswith("../"):
+        raise InputError(f"path {path!r} leaves the exec root; remote actions read and write only below it")
+    return rel
 
 
 def check_arguments(argv: Sequence[str]) -> None:
@@ -84,6 +88,8 @@ class PreparedAction:
     built: action_mod.BuiltAction
     tree: InputTree
     outputs: tuple[str, ...]
+    # Where each output goes on disk: the exec root joined with the output's confined path (what _under gave).
+    destinations: tuple[Path, ...]
 
     def blobs(self) -> dict[Digest, BlobSource]:
         """Everything the CAS must hold to execute the action."""
@@ -107,8 +113,7 @@ def prepare_action(
     exec_root = (cwd / cfg.exec_root) if not cfg.exec_root.is_absolute() else cfg.exec_root
     work = exec_relative(exec_root, cwd)
     tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of)
-    for out in outputs:
-        _under(work, out)
+    destinations = tuple(exec_root.resolve() / _under(work, out) for out in outputs)
     spec = action_mod.ActionSpec(
         arguments=(Path(argv[0]).name, *argv[1:]),
         working_directory=work,
@@ -118,11 +123,13 @@ def prepare_action(
         timeout_s=int(cfg.execute_timeout_s),
         salt=cfg.cache_salt.encode(),
     )
-    return PreparedAction(action_mod.build(spec), tree, tuple(outputs))
+    return PreparedAction(action_mod.build(spec), tree, tuple(outputs), destinations)
 
 
-def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, cwd: Path, outputs: Sequence[str]) -> tuple[bytes, bytes]:
-    """Download streams and output files (all verified) and only then replace the outputs on disk."""
+def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedAction) -> tuple[bytes, bytes]:
+    """Download streams and output files (all verified) and only then replace the outputs on disk, each at its
+    confined destination below the exec root."""
+    outputs = prepared.outputs
     files = {f.path: f for f in result.output_files}
     wanted: list[Digest] = []
     if result.exit_code == 0:
@@ -139,9 +146,9 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, cwd: Path, outputs: Seq
     stdout = result.stdout_raw or (blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b"")
     stderr = result.stderr_raw or (blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b"")
     if result.exit_code == 0:
-        for out in outputs:
+        for out, dest in zip(outputs, prepared.destinations, strict=True):
             f = files[out]
-            _write_atomically(cwd / out, blobs[Digest.from_proto(f.digest)], f.is_executable)
+            _write_atomically(dest, blobs[Digest.from_proto(f.digest)], f.is_executable)
     return stdout, stderr
 
 
@@ -193,7 +200,7 @@ class RemoteExecutor:
             result = self.execute(prepared.built.action_digest)
             phases["execute"] = time.monotonic() - t
         t = time.monotonic()
-        stdout, stderr = fetch_outputs(self.cas, result, cwd, outputs)
+        stdout, stderr = fetch_outputs(self.cas, result, prepared)
         phases["download"] = time.monotonic() - t
         return RemoteRun(
             exit_code=result.exit_code,

@@ -4,6 +4,7 @@ Standard library only at import time (the thin client `goma-ext run` imports it 
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -37,6 +38,8 @@ class RemoteConfig:
     backoff_cap_s: float = 2.0
     stats_log: str = DEFAULT_STATS_LOG
     cache_salt: str = ""  # mixed into every Action: a different salt never shares cache entries
+    # A token or header may go over plaintext grpc:// to a non-loopback host only when this says so.
+    allow_insecure_credentials: bool = False
 
     @property
     def secure(self) -> bool:
@@ -58,6 +61,32 @@ class RemoteConfig:
         return tuple((k.lower(), v) for k, v in self.headers) + auth
 
 
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected true or false")
+
+
+def is_loopback(target: str) -> bool:
+    """Whether a gRPC target (HOST:PORT, [V6]:PORT, unix:PATH) stays on this machine, judged from its literal
+    spelling: a DNS name other than localhost is not resolved (what it resolves to is not ours to trust)."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = target.rsplit(":", 1)[0] if target.count(":") == 1 or target.startswith("[") else target
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _convert(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in fields(RemoteConfig)}[name]
     try:
@@ -65,6 +94,8 @@ def _convert(name: str, value: Any) -> Any:
             return int(value)
         if kind == "float":
             return float(value)
+        if kind == "bool":
+            return _boolean(value)
         if kind in ("Path", "Path | None"):
             return Path(str(value))
         if kind == "tuple[tuple[str, str], ...]":
@@ -80,6 +111,13 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
         raise RemoteConfigError(f"remote endpoint {cfg.endpoint!r}: expected grpc://HOST:PORT or grpcs://HOST:PORT")
     if cfg.ca_file is not None and not cfg.secure:
         raise RemoteConfigError(f"remote ca_file is set but endpoint {cfg.endpoint} is not grpcs://")
+    sends = [what for what, present in (("token", cfg.token), ("token_file", cfg.token_file), ("headers", cfg.headers))
+             if present]
+    if sends and not cfg.secure and not cfg.allow_insecure_credentials and not is_loopback(cfg.target):
+        raise RemoteConfigError(
+            f"remote {' and '.join(sends)} would go in clear over {cfg.endpoint} to a host that is not loopback: "
+            "use grpcs://, or set remote.allow_insecure_credentials: true (GOMA_EXT_ALLOW_INSECURE_CREDENTIALS=1)"
+        )
     if cfg.jobs < 1 or cfg.max_attempts < 1:
         raise RemoteConfigError("remote jobs and max_attempts must be at least 1")
     return cfg

@@ -20,6 +20,7 @@ ENV_VARS: Mapping[str, str] = {
     "GOMA_EXT_EXECUTE_TIMEOUT": "execute_timeout_s",
     "GOMA_EXT_CACHE_SALT": "cache_salt",
     "GOMA_EXT_QUEUE_TIMEOUT": "queue_timeout_s",
+    "GOMA_EXT_ALLOW_INSECURE_CREDENTIALS": "allow_insecure_credentials",
 }
 TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
 PROXY_ENV = "GOMA_EXT_PROXY"  # off/0/false: no proxy, every action in-process

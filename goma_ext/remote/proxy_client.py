@@ -66,6 +66,8 @@ def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[
         argv += ["--ca-file", str(cwd / cfg.ca_file)]
     if cfg.token_file is not None:
         argv += ["--token-file", str(cwd / cfg.token_file)]
+    if cfg.allow_insecure_credentials:
+        argv += ["--allow-insecure-credentials", "true"]
     if config_file is not None:
         argv += ["--config", str(cwd / config_file)]
     return tuple(argv)

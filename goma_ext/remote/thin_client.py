@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 # The options of `goma-ext run` this path understands, and the settings they give.
 OPTIONS = {"--remote": "endpoint", "--instance": "instance", "--ca-file": "ca_file", "--token-file": "token_file",
-           "--exec-root": "exec_root", "--naive-inputs": "naive_inputs"}
+           "--allow-insecure-credentials": "allow_insecure_credentials", "--exec-root": "exec_root",
+           "--naive-inputs": "naive_inputs"}
 # Settings that select the proxy, and their environment variables (command line wins, as in load_config).
 SELECTING = {"endpoint": "GOMA_EXT_REMOTE", "instance": "GOMA_EXT_REMOTE_INSTANCE",
              "ca_file": "GOMA_EXT_REMOTE_CA_FILE", "token_file": "GOMA_EXT_REMOTE_TOKEN_FILE"}

@@ -79,6 +79,8 @@ def wrap_command(
         cmd += ["--ca-file", str(cfg.ca_file)]
     if cfg.token_file is not None:
         cmd += ["--token-file", str(cfg.token_file)]
+    if cfg.allow_insecure_credentials:
+        cmd += ["--allow-insecure-credentials", "true"]
     cmd += ["--exec-root", str(cfg.exec_root)]
     if naive_rsp:
         cmd += ["--naive-inputs", naive_rsp]
@@ -96,6 +98,8 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instance", help="REAPI instance name")
     p.add_argument("--ca-file", type=Path, help="CA certificate (PEM) for grpcs://")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token (or set GOMA_EXT_REMOTE_TOKEN)")
+    p.add_argument("--allow-insecure-credentials", metavar="BOOL",
+                   help="send the token and headers over plaintext grpc:// to a host that is not loopback")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,7 +114,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _sources(args: argparse.Namespace) -> ProxySettings:
     flags = {"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
-             "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None)}
+             "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None),
+             "allow_insecure_credentials": args.allow_insecure_credentials}
     section = section_from_yaml(args.config) if args.config else {}
     return ProxySettings(section, {k: str(v) if v is not None else None for k, v in flags.items()})
 

@@ -61,3 +61,43 @@ def test_unreachable_marker_holds_for_a_while(tmp_path: Path) -> None:
     mark_down(tmp_path, "GetCapabilities: UNAVAILABLE: connection refused")
     assert "UNAVAILABLE" in (marked_down(tmp_path, time.time()) or "")
     assert marked_down(tmp_path, time.time() + DOWN_HOLD_S + 1) is None
+
+
+@pytest.mark.parametrize("secret", [{"token_file": "t"}, {"headers": {"X-Api-Key": "k"}}])
+def test_credentials_in_clear_to_another_host_are_refused_naming_the_setting(secret: dict[str, object]) -> None:
+    with pytest.raises(RemoteConfigError, match="allow_insecure_credentials") as e:
+        load_config({"endpoint": "grpc://build.example.com:8980", **secret}, {})
+    assert "\n" not in str(e.value) and "grpc://build.example.com:8980" in str(e.value)
+    with pytest.raises(RemoteConfigError, match="token"):
+        load_config({"endpoint": "grpc://10.0.0.7:1"}, {"GOMA_EXT_REMOTE_TOKEN": "s3cret"})
+
+
+@pytest.mark.parametrize("target", ["127.0.0.1:1", "127.8.9.10:1", "localhost:1", "[::1]:1", "unix:/run/x.sock"])
+def test_credentials_in_clear_to_loopback_are_allowed(target: str) -> None:
+    cfg = load_config({"endpoint": f"grpc://{target}", "token_file": "t"}, {})
+    assert cfg is not None and cfg.token_file == Path("t")
+
+
+def test_credentials_in_clear_when_explicitly_allowed_or_over_tls() -> None:
+    section = {"endpoint": "grpc://build.example.com:1", "token_file": "t"}
+    assert load_config({**section, "allow_insecure_credentials": True}, {}) is not None
+    assert load_config(section, {"GOMA_EXT_ALLOW_INSECURE_CREDENTIALS": "1"}) is not None
+    assert load_config({**section, "endpoint": "grpcs://build.example.com:1"}, {}) is not None
+    # not a loopback address: a name is not resolved, and 127.0.0.1.example.com is someone else's host
+    for host in ("127.0.0.1.example.com", "0.0.0.0", "localhost.evil.example"):
+        with pytest.raises(RemoteConfigError):
+            load_config({**section, "endpoint": f"grpc://{host}:1"}, {})
+    with pytest.raises(RemoteConfigError, match="allow_insecure_credentials"):
+        load_config({**section, "allow_insecure_credentials": "maybe"}, {})
+
+
+def test_the_allowance_travels_with_the_wrapped_command() -> None:
+    cfg = load_config({"endpoint": "grpc://build.example.com:1", "token_file": "t",
+                       "allow_insecure_credentials": True}, {})
+    assert cfg is not None
+    cmd = wrap_command(["clang-19", "-c"], cfg, launcher=["goma-ext", "run"])
+    assert cmd[cmd.index("--allow-insecure-credentials") + 1] == "true"
+    from goma_ext.remote.thin_client import parse
+
+    parsed = parse(cmd[2:])
+    assert parsed is not None and parsed[0]["allow_insecure_credentials"] == "true"

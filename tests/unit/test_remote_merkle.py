@@ -76,3 +76,13 @@ def test_outputs_are_replaced_atomically_and_only_when_changed(tmp_path: Path) -
     _write_atomically(out, b"two!", executable=True)
     assert out.read_bytes() == b"two!" and out.stat().st_mode & 0o111
     assert sorted(p.name for p in out.parent.iterdir()) == ["x.o"]
+
+
+@pytest.mark.parametrize("path", ["../../../../etc/cron.d/x", "..", "../", "obj/../../..", "/etc/passwd"])
+def test_paths_that_leave_the_exec_root_are_refused(tmp_path: Path, path: str) -> None:
+    """Inputs and outputs alike: an output path like ../../../../etc/cron.d/x is never written outside."""
+    from goma_ext.remote.client import _under
+
+    with pytest.raises(InputError):
+        _under("out", path)
+    assert _under("out/Release", "../gen/x.o") == "out/gen/x.o"
