@@ -150,6 +150,6 @@ def test_example_builds_with_the_installed_package(venv: Path, tmp_path: Path) -
     proc = run_in(venv, "gn-thinlto", "example", "--root", str(EXAMPLE_ROOT), "--out", str(out), cwd=tmp_path,
                   timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "self-checks 10/10 passed" in proc.stdout.strip().splitlines()[-1]
+    assert "self-checks 11/11 passed" in proc.stdout.strip().splitlines()[-1]
     rules = (out / "gn-thinlto/rules.ninja").read_text()
     assert str(venv) in rules and f"{REPO}/gn_thinlto" not in rules
