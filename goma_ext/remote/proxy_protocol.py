@@ -158,7 +158,7 @@ def receive(sock: socket.socket, limit: int) -> dict[str, Any]:
         raise FrameError(f"frame of {size} bytes exceeds the limit of {limit}")
     try:
         message = json.loads(_recv_exact(sock, size))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply for the parser
         raise FrameError(f"frame is not JSON: {e}") from e
     if not isinstance(message, dict):
         raise FrameError(f"frame is a JSON {type(message).__name__}, not an object")
