@@ -169,7 +169,10 @@ def exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) 
     """Send a request and return the final frame, skipping `wait` frames; TimeoutError when the proxy stays
     silent for silence_s, EOFError/FrameError/OSError when the connection breaks."""
     sock.settimeout(silence_s)
-    send(sock, message)
+    try:
+        send(sock, message)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # a proxy at its connection cap answers (refuses) before reading: its frame may still be there
     while True:
         frame = receive(sock, MAX_ANSWER_BYTES)
         if frame.get("type") != WAIT:
