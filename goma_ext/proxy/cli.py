@@ -128,7 +128,9 @@ def status(args: argparse.Namespace) -> int:
         modes = ", ".join(f"{k[len('actions_'):]} {v}" for k, v in sorted(e.items()) if k.startswith("actions_"))
         print(f"pid {e['pid']} {e['endpoint']} (version {e['version']}): up {e['uptime_s']:.0f} s, "
               f"cpu {e['cpu_s']:.1f} s, {e.get('runs', 0)} actions ({modes or 'none finished'}), "
-              f"{e['active']} active (peak {e['peak_active']}), {e.get('refused', 0)} refused")
+              f"{e['active']} active (peak {e['peak_active']}), {e.get('refused', 0)} refused, "
+              f"{e.get('connections', 0)} connections (peak {e.get('peak_connections', 0)}), "
+              f"{e.get('timed_out', 0)} timed out, {e.get('busy_refused', 0)} refused at the connection cap")
     return 0
 
 

@@ -143,9 +143,18 @@ class Listener:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:  # EMFILE and the like: the connection waits in the backlog
-                self._log(f"cannot accept a connection: {e}")
+                self._cannot_accept(e)
                 return
             self._admit(sock)
+
+    def _cannot_accept(self, e: OSError) -> None:
+        """Out of descriptors (or the like): one log line per period, and a pause instead of a busy loop on the
+        still-readable listening socket (the connections already open keep their deadlines meanwhile)."""
+        now = time.monotonic()
+        if now - self._busy_logged >= BUSY_LOG_EVERY_S:
+            self._busy_logged = now
+            self._log(f"cannot accept connections: {e}")
+        time.sleep(0.05)
 
     def _admit(self, sock: socket.socket) -> None:
         sock.setblocking(False)

@@ -219,3 +219,16 @@ def test_a_real_action_is_served_while_slowloris_connections_are_held(
     for s in held:
         s.close()
     no_traceback(p)
+
+
+@pytest.mark.parametrize(("args", "env", "why"), [
+    (["--max-connections", "0"], {}, "--max-active and --max-connections must be at least 1"),
+    (["--request-timeout", "0"], {}, "--idle-timeout and --request-timeout must be positive"),
+    ([], {"GOMA_EXT_PROXY_MAX_CONNECTIONS": "many"}, "GOMA_EXT_PROXY_MAX_CONNECTIONS='many': not an integer"),
+    ([], {"GOMA_EXT_PROXY_REQUEST_TIMEOUT": "soon"}, "GOMA_EXT_PROXY_REQUEST_TIMEOUT='soon': not a number"),
+])
+def test_bad_limits_are_one_line_errors(proxy_env: dict[str, str], args: list[str], env: dict[str, str],
+                                        why: str) -> None:
+    run = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "serve", "--remote", NOWHERE, *args],
+                         env={**proxy_env, **env}, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and run.stderr.count("\n") == 1 and why in run.stderr, run.stderr
