@@ -142,9 +142,7 @@ def test_beyond_the_connection_cap_clients_are_refused_at_once_until_slots_free(
     p = start_proxy(NOWHERE, {**proxy_env, "GOMA_EXT_PROXY_MAX_CONNECTIONS": "32",
                               "GOMA_EXT_PROXY_REQUEST_TIMEOUT": "2"})
     before = p.threads()
-    held = [connect(p.sock) for _ in range(100)]
-    for s in held[:32]:
-        s.send(b"\0")
+    held = [connect(p.sock) for _ in range(100)]  # the first 32 stay idle: connected, sending nothing
     refused = []
     for s in held[32:]:
         refused.append(answer_then_eof(s))
@@ -153,6 +151,8 @@ def test_beyond_the_connection_cap_clients_are_refused_at_once_until_slots_free(
     assert p.threads() <= before + 2
     time.sleep(2.5)  # the held connections' deadline passes: their slots are free again
     assert ping(p.sock)["pid"] == p.pid
+    for s in held[:32]:
+        assert answer_then_eof(s) == {"type": wire.REFUSED, "message": "no complete request within 2 s"}
     figures = status(p)
     assert figures["busy_refused"] == 69 and figures["timed_out"] == 32 and figures["peak_connections"] == 32, figures
     lines = p.log_lines()
