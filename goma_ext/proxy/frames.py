@@ -49,6 +49,12 @@ class FrameBuffer:
         return bytes(self._data)
 
 
+def encode(message: Any) -> bytes:
+    """One frame of the proxy's, ready to send (what proxy_protocol.send writes)."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    return wire.HEADER.pack(len(data)) + data
+
+
 def nesting(text: str) -> int:
     """How deep arrays and objects nest in JSON text (brackets inside strings do not count), or MAX_DEPTH when
     the text has too few brackets to nest deeper."""

@@ -9,7 +9,6 @@ a client gets a one-line refusal at once.
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import socket
@@ -20,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from goma_ext.proxy.frames import FrameBuffer
+from goma_ext.proxy.frames import FrameBuffer, encode
 from goma_ext.remote import proxy_protocol as wire
 
 READ_CHUNK = 1 << 16
@@ -31,11 +30,6 @@ def peer(sock: socket.socket) -> tuple[int, int]:
     """(pid, uid) of the connecting process."""
     pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     return pid, uid
-
-
-def refusal(why: str) -> bytes:
-    data = json.dumps({"type": wire.REFUSED, "message": why}, separators=(",", ":")).encode()
-    return wire.HEADER.pack(len(data)) + data
 
 
 class Connection:
@@ -188,7 +182,7 @@ class Listener:
             self._log(f"connection limit of {self.max_connections} reached: refusing pid {pid} and any other new "
                       f"client for now ({self.busy_refused} refused so far)")
         try:
-            sock.send(refusal(f"proxy busy: {self.max_connections} connections open"))
+            sock.send(encode({"type": wire.REFUSED, "message": f"proxy busy: {self.max_connections} connections open"}))
         except OSError:
             pass
         sock.close()

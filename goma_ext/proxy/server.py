@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import os
 import resource
 import socket
@@ -56,12 +55,7 @@ def _answer_frame(answer: ActionAnswer) -> dict[str, Any]:
     }
 
 
-def _frame(message: Mapping[str, Any]) -> bytes:
-    data = json.dumps(message, separators=(",", ":")).encode()
-    return wire.HEADER.pack(len(data)) + data
-
-
-_WAIT_FRAME = _frame({"type": wire.WAIT})
+_WAIT_FRAME = frames.encode({"type": wire.WAIT})
 
 
 def fit_descriptors(max_connections: int) -> int:
@@ -223,7 +217,7 @@ class Proxy:
         return False
 
     def _send(self, conn: Connection, frame: Mapping[str, Any]) -> bool:
-        return self._send_now(conn, _frame(frame))
+        return self._send_now(conn, frames.encode(frame))
 
     def _send_now(self, conn: Connection, data: bytes) -> bool:
         with conn.lock:
@@ -240,7 +234,7 @@ class Proxy:
         with self._lock:
             self.counts["refused"] += 1
         _log(f"bad request from pid {conn.pid}: {why}")
-        frame = _frame({"type": wire.REFUSED, "message": why})
+        frame = frames.encode({"type": wire.REFUSED, "message": why})
         if conn.sock.gettimeout() == 0.0:  # still the listener's: a refusal must not block it
             self._send_nowait(conn, frame)
         else:
