@@ -10,6 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
+from goma_ext.proxy.limits import (
+    DEFAULT_IDLE_S,
+    DEFAULT_MAX_ACTIVE,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT_S,
+    Limits,
+)
 from goma_ext.remote import proxy_client
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote.config import RemoteConfig
@@ -17,6 +24,8 @@ from goma_ext.remote.wrapper import add_settings_arguments, config_from_args
 
 IDLE_ENV = "GOMA_EXT_PROXY_IDLE_TIMEOUT"
 MAX_ACTIVE_ENV = "GOMA_EXT_PROXY_MAX_ACTIVE"
+MAX_CONNECTIONS_ENV = "GOMA_EXT_PROXY_MAX_CONNECTIONS"
+REQUEST_TIMEOUT_ENV = "GOMA_EXT_PROXY_REQUEST_TIMEOUT"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -39,6 +48,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                            help=f"stop after S seconds without requests (default {IDLE_ENV} or 600)")
             q.add_argument("--max-active", type=int, metavar="N",
                            help=f"actions worked on at once (default {MAX_ACTIVE_ENV} or 256)")
+            q.add_argument("--max-connections", type=int, metavar="N",
+                           help=f"client connections open at once; more are refused (default {MAX_CONNECTIONS_ENV} "
+                                "or 2048)")
+            q.add_argument("--request-timeout", type=float, metavar="S",
+                           help=f"seconds from connect to a complete request (default {REQUEST_TIMEOUT_ENV} or 10)")
 
 
 def _config(args: argparse.Namespace, required: bool) -> RemoteConfig | None:
@@ -114,8 +128,37 @@ def status(args: argparse.Namespace) -> int:
         modes = ", ".join(f"{k[len('actions_'):]} {v}" for k, v in sorted(e.items()) if k.startswith("actions_"))
         print(f"pid {e['pid']} {e['endpoint']} (version {e['version']}): up {e['uptime_s']:.0f} s, "
               f"cpu {e['cpu_s']:.1f} s, {e.get('runs', 0)} actions ({modes or 'none finished'}), "
-              f"{e['active']} active (peak {e['peak_active']}), {e.get('refused', 0)} refused")
+              f"{e['active']} active (peak {e['peak_active']}), {e.get('refused', 0)} refused, "
+              f"{e.get('connections', 0)} connections (peak {e.get('peak_connections', 0)}), "
+              f"{e.get('timed_out', 0)} timed out, {e.get('busy_refused', 0)} refused at the connection cap")
     return 0
+
+
+def _setting(value: float | None, env: str, default: float, kind: type[float] | type[int]) -> float:
+    if value is not None:
+        return value
+    text = os.environ.get(env)
+    if text is None:
+        return default
+    try:
+        return kind(text)
+    except ValueError as e:
+        raise GomaExtError(f"proxy: {env}={text!r}: not a{'n integer' if kind is int else ' number'}") from e
+
+
+def _limits(args: argparse.Namespace) -> tuple[float, Limits]:
+    """The idle timeout and the limits from the command line, else the environment, else the defaults."""
+    idle = _setting(args.idle_timeout, IDLE_ENV, DEFAULT_IDLE_S, float)
+    limits = Limits(max_active=int(_setting(args.max_active, MAX_ACTIVE_ENV, DEFAULT_MAX_ACTIVE, int)),
+                    max_connections=int(_setting(args.max_connections, MAX_CONNECTIONS_ENV, DEFAULT_MAX_CONNECTIONS,
+                                                 int)),
+                    request_timeout_s=_setting(args.request_timeout, REQUEST_TIMEOUT_ENV, DEFAULT_REQUEST_TIMEOUT_S,
+                                               float))
+    if idle <= 0 or limits.request_timeout_s <= 0:
+        raise GomaExtError("proxy: --idle-timeout and --request-timeout must be positive")
+    if limits.max_active < 1 or limits.max_connections < 1:
+        raise GomaExtError("proxy: --max-active and --max-connections must be at least 1")
+    return idle, limits
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -126,13 +169,7 @@ def serve(args: argparse.Namespace) -> int:
                   token_file=cwd / cfg.token_file if cfg.token_file else None)
     target = proxy_client.target_for(cfg, cwd, os.environ, args.config)
     sock = target.files["sock"]
-    try:
-        idle = args.idle_timeout if args.idle_timeout is not None else float(os.environ.get(IDLE_ENV, 600))
-        active = args.max_active if args.max_active is not None else int(os.environ.get(MAX_ACTIVE_ENV, 256))
-    except ValueError as e:
-        raise GomaExtError(f"proxy: {IDLE_ENV} / {MAX_ACTIVE_ENV}: {e}") from e
-    if idle <= 0 or active < 1:
-        raise GomaExtError("proxy: --idle-timeout must be positive and --max-active at least 1")
+    idle, limits = _limits(args)
     from goma_ext.proxy.server import Proxy
 
     try:
@@ -141,7 +178,7 @@ def serve(args: argparse.Namespace) -> int:
         if proxy_client.answers(sock, timeout_s=2):
             raise GomaExtError(f"proxy: one already listens on {sock}")
         sock.unlink(missing_ok=True)
-        proxy = Proxy(cfg, target.key, sock, idle, active)
+        proxy = Proxy(cfg, target.key, sock, idle, limits)
         target.files["pid"].write_text(f"{os.getpid()}\n")
     except OSError as e:
         raise GomaExtError(f"proxy: {e}") from e

@@ -1,35 +1,34 @@
-"""The proxy process: a Unix-socket server, one thread per connection, actions on a bounded pool."""
+"""The proxy process: a selector reads requests (listener.py), a small pool answers them, a bounded pool acts."""
 
 from __future__ import annotations
 
 import base64
 import os
+import resource
 import socket
-import socketserver
-import struct
 import sys
 import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from goma_ext.errors import GomaExtError
-from goma_ext.proxy import validate
+from goma_ext.proxy import frames, validate
+from goma_ext.proxy.limits import Limits
+from goma_ext.proxy.listener import Connection, Listener
 from goma_ext.proxy.shared import ActionAnswer, SharedRemote
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.errors import InputError
 
-DEFAULT_IDLE_S = 600.0
-DEFAULT_MAX_ACTIVE = 256  # actions the proxy works on at once; more wait in its queue (clients get `wait`)
-RECEIVE_TIMEOUT_S = 10.0
+SEND_TIMEOUT_S = 10.0  # a client that does not read its answer for this long loses it
+REQUEST_THREADS = 8  # decode, validate, answer: short work; actions run on their own pool
 DRAIN_TIMEOUT_S = 900.0
+FD_SPARE = 256  # descriptors beyond the connection cap: the gRPC channel, hashed files, logs
 
 
 def _log(line: str) -> None:
@@ -37,10 +36,10 @@ def _log(line: str) -> None:
     sys.stderr.flush()
 
 
-def _peer(sock: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the connecting process."""
-    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-    return pid, uid
+def _one_line(text: str, limit: int = 300) -> str:
+    """A message from the client's data as one bounded log/refusal line."""
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _answer_frame(answer: ActionAnswer) -> dict[str, Any]:
@@ -56,22 +55,32 @@ def _answer_frame(answer: ActionAnswer) -> dict[str, Any]:
     }
 
 
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 512
+_WAIT_FRAME = frames.encode({"type": wire.WAIT})
+
+
+def fit_descriptors(max_connections: int) -> int:
+    """Raise the soft descriptor limit for max_connections (up to the hard limit); the cap that fits."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = max_connections + FD_SPARE
+    if soft != resource.RLIM_INFINITY and soft < want:
+        soft = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    return max(1, min(max_connections, soft - FD_SPARE))
 
 
 class Proxy:
     """One endpoint's proxy: the listening socket, the shared remote state and the lifecycle."""
 
-    def __init__(self, cfg: RemoteConfig, key: str, sock_path: Path, idle_s: float, max_active: int) -> None:
+    def __init__(self, cfg: RemoteConfig, key: str, sock_path: Path, idle_s: float, limits: Limits) -> None:
         self.cfg = cfg
         self.key = key
         self.sock_path = sock_path
         self.idle_s = idle_s
         self.shared = SharedRemote(cfg)
-        self.pool = ThreadPoolExecutor(max_active, thread_name_prefix="action")
+        self.pool = ThreadPoolExecutor(limits.max_active, thread_name_prefix="action")
+        self.requests = ThreadPoolExecutor(REQUEST_THREADS, thread_name_prefix="request")
         self.counts: Counter[str] = Counter()
         self.version = wire.version_tag()
         self.started = time.monotonic()
@@ -80,18 +89,12 @@ class Proxy:
         self._peak = 0
         self._last = time.monotonic()
         self._stopping = threading.Event()
-        proxy = self
-
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self) -> None:
-                proxy.handle(self.request)
-
-        old = os.umask(0o177)  # the socket is created 0600: the user's alone from the first instant
-        try:
-            self.server = _Server(os.fspath(sock_path), Handler)
-        finally:
-            os.umask(old)
-        os.chmod(sock_path, 0o600)
+        self._waiting: dict[Connection, bool] = {}  # runs in flight: connection -> still listening
+        max_connections = fit_descriptors(limits.max_connections)
+        if max_connections < limits.max_connections:
+            _log(f"descriptor limit allows {max_connections} connections, not {limits.max_connections}")
+        self.listener = Listener(os.fspath(sock_path), max_connections, limits.request_timeout_s,
+                                 self._on_request, self._refuse, _log)
         self.inode = os.stat(sock_path).st_ino
 
     # lifecycle
@@ -99,10 +102,11 @@ class Proxy:
     def serve(self) -> None:
         threading.Thread(target=self._watch_idle, name="idle", daemon=True).start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
+        threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
         _log(f"serving {self.cfg.endpoint} on {self.sock_path} (version {self.version}, idle timeout "
-             f"{self.idle_s:.0f} s)")
-        self.server.serve_forever(poll_interval=0.2)
-        self.server.server_close()
+             f"{self.idle_s:.0f} s, at most {self.listener.max_connections} connections, requests within "
+             f"{self.listener.request_timeout_s:g} s)")
+        self.listener.serve()
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         while self._active and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -116,7 +120,7 @@ class Proxy:
         self._stopping.set()
         _log(f"stopping: {why}")
         self._unlink_own_socket()
-        threading.Thread(target=self.server.shutdown, name="shutdown", daemon=True).start()
+        self.listener.shutdown()
 
     def _unlink_own_socket(self) -> None:
         try:
@@ -138,103 +142,156 @@ class Proxy:
             if idle:
                 self.stop(f"idle for {self.idle_s:.0f} s")
 
-    @contextmanager
-    def _activity(self) -> Iterator[None]:
-        with self._lock:
-            self._active += 1
-            self._peak = max(self._peak, self._active)
-        try:
-            yield
-        finally:
+    def _heartbeats(self) -> None:
+        """A `wait` frame a second to each client whose action is in flight; one whose socket is full (it does
+        not read) gets no more of them, and no thread waits on it."""
+        while True:
+            time.sleep(wire.HEARTBEAT_S)
             with self._lock:
-                self._active -= 1
-                self._last = time.monotonic()
+                listening = [conn for conn, yes in self._waiting.items() if yes]
+            for conn in listening:
+                if not self._send_nowait(conn, _WAIT_FRAME):
+                    with self._lock:
+                        if conn in self._waiting:
+                            self._waiting[conn] = False
+
+    def _send_nowait(self, conn: Connection, data: bytes) -> bool:
+        with conn.lock:
+            if conn.closed:
+                return False
+            try:
+                sent = conn.sock.send(data, socket.MSG_DONTWAIT)
+                if sent < len(data):  # rare: finish the frame (bounded by the send timeout) so the stream stays whole
+                    conn.sock.sendall(data[sent:])
+                    return False
+                return True
+            except OSError:
+                return False
 
     # requests
 
-    def handle(self, sock: socket.socket) -> None:
-        pid, uid = _peer(sock)
-        if uid != os.getuid():
-            _log(f"refused a connection from uid {uid} (pid {pid})")
-            return
-        sock.settimeout(RECEIVE_TIMEOUT_S)
+    def _on_request(self, conn: Connection, body: bytes) -> None:
+        """Called by the listener with a complete frame: the work goes to the request pool."""
+        self.requests.submit(self._request, conn, body)
+
+    def _request(self, conn: Connection, body: bytes) -> None:
+        keep = False
         try:
-            if not sock.recv(1, socket.MSG_PEEK):
-                return  # a liveness probe: connected and closed
-            msg = wire.receive(sock, wire.MAX_REQUEST_BYTES)
-        except (EOFError, OSError, wire.FrameError) as e:
-            self._refuse(sock, pid, f"unreadable request: {e or type(e).__name__}")
-            return
+            conn.sock.settimeout(SEND_TIMEOUT_S)
+            keep = self._dispatch(conn, body)
+        except Exception as e:  # a bug must not take the proxy down, nor print a traceback per client
+            with self._lock:
+                self.counts["internal_errors"] += 1
+            _log(f"internal error on a request of pid {conn.pid}: {_one_line(repr(e))}")
+            self._send(conn, {"type": wire.ERROR, "message": f"proxy internal error: {_one_line(repr(e))}"})
+        finally:
+            if not keep:
+                conn.close()
+
+    def _dispatch(self, conn: Connection, body: bytes) -> bool:
+        """Answer one request; True when an action now owns the connection."""
+        try:
+            msg = frames.decode(body)
+        except wire.FrameError as e:
+            self._refuse(conn, f"unreadable request: {e}")
+            return False
         op = msg.get("op")
         with self._lock:
             self._last = time.monotonic()
         if op == "ping":
-            self._send(sock, {"type": wire.RESULT, "version": self.version, "pid": os.getpid()})
+            self._send(conn, {"type": wire.RESULT, "version": self.version, "pid": os.getpid()})
         elif op == "status":
-            self._send(sock, {"type": wire.RESULT, **self.status()})
+            self._send(conn, {"type": wire.RESULT, **self.status()})
         elif op == "stop":
-            self._send(sock, {"type": wire.RESULT, "pid": os.getpid()})
-            self.stop(f"asked by pid {pid}")
+            self._send(conn, {"type": wire.RESULT, "pid": os.getpid()})
+            self.stop(f"asked by pid {conn.pid}")
         elif op == "run":
             if msg.get("version") != self.version:
-                self.stop(f"client pid {pid} speaks version {msg.get('version')!r}; making way for its proxy")
-                self._send(sock, {"type": wire.MISMATCH, "version": self.version})
-                return
-            self._run(sock, pid, msg)
+                self.stop(f"client pid {conn.pid} speaks version {_one_line(repr(msg.get('version')), 80)}; "
+                          "making way for its proxy")
+                self._send(conn, {"type": wire.MISMATCH, "version": self.version})
+                return False
+            return self._run(conn, msg)
         else:
-            self._refuse(sock, pid, f"unknown op {op!r}")
+            self._refuse(conn, f"unknown op {op!r}")
+        return False
 
-    def _send(self, sock: socket.socket, frame: Mapping[str, Any]) -> bool:
-        try:
-            wire.send(sock, frame)
-            return True
-        except OSError:
-            return False
+    def _send(self, conn: Connection, frame: Mapping[str, Any]) -> bool:
+        return self._send_now(conn, frames.encode(frame))
 
-    def _refuse(self, sock: socket.socket, pid: int, why: str) -> None:
+    def _send_now(self, conn: Connection, data: bytes) -> bool:
+        with conn.lock:
+            if conn.closed:
+                return False
+            try:
+                conn.sock.sendall(data)
+                return True
+            except OSError:
+                return False
+
+    def _refuse(self, conn: Connection, why: str) -> None:
+        why = _one_line(why)
         with self._lock:
             self.counts["refused"] += 1
-        _log(f"bad request from pid {pid}: {why}")
-        self._send(sock, {"type": wire.REFUSED, "message": why})
+        _log(f"bad request from pid {conn.pid}: {why}")
+        frame = frames.encode({"type": wire.REFUSED, "message": why})
+        if conn.sock.gettimeout() == 0.0:  # still the listener's: a refusal must not block it
+            self._send_nowait(conn, frame)
+        else:
+            self._send_now(conn, frame)
 
-    def _run(self, sock: socket.socket, pid: int, msg: Mapping[str, Any]) -> None:
+    def _run(self, conn: Connection, msg: Mapping[str, Any]) -> bool:
         try:
             req = validate.run_request(msg, self.shared.digests, self.key)
         except validate.Refusal as e:
-            self._refuse(sock, pid, str(e))
-            return
+            self._refuse(conn, str(e))
+            return False
+        except (ValueError, TypeError, RecursionError) as e:  # e.g. a lone surrogate in a path
+            self._refuse(conn, f"malformed request: {e}")
+            return False
         with self._lock:
             self.counts["runs"] += 1
-        with self._activity():
-            done: Future[ActionAnswer] = self.pool.submit(self.shared.run, req)
-            listening = True
-            while True:
-                try:
-                    answer = done.result(timeout=wire.HEARTBEAT_S)
-                except FutureTimeout:
-                    listening = listening and self._send(sock, {"type": wire.WAIT})
-                    continue
-                except InputError as e:
-                    self._refuse(sock, pid, str(e))
-                    return
-                except GomaExtError as e:
-                    with self._lock:
-                        self.counts["remote_errors"] += 1
-                    self._send(sock, {"type": wire.ERROR, "message": str(e)})
-                    return
-                except Exception as e:  # one action's bug must not stop the proxy
-                    with self._lock:
-                        self.counts["internal_errors"] += 1
-                    _log(f"internal error on a request of pid {pid}: {e!r}\n{traceback.format_exc()}")
-                    self._send(sock, {"type": wire.ERROR, "message": f"proxy internal error: {e!r}"})
-                    return
-                break
-        self._send(sock, _answer_frame(answer))
+            self._active += 1
+            self._peak = max(self._peak, self._active)
+            self._waiting[conn] = True
+        done: Future[ActionAnswer] = self.pool.submit(self.shared.run, req)
+        done.add_done_callback(lambda f: self.requests.submit(self._finish, conn, f))
+        return True
+
+    def _finish(self, conn: Connection, done: Future[ActionAnswer]) -> None:
+        try:
+            self._send(conn, self._final_frame(conn, done))
+        finally:
+            with self._lock:
+                self._waiting.pop(conn, None)
+                self._active -= 1
+                self._last = time.monotonic()
+            conn.close()
+
+    def _final_frame(self, conn: Connection, done: Future[ActionAnswer]) -> dict[str, Any]:
+        try:
+            return _answer_frame(done.result())
+        except InputError as e:
+            why = _one_line(str(e))
+            with self._lock:
+                self.counts["refused"] += 1
+            _log(f"bad request from pid {conn.pid}: {why}")
+            return {"type": wire.REFUSED, "message": why}
+        except GomaExtError as e:
+            with self._lock:
+                self.counts["remote_errors"] += 1
+            return {"type": wire.ERROR, "message": str(e)}
+        except Exception as e:  # one action's bug must not stop the proxy
+            with self._lock:
+                self.counts["internal_errors"] += 1
+            _log(f"internal error on a request of pid {conn.pid}: {e!r}\n{traceback.format_exc()}")
+            return {"type": wire.ERROR, "message": f"proxy internal error: {e!r}"}
 
     def status(self) -> dict[str, Any]:
         times = os.times()
         with self._lock:
             mine = {"active": self._active, "peak_active": self._peak, **self.counts}
+        mine.update(self.listener.counters())
         return {
             "pid": os.getpid(), "version": self.version, "endpoint": self.cfg.endpoint, "instance": self.cfg.instance,
             "uptime_s": round(time.monotonic() - self.started, 3), "cpu_s": round(times.user + times.system, 3),

@@ -158,7 +158,7 @@ def receive(sock: socket.socket, limit: int) -> dict[str, Any]:
         raise FrameError(f"frame of {size} bytes exceeds the limit of {limit}")
     try:
         message = json.loads(_recv_exact(sock, size))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply for the parser
         raise FrameError(f"frame is not JSON: {e}") from e
     if not isinstance(message, dict):
         raise FrameError(f"frame is a JSON {type(message).__name__}, not an object")
@@ -169,7 +169,10 @@ def exchange(sock: socket.socket, message: Mapping[str, Any], silence_s: float) 
     """Send a request and return the final frame, skipping `wait` frames; TimeoutError when the proxy stays
     silent for silence_s, EOFError/FrameError/OSError when the connection breaks."""
     sock.settimeout(silence_s)
-    send(sock, message)
+    try:
+        send(sock, message)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # a proxy at its connection cap answers (refuses) before reading: its frame may still be there
     while True:
         frame = receive(sock, MAX_ANSWER_BYTES)
         if frame.get("type") != WAIT:
