@@ -54,7 +54,7 @@ def run_configuration(out: Path, args: str) -> str:
     lines = proc.stdout.splitlines()
     at_parity = sum(": at parity: " in line for line in lines)
     o0 = _verdict(lines, "exe.unstripped/matrix_tool_lto_o0")
-    module = _verdict(lines, "libreport_plugin.so")
+    module = _verdict(lines, "lib.unstripped/libreport_plugin.so")
     verdict = "at parity" if proc.returncode == 0 else f"NOT at parity (exit {proc.returncode})"
     detail = [line for line in lines if ": NOT at parity: " in line][:3]
     return (f"{verdict}: {at_parity}/{len(lines)} binaries; --lto-O0 binary: {o0}; loadable module: {module}; "
