@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from goma_ext.cluster import manager
+from goma_ext.cluster import manager, tokens
 
 DEFAULT_STATE = Path(".state/cluster")
 
@@ -23,9 +23,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     start.add_argument(
         "--server-venv", type=Path, help="venv for BuildGrid (default: STATE/server-venv, created on demand)"
     )
-    start.add_argument("--tls-cert", type=Path, help="PEM certificate: also serve grpcs:// on --tls-port")
+    start.add_argument(
+        "--tls-cert", type=Path, help="PEM certificate: serve grpcs:// on --tls-port, and no plaintext grpc://"
+    )
     start.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
     start.add_argument("--tls-port", type=int, help="TLS port (default: a free one)")
+    start.add_argument(
+        "--tls-ca", type=Path, help="CA certificate the workers verify --tls-cert with (default: --tls-cert itself)"
+    )
+    start.add_argument(
+        "--also-plaintext", action="store_true", help="with --tls-cert: also serve plaintext grpc:// on --port"
+    )
+    start.add_argument(
+        "--auth", choices=[a.value for a in manager.Auth], default=manager.Auth.JWT.value,
+        help="client and worker authentication: jwt (tokens in STATE/auth, default) or none",
+    )
     start.add_argument(
         "--compiler", action="append", default=[], help="allow-listed compiler for the workers (repeatable)"
     )
@@ -63,17 +75,25 @@ def run(args: argparse.Namespace) -> int:
                 tls_port=args.tls_port,
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
+                tls_ca=args.tls_ca,
+                also_plaintext=args.also_plaintext,
+                auth=manager.Auth(args.auth),
                 compilers=tuple(args.compiler),
                 run_as=args.run_as,
                 worker_args=tuple(args.worker_arg),
             )
         )
-        tls = f", grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else ""
+        endpoints = ", ".join(e for e in (st.tls_endpoint, st.plaintext_endpoint) if e)
         print(
-            f"cluster up: {st.endpoint}{tls} (instance {st.instance!r}, "
-            f"{st.workers} worker{'s' if st.workers != 1 else ''}, state {state})"
+            f"cluster up: {endpoints} (instance {st.instance!r}, "
+            f"{st.workers} worker{'s' if st.workers != 1 else ''}, auth {st.auth}, state {state})"
         )
         print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
+        if st.tls_port and st.tls_ca:
+            print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
+        token = st.token_file(tokens.Role.CLIENT)
+        if token is not None:
+            print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
         return 0
     if args.cluster_command == "stop":
         print("cluster stopped" if manager.stop(state) else f"no cluster state in {state}")
