@@ -150,7 +150,9 @@ def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
             with open_channel(cfg) as ch:
                 capabilities.fetch(ch, instance, cfg.metadata(), retry.RetryPolicy(1, timeout_s=2.0))
             return
-        except RemoteError:
+        except RemoteError as e:
+            if e.code == "UNAUTHENTICATED":  # it answered: waiting longer would not help
+                raise ClusterError(f"BuildGrid refused the cluster's own client token ({e}); see {log}") from e
             time.sleep(0.2)
     raise ClusterError(f"BuildGrid did not answer within {READY_TIMEOUT_S:.0f} s; see {log}")
 

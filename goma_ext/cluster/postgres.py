@@ -10,6 +10,7 @@ import os
 import pwd
 import subprocess
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,8 @@ class Postgres:
         """SQLAlchemy URL: psycopg2 hands `passfile` to libpq, so the password is on no command line."""
         if self.passfile is None:
             raise ClusterError(f"{self.data_dir}: no PostgreSQL password file")
-        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}?passfile={self.passfile}"
+        passfile = urllib.parse.quote(str(self.passfile), safe="/")  # a state path may hold ?, & or #
+        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}?passfile={passfile}"
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [str(pg_bin() / argv[0]), *argv[1:]]
