@@ -1,4 +1,4 @@
-"""`goma-ext cluster start|stop|status`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
+"""`goma-ext cluster start|stop|status|token`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         start,
         sub.add_parser("stop", help="stop workers, BuildGrid and PostgreSQL"),
         sub.add_parser("status", help="show each component and probe the endpoint"),
+        sub.add_parser("token", help="print the client token file (0600), renewed when it expires within 30 days"),
     ):
         q.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state directory (default: %(default)s)")
         q.set_defaults(run=run)
@@ -94,6 +95,14 @@ def run(args: argparse.Namespace) -> int:
         token = st.token_file(tokens.Role.CLIENT)
         if token is not None:
             print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
+        return 0
+    if args.cluster_command == "token":
+        found = manager.load(state)
+        token = found.token_file(tokens.Role.CLIENT) if found is not None else None
+        if found is None or token is None:
+            raise manager.ClusterError(f"no cluster with authentication in {state} (`cluster start` makes one)")
+        manager.ensure_tokens(found)
+        print(token)
         return 0
     if args.cluster_command == "stop":
         print("cluster stopped" if manager.stop(state) else f"no cluster state in {state}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -111,6 +113,9 @@ def test_requests_without_the_clusters_token_are_unauthenticated(cluster: Cluste
                     rpc(cfg)
                 assert e.value.code == "UNAUTHENTICATED", (base.endpoint, rpc.__name__, e.value)
         _capabilities(replace(base, token_file=cluster.token_file))
+    shown = subprocess.run([sys.executable, "-m", "goma_ext.cli", "cluster", "token", "--state", str(cluster.state)],
+                           capture_output=True, text=True, check=True).stdout
+    assert shown == f"{cluster.token_file}\n"
     claims = tokens.verify(secret, cluster.token_file.read_text().strip())
     assert claims is not None and claims.subject == tokens.Role.CLIENT.value
 
