@@ -38,7 +38,9 @@ def _run_raw(ex: RemoteExecutor, clang: CompilerIdentity, root: re_pb2.Directory
     """Upload a hand-made input tree (which the client itself would never build) and execute it."""
     blobs = {Digest.of_message(d): BlobSource(data=serialize(d)) for d in [root, *extra]}
     blobs[Digest.of_bytes(b"data")] = BlobSource(data=b"data")
-    spec = action.ActionSpec(argv, "", outputs, clang.properties(), Digest.of_message(root), salt=ex.cfg.cache_salt.encode())
+    spec = action.ActionSpec(
+        argv, "", outputs, clang.properties(), Digest.of_message(root), salt=ex.cfg.cache_salt.encode()
+    )
     built = action.build(spec)
     blobs[built.command_digest] = BlobSource(data=built.command)
     blobs[built.action_digest] = BlobSource(data=built.action)
