@@ -1,4 +1,4 @@
-"""`goma-ext cluster start|stop|status`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
+"""`goma-ext cluster start|stop|status|token`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from goma_ext.cluster import manager
+from goma_ext.cluster import manager, tokens
 
 DEFAULT_STATE = Path(".state/cluster")
 
@@ -23,9 +23,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     start.add_argument(
         "--server-venv", type=Path, help="venv for BuildGrid (default: STATE/server-venv, created on demand)"
     )
-    start.add_argument("--tls-cert", type=Path, help="PEM certificate: also serve grpcs:// on --tls-port")
+    start.add_argument(
+        "--tls-cert", type=Path, help="PEM certificate: serve grpcs:// on --tls-port, and no plaintext grpc://"
+    )
     start.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
     start.add_argument("--tls-port", type=int, help="TLS port (default: a free one)")
+    start.add_argument(
+        "--tls-ca", type=Path, help="CA certificate the workers verify --tls-cert with (default: --tls-cert itself)"
+    )
+    start.add_argument(
+        "--also-plaintext", action="store_true", help="with --tls-cert: also serve plaintext grpc:// on --port"
+    )
+    start.add_argument(
+        "--auth", choices=[a.value for a in manager.Auth], default=manager.Auth.JWT.value,
+        help="client and worker authentication: jwt (tokens in STATE/auth, default) or none",
+    )
     start.add_argument(
         "--compiler", action="append", default=[], help="allow-listed compiler for the workers (repeatable)"
     )
@@ -41,6 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         start,
         sub.add_parser("stop", help="stop workers, BuildGrid and PostgreSQL"),
         sub.add_parser("status", help="show each component and probe the endpoint"),
+        sub.add_parser("token", help="print the client token file (0600), renewed when it expires within 30 days"),
     ):
         q.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state directory (default: %(default)s)")
         q.set_defaults(run=run)
@@ -63,17 +76,33 @@ def run(args: argparse.Namespace) -> int:
                 tls_port=args.tls_port,
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
+                tls_ca=args.tls_ca,
+                also_plaintext=args.also_plaintext,
+                auth=manager.Auth(args.auth),
                 compilers=tuple(args.compiler),
                 run_as=args.run_as,
                 worker_args=tuple(args.worker_arg),
             )
         )
-        tls = f", grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else ""
+        endpoints = ", ".join(e for e in (st.tls_endpoint, st.plaintext_endpoint) if e)
         print(
-            f"cluster up: {st.endpoint}{tls} (instance {st.instance!r}, "
-            f"{st.workers} worker{'s' if st.workers != 1 else ''}, state {state})"
+            f"cluster up: {endpoints} (instance {st.instance!r}, "
+            f"{st.workers} worker{'s' if st.workers != 1 else ''}, auth {st.auth}, state {state})"
         )
         print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
+        if st.tls_port and st.tls_ca:
+            print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
+        token = st.token_file(tokens.Role.CLIENT)
+        if token is not None:
+            print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
+        return 0
+    if args.cluster_command == "token":
+        found = manager.load(state)
+        token = found.token_file(tokens.Role.CLIENT) if found is not None else None
+        if found is None or token is None:
+            raise manager.ClusterError(f"no cluster with authentication in {state} (`cluster start` makes one)")
+        manager.ensure_tokens(found)
+        print(token)
         return 0
     if args.cluster_command == "stop":
         print("cluster stopped" if manager.stop(state) else f"no cluster state in {state}")

@@ -8,19 +8,28 @@ import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
+from enum import Enum
 from pathlib import Path
 
-from goma_ext.cluster import procs, sandboxing
-from goma_ext.cluster.postgres import ClusterError, Postgres, choose_data_dir
+from goma_ext.cluster import procs, sandboxing, secretfiles, tokens
+from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir
 from goma_ext.cluster.server import ServerSettings, ensure_venv, migrate, render_config
 from goma_ext.remote import capabilities, retry
 from goma_ext.remote.channel import open_channel
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.errors import RemoteError
+from goma_ext.remote.names import ENV_VARS, TOKEN_ENV
 from goma_ext.worker.bots import SESSION_FILE
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 90.0
+
+
+class Auth(Enum):
+    """How BuildGrid authenticates clients and workers."""
+
+    JWT = "jwt"  # HS256 tokens the cluster mints (STATE/auth): the default, the cluster is open to every local user
+    NONE = "none"
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,9 @@ class ClusterSpec:
     tls_port: int | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    tls_ca: Path | None = None  # what the workers verify the TLS endpoint with (default: the certificate itself)
+    also_plaintext: bool = False  # with TLS: also serve grpc:// on `port` (without TLS it is the only channel)
+    auth: Auth = Auth.JWT
     compilers: tuple[str, ...] = ()
     keepalive_s: int = 30
     run_as: str | None = None  # root: the workers' action user (default goma-ext-runner, created if missing)
@@ -59,6 +71,10 @@ class ClusterState:
     tls_port: int | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    tls_ca: str | None = None
+    plaintext: bool = True
+    auth: str = Auth.NONE.value  # a state file without it predates authentication
+    pg_passfile: str | None = None
     compilers: tuple[str, ...] = ()
     keepalive_s: int = 30
     run_as: str | None = None
@@ -67,12 +83,40 @@ class ClusterState:
     worker_args: tuple[str, ...] = ()
 
     @property
+    def plaintext_endpoint(self) -> str | None:
+        return f"grpc://127.0.0.1:{self.port}" if self.plaintext else None
+
+    @property
+    def tls_endpoint(self) -> str | None:
+        return f"grpcs://127.0.0.1:{self.tls_port}" if self.tls_port else None
+
+    @property
     def endpoint(self) -> str:
-        return f"grpc://127.0.0.1:{self.port}"
+        """The endpoint workers and probes use: TLS when configured."""
+        return self.tls_endpoint or f"grpc://127.0.0.1:{self.port}"
+
+    @property
+    def auth_dir(self) -> Path:
+        return Path(self.state) / secretfiles.AUTH_DIR
+
+    def token_file(self, role: tokens.Role) -> Path | None:
+        """The 0600 file with ROLE's bearer token (None without authentication)."""
+        if self.auth != Auth.JWT.value:
+            return None
+        return self.auth_dir / (secretfiles.WORKER_TOKEN if role is tokens.Role.WORKER else secretfiles.CLIENT_TOKEN)
+
+    def client_config(self, rpc_timeout_s: float = 30.0, max_attempts: int = 4) -> RemoteConfig:
+        """Settings for a client of this cluster: its endpoint, CA and client token."""
+        return RemoteConfig(
+            endpoint=self.endpoint, instance=self.instance,
+            ca_file=Path(self.tls_ca) if self.tls_port and self.tls_ca else None,
+            token_file=self.token_file(tokens.Role.CLIENT), rpc_timeout_s=rpc_timeout_s, max_attempts=max_attempts,
+        )
 
     @property
     def postgres(self) -> Postgres:
-        return Postgres(Path(self.pg_data), self.pg_port, self.pg_user)
+        passfile = Path(self.pg_passfile) if self.pg_passfile else None
+        return Postgres(Path(self.pg_data), self.pg_port, self.pg_user, passfile)
 
     def save(self) -> None:
         path = Path(self.state) / STATE_FILE
@@ -94,8 +138,9 @@ def load(state: Path) -> ClusterState | None:
         raise ClusterError(f"{path}: unreadable cluster state ({e}); remove it and start again") from e
 
 
-def _wait_ready(endpoint: str, instance: str, pid: int, log: Path) -> None:
-    cfg = RemoteConfig(endpoint=endpoint, instance=instance, rpc_timeout_s=2.0, max_attempts=1)
+def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
+    cfg = st.client_config(rpc_timeout_s=2.0, max_attempts=1)
+    instance = st.instance
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if not procs.alive(pid):
@@ -103,14 +148,20 @@ def _wait_ready(endpoint: str, instance: str, pid: int, log: Path) -> None:
             raise ClusterError(f"BuildGrid exited during start-up; see {log}:\n{tail}")
         try:
             with open_channel(cfg) as ch:
-                capabilities.fetch(ch, instance, (), retry.RetryPolicy(1, timeout_s=2.0))
+                capabilities.fetch(ch, instance, cfg.metadata(), retry.RetryPolicy(1, timeout_s=2.0))
             return
-        except RemoteError:
+        except RemoteError as e:
+            if e.code == "UNAUTHENTICATED":  # it answered: waiting longer would not help
+                raise ClusterError(f"BuildGrid refused the cluster's own client token ({e}); see {log}") from e
             time.sleep(0.2)
     raise ClusterError(f"BuildGrid did not answer within {READY_TIMEOUT_S:.0f} s; see {log}")
 
 
 def _initial_state(spec: ClusterSpec) -> ClusterState:
+    if spec.tls_cert is None and (spec.tls_key or spec.tls_ca or spec.also_plaintext):
+        raise ClusterError("--tls-key, --tls-ca and --also-plaintext need --tls-cert")
+    if spec.tls_cert is not None and spec.tls_key is None:
+        raise ClusterError("--tls-cert needs --tls-key")
     pg_data, pg_user = choose_data_dir(spec.state)
     sandbox_dir, owned = (spec.sandbox_dir, False) if spec.sandbox_dir else sandboxing.choose_sandbox_dir(spec.state)
     return ClusterState(
@@ -120,6 +171,9 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         tls_port=(spec.tls_port or procs.free_port()) if spec.tls_cert else None,
         tls_cert=str(spec.tls_cert.resolve()) if spec.tls_cert else None,
         tls_key=str(spec.tls_key.resolve()) if spec.tls_key else None,
+        tls_ca=str((spec.tls_ca or spec.tls_cert).resolve()) if spec.tls_cert else None,
+        plaintext=spec.tls_cert is None or spec.also_plaintext, auth=spec.auth.value,
+        pg_passfile=str((spec.state / secretfiles.AUTH_DIR / secretfiles.PG_PASSFILE).resolve()),
         compilers=spec.compilers, keepalive_s=spec.keepalive_s,
         run_as=sandboxing.ensure_runner(spec.run_as), sandbox_dir=str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
         worker_args=spec.worker_args,
@@ -133,13 +187,18 @@ def start_server(st: ClusterState) -> ClusterState:
     settings = ServerSettings(
         port=st.port, db_url=st.postgres.url, cas_dir=state / "cas", instance=st.instance, tls_port=st.tls_port,
         tls_cert=Path(st.tls_cert) if st.tls_cert else None, tls_key=Path(st.tls_key) if st.tls_key else None,
-        keepalive_s=st.keepalive_s,
+        keepalive_s=st.keepalive_s, plaintext=st.plaintext,
+        jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
     )
     config = state / "buildgrid.yml"
     config.write_text(render_config(settings))
     log = state / "logs" / "buildgrid.log"
     pid = procs.spawn([str(bgd), "server", "start", str(config)], log)
-    _wait_ready(st.endpoint, st.instance, pid, log)
+    try:
+        _wait_ready(st, pid, log)
+    except ClusterError:
+        procs.stop(pid)  # not recorded anywhere yet: nothing else would ever stop it
+        raise
     return replace(st, server_pid=pid)
 
 
@@ -164,6 +223,7 @@ def start_workers(st: ClusterState) -> ClusterState:
         old.unlink()
     cmd = [
         sys.executable, "-m", "goma_ext.cli", "worker", "--remote", st.endpoint, "--instance", st.instance,
+        *(["--ca-file", st.tls_ca] if st.tls_port and st.tls_ca else []),
         "--work-dir", str(state / "workers"), "--bot-id", f"local-{Path(st.state).resolve().name}",
         "--count", str(st.workers),
     ]
@@ -174,7 +234,11 @@ def start_workers(st: ClusterState) -> ClusterState:
     if st.run_as:
         cmd += ["--run-as", st.run_as]
     cmd += st.worker_args
-    pid = procs.spawn(cmd, state / "logs" / "workers.log")
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS and k != TOKEN_ENV}  # ours, not the caller's
+    token = st.token_file(tokens.Role.WORKER)
+    if token is not None:
+        env["GOMA_EXT_REMOTE_TOKEN_FILE"] = str(token)
+    pid = procs.spawn(cmd, state / "logs" / "workers.log", env=env)
     _wait_workers(st, pid)
     return replace(st, worker_pid=pid)
 
@@ -186,8 +250,20 @@ def start(spec: ClusterSpec) -> ClusterState:
     st = replace(st, workers=spec.workers) if spec.workers != st.workers else st
     st.save()
     pg = st.postgres
+    if pg.passfile is None:
+        raise ClusterError(
+            f"{spec.state}: made by an older goma-ext (PostgreSQL with `trust` authentication); "
+            "`goma-ext cluster stop` it and start a new cluster in an empty --state"
+        )
     if not pg.initialised():
-        pg.init()
+        secretfiles.auth_dir(spec.state)
+        password = secretfiles.new_secret()
+        secretfiles.write_private(pg.passfile, secretfiles.pgpass_line(pg.port, DB_USER, password))
+        pg.init(password)
+    if pg.trust_lines():
+        raise ClusterError(f"{pg.data_dir}/pg_hba.conf trusts connections without a password; refusing to use it")
+    if st.auth == Auth.JWT.value:
+        ensure_tokens(st)
     if not pg.running():
         pg.start()
     if not procs.alive(st.server_pid):
@@ -198,6 +274,23 @@ def start(spec: ClusterSpec) -> ClusterState:
         st = start_workers(st)
         st.save()
     return st
+
+
+def ensure_tokens(st: ClusterState) -> None:
+    """The HS256 secret (made once) and a worker and a client token signed with it (made again when missing,
+    signed with another key or expiring within tokens.RENEW_BEFORE_S). All 0600 in the 0700 STATE/auth."""
+    d = secretfiles.auth_dir(Path(st.state))
+    secret_file = d / secretfiles.JWT_SECRET
+    if not secret_file.exists():
+        secretfiles.write_private(secret_file, secretfiles.new_secret() + "\n")
+    secret = secretfiles.read_private(secret_file)
+    for role in tokens.Role:
+        path = st.token_file(role)
+        if path is None:
+            continue
+        old = secretfiles.read_private(path) if path.exists() else ""
+        if not tokens.still_good(secret, old):
+            secretfiles.write_private(path, tokens.mint(secret, role) + "\n")
 
 
 def stop_server(st: ClusterState) -> ClusterState:
@@ -234,16 +327,17 @@ def status(state: Path) -> dict[str, object]:
     probe = "down"
     if procs.alive(st.server_pid):
         try:
-            cfg = RemoteConfig(endpoint=st.endpoint, instance=st.instance, rpc_timeout_s=2.0, max_attempts=1)
+            cfg = st.client_config(rpc_timeout_s=2.0, max_attempts=1)
             with open_channel(cfg) as ch:
                 t = time.monotonic()
-                capabilities.fetch(ch, st.instance, (), retry.RetryPolicy(1, timeout_s=2.0))
+                capabilities.fetch(ch, st.instance, cfg.metadata(), retry.RetryPolicy(1, timeout_s=2.0))
                 probe = f"ok ({(time.monotonic() - t) * 1000:.0f} ms)"
         except RemoteError as e:
             probe = f"error: {e}"
     return {
         "state": st.state, "started": True, "endpoint": st.endpoint, "instance": st.instance,
-        "tls_endpoint": f"grpcs://127.0.0.1:{st.tls_port}" if st.tls_port else None,
+        "plaintext_endpoint": st.plaintext_endpoint, "tls_endpoint": st.tls_endpoint, "ca_file": st.tls_ca,
+        "auth": st.auth, "client_token": str(st.token_file(tokens.Role.CLIENT) or "") or None,
         "postgres": "running" if st.postgres.running() else "stopped",
         "buildgrid": "running" if procs.alive(st.server_pid) else "stopped",
         "workers": f"{st.workers} ({'running' if procs.alive(st.worker_pid) else 'stopped'})",

@@ -1,4 +1,7 @@
-"""A private PostgreSQL cluster for BuildGrid: initdb, start, stop, run as a non-root user."""
+"""A private PostgreSQL cluster for BuildGrid: initdb, start, stop, run as a non-root user.
+
+No `trust` anywhere: TCP connections (127.0.0.1 only) need the superuser's password (scram-sha-256), kept in a
+0600 libpq password file; local socket connections, had it one, would be peer-authenticated."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import os
 import pwd
 import subprocess
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,21 +37,30 @@ def pg_bin() -> Path:
 
 @dataclass(frozen=True)
 class Postgres:
-    """One PostgreSQL cluster: its data directory, port, and the OS user that owns it (None = current user)."""
+    """One PostgreSQL cluster: its data directory, port, the OS user that owns it (None = current user) and the
+    libpq password file (pgpass, 0600) holding the superuser's password."""
 
     data_dir: Path
     port: int
     user: str | None
+    passfile: Path | None  # None: a cluster an older goma-ext made (trust authentication; stop it, nothing else)
 
     @property
     def url(self) -> str:
-        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}"
+        """SQLAlchemy URL: psycopg2 hands `passfile` to libpq, so the password is on no command line."""
+        if self.passfile is None:
+            raise ClusterError(f"{self.data_dir}: no PostgreSQL password file")
+        passfile = urllib.parse.quote(str(self.passfile), safe="/")  # a state path may hold ?, & or #
+        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}?passfile={passfile}"
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [str(pg_bin() / argv[0]), *argv[1:]]
         if self.user:
             cmd = ["runuser", "-u", self.user, "--", *cmd]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/")
+        env = None
+        if argv[0] in ("psql", "createdb"):  # run as `postgres`, which cannot read our 0600 pgpass: the environment
+            env = {**os.environ, "PGPASSWORD": self._password()}
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/", env=env)
         if check and proc.returncode != 0:
             raise ClusterError(f"{argv[0]} failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}")
         return proc
@@ -55,7 +68,7 @@ class Postgres:
     def initialised(self) -> bool:
         return (self.data_dir / "PG_VERSION").is_file()
 
-    def init(self) -> None:
+    def init(self, password: str) -> None:
         fd = fresh_dir(self.data_dir)
         try:  # through the fd: the directory just checked, not whatever the path names a moment later
             if self.user:
@@ -64,7 +77,35 @@ class Postgres:
             os.fchmod(fd, 0o700)
         finally:
             os.close(fd)
-        self._run("initdb", "-D", str(self.data_dir), "-U", DB_USER, "--auth=trust", "-E", "UTF8", "--no-sync")
+        with tempfile.TemporaryDirectory(prefix="goma-ext-pwfile-") as tmp:  # 0700; initdb's user reads the 0600 file
+            pwfile = Path(tmp) / "pw"
+            fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(password + "\n")
+            if self.user:
+                pw = pwd.getpwnam(self.user)
+                os.chown(tmp, pw.pw_uid, pw.pw_gid)
+                os.chown(pwfile, pw.pw_uid, pw.pw_gid)
+            self._run(
+                "initdb", "-D", str(self.data_dir), "-U", DB_USER, f"--pwfile={pwfile}", "--auth-local=peer",
+                "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync",
+            )
+
+    def _password(self) -> str:
+        if self.passfile is None:
+            raise ClusterError(f"{self.data_dir}: no PostgreSQL password file")
+        try:  # the pgpass line written with the cluster: 127.0.0.1:PORT:*:bgd:PASSWORD
+            return self.passfile.read_text().splitlines()[0].rsplit(":", 1)[1]
+        except (OSError, IndexError) as e:
+            raise ClusterError(f"{self.passfile}: no PostgreSQL password ({getattr(e, 'strerror', None) or e})") from e
+
+    def trust_lines(self) -> list[str]:
+        """pg_hba.conf's `trust` lines: none in a cluster we made (an older goma-ext's had them)."""
+        hba = self.data_dir / "pg_hba.conf"
+        try:
+            return [line for line in hba.read_text().splitlines() if _trusts(line)]
+        except OSError as e:
+            raise ClusterError(f"{hba}: {e.strerror}") from e
 
     def start(self) -> None:
         opts = (
@@ -108,6 +149,11 @@ class Postgres:
     def stop(self) -> None:
         if self.running():
             self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop")
+
+
+def _trusts(line: str) -> bool:
+    words = line.split("#", 1)[0].split()
+    return "trust" in words
 
 
 def fresh_dir(path: Path) -> int:

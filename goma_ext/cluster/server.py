@@ -27,6 +27,8 @@ class ServerSettings:
     tls_port: int | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    plaintext: bool = True  # with TLS, also the grpc:// channel on `port` (only when asked for)
+    jwt_secret_file: Path | None = None  # None: no authentication (`cluster start --auth none`)
     thread_pool_size: int = 64
     keepalive_s: int = 30
 
@@ -78,7 +80,11 @@ _Dumper.add_representer(dict, _represent)
 
 def render_config(s: ServerSettings) -> str:
     """The BuildGrid YAML: SQL scheduler tuned for ~50 ms round trips, disk CAS, in-memory LRU action cache."""
-    channels = [_tag("!channel", {"address": f"127.0.0.1:{s.port}", "insecure-mode": True})]
+    if s.tls_port is None and not s.plaintext:
+        raise ClusterError("no channel to serve: TLS is not configured and plaintext is off")
+    channels = []
+    if s.plaintext:
+        channels.append(_tag("!channel", {"address": f"127.0.0.1:{s.port}", "insecure-mode": True}))
     if s.tls_port is not None:
         if s.tls_cert is None or s.tls_key is None:
             raise ClusterError("a TLS port needs both a certificate and a key")
@@ -124,7 +130,7 @@ def render_config(s: ServerSettings) -> str:
     doc = {
         "description": "goma-ext local cluster",
         "server": channels,
-        "authorization": {"method": "none"},
+        "authorization": _authorization(s),
         "monitoring": {"enabled": False},
         "thread-pool-size": s.thread_pool_size,
         "instances": [
@@ -140,6 +146,14 @@ def render_config(s: ServerSettings) -> str:
         ],
     }
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False)
+
+
+def _authorization(s: ServerSettings) -> dict[str, object]:
+    """JWT (HS256, the secret from a 0600 file) on every instanced RPC, workers' included. Localhost requests are
+    NOT exempt (BuildGrid's `allow-localhost-requests` would let any local user in: the cluster is on 127.0.0.1)."""
+    if s.jwt_secret_file is None:
+        return {"method": "none"}
+    return {"method": "jwt", "algorithm": "hs256", "secret": str(s.jwt_secret_file), "allow-localhost-requests": False}
 
 
 def migrate(bgd: Path, db_url: str, log: Path) -> None:

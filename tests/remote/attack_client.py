@@ -1,6 +1,7 @@
 """An attacker's REAPI client: run as an unprivileged local user by test_sandbox_attacks.py, it sends one hand-made
 action (any argv, absolute paths included: it skips the checks of goma-ext's own client) and prints the outcome as
-JSON. Usage: python attack_client.py SPEC.json (endpoint, instance, salt, argv, files {name: path}, outputs)."""
+JSON. Usage: python attack_client.py SPEC.json (endpoint, instance, salt, argv, files {name: path}, outputs,
+token_file: the attacker's own copy of the cluster's client token, as a user the cluster admits would have)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from goma_ext.remote.proto import re_pb2
 
 
 def attack(spec: dict[str, object]) -> dict[str, object]:
+    token = spec.get("token_file")
     cfg = RemoteConfig(endpoint=str(spec["endpoint"]), instance=str(spec["instance"]), cache_salt=str(spec["salt"]),
-                       max_attempts=1)
+                       max_attempts=1, token_file=Path(str(token)) if token else None)
     ex = RemoteExecutor(cfg)
     try:
         files = {name: Path(path).read_bytes() for name, path in dict(spec["files"]).items()}  # type: ignore[call-overload]
@@ -36,7 +38,7 @@ def attack(spec: dict[str, object]) -> dict[str, object]:
         blobs[built.command_digest] = BlobSource(data=built.command)
         blobs[built.action_digest] = BlobSource(data=built.action)
         ex.cas.upload(blobs)
-        resp = execution.execute(ex.channel, cfg.instance, (), built.action_digest, ex.policy, 180)
+        resp = execution.execute(ex.channel, cfg.instance, ex.metadata, built.action_digest, ex.policy, 180)
         res = resp.result
 
         def read(d: re_pb2.Digest) -> str:

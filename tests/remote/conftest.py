@@ -16,7 +16,7 @@ import pytest
 
 from bench import thin_program
 from bench.thin_program import ThinProgram
-from goma_ext.cluster import manager, procs
+from goma_ext.cluster import manager, procs, tokens
 from goma_ext.remote import stats
 from tests.conftest import REPO
 from tests.system_users import User, temporary_user
@@ -44,11 +44,23 @@ class Cluster:
 
     @property
     def endpoint(self) -> str:
-        return self.st.endpoint
+        """The plaintext endpoint (the session cluster serves it beside TLS: `--also-plaintext`)."""
+        endpoint = self.st.plaintext_endpoint
+        if endpoint is None:
+            raise RuntimeError("the test cluster serves no plaintext endpoint")
+        return endpoint
 
     @property
     def tls_endpoint(self) -> str:
         return f"grpcs://localhost:{self.st.tls_port}"
+
+    @property
+    def token_file(self) -> Path:
+        """The client token the cluster minted (JWT is on): every test client sends it, through the environment."""
+        path = self.st.token_file(tokens.Role.CLIENT)
+        if path is None:
+            raise RuntimeError("the test cluster has no authentication")
+        return path
 
     def ensure_server(self) -> None:
         """Restart BuildGrid if a fault test stopped it."""
@@ -76,7 +88,9 @@ def _make_slow_clang(d: Path) -> Path:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Workers sandbox every action (bubblewrap); as root they run actions as a user made for the session, in a
-    directory that user can reach (pytest's own temp dirs are 0700)."""
+    directory that user can reach (pytest's own temp dirs are 0700). JWT authentication is on (the default) and
+    every client the tests start finds the client token in GOMA_EXT_REMOTE_TOKEN_FILE, set for the session;
+    grpcs:// and, asked for explicitly, plaintext grpc:// are served."""
     base = tmp_path_factory.mktemp("cluster")
     cert, key = _make_cert(base)
     with ExitStack() as stack:
@@ -91,10 +105,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
                        str(slow), "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
             keepalive_s=20, run_as=runner.name if runner else None, sandbox_dir=reachable / "sandboxes",
-            worker_args=("--max-procs", "256", "--cpu-time", "120"),
+            worker_args=("--max-procs", "256", "--cpu-time", "120"), also_plaintext=True,
         )
         stack.callback(manager.destroy, base / "state")
-        manager.start(spec)
+        st = manager.start(spec)
+        env = stack.enter_context(pytest.MonkeyPatch.context())
+        env.setenv("GOMA_EXT_REMOTE_TOKEN_FILE", str(st.token_file(tokens.Role.CLIENT)))
         yield Cluster(base / "state", cert, slow, runner)
 
 

@@ -20,7 +20,7 @@ def test_status_reports_every_component_running(cluster: Cluster) -> None:
 
 
 def test_trivial_actions_execute_remotely(cluster: Cluster, tmp_path: Path) -> None:
-    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE))
+    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE, token_file=cluster.token_file))
     ident = identify("clang-19", tmp_path)
     times = []
     for i in range(10):

@@ -70,6 +70,8 @@ class Attacker:
         self.user, self.home, self.cluster = user, home, cluster
         self.n = 0
         self.python = _python_for(user)
+        self.token = self.put("client.token", cluster.token_file.read_bytes())  # admitted: the attacks are on workers
+        self.token.chmod(0o600)
 
     def put(self, name: str, data: bytes) -> Path:
         path = self.home / name
@@ -81,7 +83,7 @@ class Attacker:
         self.n += 1
         salt = f"attack-{os.getpid()}-{time.time_ns()}"  # never an action-cache hit
         spec = {"endpoint": self.cluster.endpoint, "instance": INSTANCE, "salt": salt, "argv": argv,
-                "files": {k: str(v) for k, v in files.items()}, "outputs": list(outputs)}
+                "files": {k: str(v) for k, v in files.items()}, "outputs": list(outputs), "token_file": str(self.token)}
         spec_file = self.put(f"spec{self.n}.json", json.dumps(spec).encode())
         proc = self.user.run([*self.python, str(CLIENT), str(spec_file)])
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -21,7 +21,9 @@ from tests.remote.conftest import INSTANCE, Cluster
 @pytest.fixture
 def executor(cluster: Cluster, salt: str) -> Iterator[RemoteExecutor]:
     cluster.ensure_server()
-    ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2))
+    ex = RemoteExecutor(RemoteConfig(
+        endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2, token_file=cluster.token_file
+    ))
     yield ex
     ex.close()
 
@@ -36,12 +38,14 @@ def _run_raw(ex: RemoteExecutor, clang: CompilerIdentity, root: re_pb2.Directory
     """Upload a hand-made input tree (which the client itself would never build) and execute it."""
     blobs = {Digest.of_message(d): BlobSource(data=serialize(d)) for d in [root, *extra]}
     blobs[Digest.of_bytes(b"data")] = BlobSource(data=b"data")
-    spec = action.ActionSpec(argv, "", outputs, clang.properties(), Digest.of_message(root), salt=ex.cfg.cache_salt.encode())
+    spec = action.ActionSpec(
+        argv, "", outputs, clang.properties(), Digest.of_message(root), salt=ex.cfg.cache_salt.encode()
+    )
     built = action.build(spec)
     blobs[built.command_digest] = BlobSource(data=built.command)
     blobs[built.action_digest] = BlobSource(data=built.action)
     ex.cas.upload(blobs)
-    return execution.execute(ex.channel, ex.cfg.instance, (), built.action_digest, ex.policy, 60)
+    return execution.execute(ex.channel, ex.cfg.instance, ex.metadata, built.action_digest, ex.policy, 60)
 
 
 def _expect_refusal(code: str, fn: object) -> str:
@@ -60,7 +64,8 @@ def test_non_compiler_program_is_refused(executor: RemoteExecutor, clang: Compil
 def test_compiler_with_another_identity_is_refused(executor: RemoteExecutor, tmp_path: Path) -> None:
     fake = CompilerIdentity(Path("/x"), "clang version 0", "00" * 32)
     cfg = RemoteConfig(
-        endpoint=executor.cfg.endpoint, instance=INSTANCE, queue_timeout_s=1, max_attempts=1, cache_salt=executor.cfg.cache_salt
+        endpoint=executor.cfg.endpoint, instance=INSTANCE, queue_timeout_s=1, max_attempts=1,
+        cache_salt=executor.cfg.cache_salt, token_file=executor.cfg.token_file,
     )
     with pytest.raises(RemoteError) as e:  # no worker advertises this identity: it is never started
         RemoteExecutor(cfg).run(["clang-19", "--version"], tmp_path, [], [], fake)
