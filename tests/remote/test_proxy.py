@@ -263,7 +263,8 @@ def test_bad_requests_are_refused_and_the_proxy_keeps_serving(
     status = the_proxy(env)
     good = wire.run_message(
         program.backend("beta"), str(program.out), ("/x", "v", "0" * 64), {},
-        {"GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, "GOMA_EXT_REMOTE": healthy.endpoint},
+        {"GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, "GOMA_EXT_REMOTE": healthy.endpoint,
+         "GOMA_EXT_REMOTE_TOKEN_FILE": env["GOMA_EXT_REMOTE_TOKEN_FILE"]},  # the cluster's client token (JWT)
         {"exec_root": ".."}, "")
     compiler = json.loads((program.out / ".goma_ext_compilers.json").read_text())
     path_key, ident = next(iter(compiler.items()))
