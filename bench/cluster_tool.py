@@ -22,11 +22,16 @@ def available() -> str | None:
 
 
 def start(state: Path, workers: int = WORKERS) -> str:
-    """Start (or reuse) a cluster with WORKERS workers under STATE; return its endpoint."""
-    from goma_ext.cluster import manager
+    """Start (or reuse) a cluster with WORKERS workers under STATE; return its endpoint. The cluster checks a JWT
+    on every request: its client token goes into this process's environment, which every build, wrapper and
+    proxy the benchmark starts inherits (GOMA_EXT_REMOTE_TOKEN_FILE)."""
+    from goma_ext.cluster import manager, tokens
 
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     st = manager.start(manager.ClusterSpec(state=state.resolve(), workers=workers, server_venv=venv))
+    token = st.token_file(tokens.Role.CLIENT)
+    if token is not None:  # None: a cluster started with --auth none
+        os.environ["GOMA_EXT_REMOTE_TOKEN_FILE"] = str(token)
     return st.endpoint
 
 

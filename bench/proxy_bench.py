@@ -110,10 +110,10 @@ def main(argv: Sequence[str]) -> int:
         return 0
     salt = f"bench-{time.time_ns()}"
     state_dir = tempfile.mkdtemp(prefix="gxb-")
-    env = {**os.environ, wire.STATE_DIR_ENV: state_dir, "GOMA_EXT_CACHE_SALT": salt}
     rows, subject_name = _builds(args.cache, salt, args.subject, args.workers)
     state = args.cache / f"cluster-{salt}-b"  # fresh: cold CAS and action cache for the proxy rows
     endpoint = cluster_tool.start(state, args.workers)
+    env = {**os.environ, wire.STATE_DIR_ENV: state_dir, "GOMA_EXT_CACHE_SALT": salt}  # with this cluster's token
     work = Path(tempfile.mkdtemp(prefix="proxy-bench-", dir=args.cache))
     try:
         subject = subjects.SUBJECTS[args.subject](args.cache)

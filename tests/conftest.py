@@ -27,7 +27,10 @@ REQUIRED_TOOLS: dict[str, tuple[str, ...]] = {
         "clang-19", "clang++-19", "ld.lld-19", "llvm-ar-19", "llvm-bcanalyzer-19", "llvm-objdump-19",
         "clang-22", "ld.lld-22", "llvm-bcanalyzer-22", "gn", "ninja", "strace", "cmake", "chromium",
     ),
-    "remote": ("clang-19", "clang-22", "gn", "ninja", "ld.lld-19", "ld.lld-22", "openssl", "pg_ctlcluster", "bwrap"),
+    "remote": (
+        "clang-19", "clang-22", "gn", "ninja", "ld.lld-19", "ld.lld-22", "openssl", "pg_ctlcluster", "bwrap", "unshare",
+        "ip",
+    ),
 }
 
 

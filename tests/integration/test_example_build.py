@@ -17,7 +17,7 @@ from tests.conftest import EXAMPLE_ROOT, REPO
 pytestmark = pytest.mark.slow
 
 MIN_TRANSLATION_UNITS = 80
-EXAMPLE_BINARIES = 10
+EXAMPLE_BINARIES = 11
 
 
 def example(*args: str) -> subprocess.CompletedProcess[str]:

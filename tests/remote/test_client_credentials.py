@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +22,8 @@ from goma_ext.cluster import procs
 
 ADDRESS = "10.199.7.1"  # only inside the namespace below
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,
-                                reason="needs root (CI runs as root), unshare and ip for a network namespace")
+# unshare and ip are in conftest's REQUIRED_TOOLS (./dev test installs util-linux and iproute2).
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a network namespace (CI runs as root)")
 
 
 @pytest.fixture()
