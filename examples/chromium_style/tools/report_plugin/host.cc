@@ -1,6 +1,6 @@
 // report_plugin_host: loads libreport_plugin.so from its own directory with
 // dlopen, as Chromium loads plugins, and checks the report the plugin builds
-// against the expected text (the same as geometry_report's, from Python).
+// against geometry_report's sample (tools/geometry_report/sample_report.h).
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -8,35 +8,10 @@
 #include <string>
 
 #include "base/verify.h"
+#include "tools/geometry_report/sample_report.h"
 #include "tools/report_plugin/plugin_api.h"
 
 namespace {
-
-constexpr char kSpec[] =
-    "circle 1.5\n"
-    "rectangle 3 4\n"
-    "triangle 3 4 5\n"
-    "polygon 6 2\n"
-    "circle 0.5\n"
-    "rectangle 10 0.25\n"
-    "polygon 5 1\n"
-    "triangle 7 8 9\n"
-    "rectangle 2 3\n";
-
-constexpr char kExpectedReport[] =
-    "#  kind         area  perimeter\n"
-    "-------------------------------\n"
-    "1  triangle   26.833     24.000\n"
-    "2  rectangle  12.000     14.000\n"
-    "3  polygon    10.392     12.000\n"
-    "4  circle      7.069      9.425\n"
-    "5  triangle    6.000     12.000\n"
-    "6  rectangle   6.000     10.000\n"
-    "7  rectangle   2.500     20.500\n"
-    "8  polygon     1.720      5.000\n"
-    "9  circle      0.785      3.142\n"
-    "total: 9 shapes, area 73.300, perimeter 110.066\n"
-    "largest: \"triangle area=26.833 perimeter=24.000\"\n";
 
 // The directory of this executable, with a trailing slash.
 std::string OwnDirectory() {
@@ -75,14 +50,18 @@ int main() {
     return verifier.Finish();
 
   char buffer[4096];
-  verifier.ExpectEqSigned(CallBuild(build, kSpec, buffer, sizeof(buffer)), 1,
-                          "report built by the plugin");
-  verifier.ExpectStrEq(buffer, kExpectedReport, "report text");
+  verifier.ExpectEqSigned(CallBuild(build, geometry_report::kSampleSpec,
+                                    buffer, sizeof(buffer)),
+                          1, "report built by the plugin");
+  verifier.ExpectStrEq(buffer, geometry_report::kSampleReport,
+                       "report text");
   verifier.ExpectEqSigned(CallBuild(build, "circle 1\nhexagon 2\n", buffer,
                                     sizeof(buffer)),
                           0, "unknown kind rejected");
   verifier.ExpectStrEq(buffer, "bad shape line: hexagon 2", "error text");
-  verifier.ExpectEqSigned(CallBuild(build, kSpec, buffer, 8), -1, "short buffer refused");
+  verifier.ExpectEqSigned(
+      CallBuild(build, geometry_report::kSampleSpec, buffer, 8), -1,
+      "short buffer refused");
 
   dlclose(handle);
   return verifier.Finish();
