@@ -113,7 +113,8 @@ def prepare_action(
     exec_root = (cwd / cfg.exec_root) if not cfg.exec_root.is_absolute() else cfg.exec_root
     work = exec_relative(exec_root, cwd)
     tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of)
-    destinations = tuple(exec_root.resolve() / _under(work, out) for out in outputs)
+    resolved_root = exec_root.resolve()
+    destinations = tuple(resolved_root / _under(work, out) for out in outputs)
     spec = action_mod.ActionSpec(
         arguments=(Path(argv[0]).name, *argv[1:]),
         working_directory=work,

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def netns() -> Iterator[list[str]]:
         for _ in range(100):  # the namespace exists once unshare has forked
             if os.readlink(f"/proc/{holder.pid}/ns/net") != os.readlink("/proc/self/ns/net"):
                 break
-            subprocess.run(["sleep", "0.05"])
+            time.sleep(0.05)
         for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "addr", "add", f"{ADDRESS}/32", "dev", "lo"]):
             subprocess.run([*prefix, *cmd], check=True)
         yield prefix
