@@ -19,6 +19,7 @@ BENCHMARKS = {
     "isolation": "bench.isolation_bench",
     "regen": "bench.regen_bench",
     "parity": "bench.parity_matrix",
+    "hermetic": "bench.hermetic_bench",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

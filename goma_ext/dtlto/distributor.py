@@ -92,11 +92,13 @@ class _Remote:
 
     def executor(self) -> RemoteExecutor | None:
         from goma_ext.remote.client import RemoteExecutor
+        from goma_ext.remote.names import TOOLCHAIN_CACHE
+        from goma_ext.remote.toolchain import ToolchainCache
 
         with self._lock:
             if self._executor is None and self._down is None:
                 try:
-                    self._executor = RemoteExecutor(self.cfg)
+                    self._executor = RemoteExecutor(self.cfg, ToolchainCache(self._cwd / TOOLCHAIN_CACHE))
                 except GomaExtError as e:
                     self._down = str(e)
                     self._warn(f"remote execution unavailable, compiling locally: {e}")
@@ -122,6 +124,7 @@ class _Remote:
         from goma_ext.remote import proxy_client
         from goma_ext.remote import proxy_protocol as wire
         from goma_ext.remote.client import RemoteRun
+        from goma_ext.remote.config import action_settings
 
         cfg = self.cfg
         env = {"GOMA_EXT_CACHE_SALT": cfg.cache_salt, "GOMA_EXT_EXECUTE_TIMEOUT": str(cfg.execute_timeout_s),
@@ -129,7 +132,8 @@ class _Remote:
         flags = {"endpoint": cfg.endpoint, "instance": cfg.instance, "exec_root": str(cfg.exec_root),
                  "ca_file": str(cfg.ca_file) if cfg.ca_file else None,
                  "token_file": str(cfg.token_file) if cfg.token_file else None,
-                 "allow_insecure_credentials": "true" if cfg.allow_insecure_credentials else None}
+                 "allow_insecure_credentials": "true" if cfg.allow_insecure_credentials else None,
+                 **action_settings(cfg)}
         message = wire.run_message(argv, str(self._cwd), (str(compiler.path), compiler.version, compiler.sha256), {},
                                    env, flags, wire.token_hash(cfg.token), files=(inputs, outputs))
         frame = proxy_client.call(proxy, message)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from goma_ext.remote.cas import Cas
-from goma_ext.remote.client import PreparedAction, RemoteExecutor, fetch_outputs, prepare_action
+from goma_ext.remote.client import PreparedAction, RemoteExecutor, fetch_outputs, prepare_action, toolchain_for
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
@@ -21,6 +21,7 @@ from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.inputs import ActionFiles, action_files
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
+from goma_ext.remote.toolchain import ToolchainCache
 
 T = TypeVar("T")
 MEMO_LIMIT = 500_000  # hashed files remembered; the memo starts over beyond this
@@ -153,6 +154,9 @@ class ActionRequest:
     execute_timeout_s: float
     queue_timeout_s: float
     files: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (inputs, outputs) given by the caller
+    toolchain: str = "inputs"
+    base_system: tuple[str, ...] = ()
+    platform: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,7 @@ class SharedRemote:
     def __init__(self, cfg: RemoteConfig) -> None:
         self.cfg = cfg
         self.digests = DigestMemo()
+        self.toolchains = ToolchainCache(digest_of=self.digests)  # kept for the proxy's life: hashed once
         self.inflight: Inflight[_Obtained] = Inflight()
         self.modes: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -218,10 +223,13 @@ class SharedRemote:
         """Look the action up, else upload what the CAS lacks and execute it; write its outputs under req.cwd."""
         executor, uploads = self.connect()
         cfg = replace(self.cfg, exec_root=req.exec_root, cache_salt=req.cache_salt,
-                      execute_timeout_s=req.execute_timeout_s, queue_timeout_s=req.queue_timeout_s)
+                      execute_timeout_s=req.execute_timeout_s, queue_timeout_s=req.queue_timeout_s,
+                      toolchain=req.toolchain, base_system=req.base_system, platform=req.platform)
         t = time.monotonic()
         files = ActionFiles(*req.files) if req.files is not None else action_files(req.argv, req.cwd)
-        prepared = prepare_action(cfg, req.argv, req.cwd, files.inputs, files.outputs, req.compiler, self.digests)
+        toolchain = toolchain_for(cfg, req.argv[0], req.compiler, self.toolchains)
+        prepared = prepare_action(cfg, req.argv, req.cwd, files.inputs, files.outputs, req.compiler, self.digests,
+                                  toolchain)
         prepare_s = time.monotonic() - t
         try:
             got, joined = self.inflight.once(prepared.built.action_digest,

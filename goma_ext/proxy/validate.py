@@ -21,7 +21,8 @@ MAX_TIMEOUT_S = 24 * 3600.0
 RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings", "inputs", "outputs"})
 MAX_OUTPUTS = 16
 SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
-FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "token_file", "exec_root", "allow_insecure_credentials"})
+FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "token_file", "exec_root", "allow_insecure_credentials",
+                       "toolchain", "base_system", "platform"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -108,6 +109,9 @@ def run_request(msg: Mapping[str, Any], digest_of: Callable[[Path, os.stat_resul
         execute_timeout_s=cfg.execute_timeout_s,
         queue_timeout_s=min(cfg.queue_timeout_s, cfg.execute_timeout_s),
         files=files,
+        toolchain=cfg.toolchain,
+        base_system=cfg.base_system,
+        platform=cfg.platform,
     )
 
 

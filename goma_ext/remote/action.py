@@ -19,6 +19,7 @@ class ActionSpec:
     input_root: Digest
     timeout_s: int = 600
     salt: bytes = b""
+    environment: tuple[tuple[str, str], ...] = ()  # the whole environment of the command
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,13 @@ def _platform(props: tuple[tuple[str, str], ...]) -> re_pb2.Platform:
 
 
 def build(spec: ActionSpec) -> BuiltAction:
-    """Canonical messages: sorted outputs and properties, an empty environment (it is the whole environment)."""
+    """Canonical messages: sorted outputs, properties and environment variables (the command's whole environment)."""
     outputs = sorted(set(spec.output_paths))
     command = re_pb2.Command(
         arguments=list(spec.arguments),
+        environment_variables=[
+            re_pb2.Command.EnvironmentVariable(name=k, value=v) for k, v in sorted(spec.environment)
+        ],
         output_files=outputs,
         output_paths=outputs,
         working_directory="" if spec.working_directory in ("", ".") else spec.working_directory,

@@ -20,6 +20,7 @@ from goma_ext.remote.errors import InputError, RemoteError
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.merkle import BlobSource, FileDigester, InputTree, build_input_tree, hash_file
 from goma_ext.remote.proto import re_pb2
+from goma_ext.remote.toolchain import Toolchain, ToolchainCache
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,23 @@ class PreparedAction:
         return blobs
 
 
+def toolchain_for(cfg: RemoteConfig, argv0: str, compiler: CompilerIdentity, cache: ToolchainCache) -> Toolchain | None:
+    """The toolchain tree the action carries (`toolchain: inputs`), or None (`host`: the worker maps argv[0])."""
+    if cfg.toolchain == "host":
+        return None
+    return cache.get(compiler.path, Path(argv0).name, cfg.base_system)
+
+
+def _platform(
+    cfg: RemoteConfig, compiler: CompilerIdentity, toolchain: Toolchain | None
+) -> tuple[tuple[str, str], ...]:
+    """The configured properties; a host-toolchain action also names the compiler the worker must have."""
+    props = dict(cfg.platform)
+    if toolchain is None:
+        props = dict(compiler.properties()) | props
+    return tuple(sorted(props.items()))
+
+
 def prepare_action(
     cfg: RemoteConfig,
     argv: Sequence[str],
@@ -107,22 +125,29 @@ def prepare_action(
     outputs: Sequence[str],
     compiler: CompilerIdentity,
     digest_of: FileDigester = hash_file,
+    toolchain: Toolchain | None = None,
 ) -> PreparedAction:
-    """Check the command's paths, hash its inputs into a tree and build its Action (exec root from cfg)."""
+    """Check the command's paths, hash its inputs into a tree and build its Action (exec root from cfg). With a
+    toolchain, the compiler and its libraries join the input root and the command runs them from there."""
     check_arguments(argv)
     exec_root = (cwd / cfg.exec_root) if not cfg.exec_root.is_absolute() else cfg.exec_root
     work = exec_relative(exec_root, cwd)
-    tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of)
+    subtrees = {toolchain.dirname: toolchain.tree} if toolchain is not None else {}
+    tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of,
+                            subtrees=subtrees)
     resolved_root = exec_root.resolve()
     destinations = tuple(resolved_root / _under(work, out) for out in outputs)
+    program = toolchain.argv0(work) if toolchain is not None else Path(argv[0]).name
+    env = (("LD_LIBRARY_PATH", toolchain.library_path(work)),) if toolchain is not None else ()
     spec = action_mod.ActionSpec(
-        arguments=(Path(argv[0]).name, *argv[1:]),
+        arguments=(program, *argv[1:]),
         working_directory=work,
         output_paths=tuple(outputs),
-        platform=compiler.properties(),
+        platform=_platform(cfg, compiler, toolchain),
         input_root=tree.root,
         timeout_s=int(cfg.execute_timeout_s),
         salt=cfg.cache_salt.encode(),
+        environment=env,
     )
     return PreparedAction(action_mod.build(spec), tree, tuple(outputs), destinations)
 
@@ -156,8 +181,9 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
 class RemoteExecutor:
     """A REAPI client bound to one config; one per process (the CAS upload memory lives here)."""
 
-    def __init__(self, cfg: RemoteConfig) -> None:
+    def __init__(self, cfg: RemoteConfig, toolchains: ToolchainCache | None = None) -> None:
         self.cfg = cfg
+        self.toolchains = toolchains or ToolchainCache()
         self.metadata = cfg.metadata()
         self.policy = retry.RetryPolicy(cfg.max_attempts, cfg.backoff_base_s, cfg.backoff_cap_s, cfg.rpc_timeout_s)
         self.channel = open_channel(cfg)
@@ -186,7 +212,8 @@ class RemoteExecutor:
         """Run argv (inputs/outputs relative to cwd) remotely and write its outputs under cwd."""
         phases: dict[str, float] = {}
         t = time.monotonic()
-        prepared = prepare_action(self.cfg, argv, cwd, inputs, outputs, compiler)
+        toolchain = toolchain_for(self.cfg, argv[0], compiler, self.toolchains)
+        prepared = prepare_action(self.cfg, argv, cwd, inputs, outputs, compiler, toolchain=toolchain)
         phases["prepare"] = time.monotonic() - t
         t = time.monotonic()
         result = self.lookup(prepared.built.action_digest)

@@ -14,6 +14,12 @@ from goma_ext.errors import is_file, one_line, read_text, reason, shown
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
 
+DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1, libstdc++6; distroless/cc)
+    "ld-linux*.so.*", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libutil.so.1",
+    "libresolv.so.2", "libmvec.so.1", "libgcc_s.so.1", "libstdc++.so.6",
+)
+TOOLCHAIN_MODES = ("inputs", "host")
+
 SCHEMES = {"grpc": False, "grpcs": True}
 __all__ = ["DEFAULT_STATS_LOG", "DTLTO_STATS_LOG", "ENV_VARS", "OFF_VALUES", "TOKEN_ENV", "RemoteConfig", "load_config"]
 
@@ -40,6 +46,12 @@ class RemoteConfig:
     cache_salt: str = ""  # mixed into every Action: a different salt never shares cache entries
     # A token or header may go over plaintext grpc:// to a non-loopback host only when this says so.
     allow_insecure_credentials: bool = False
+    # How the compiler reaches the worker: `inputs` (the binary and its libraries travel in the input root; any
+    # REAPI service can run the action) or `host` (the worker maps argv[0] to its own compiler of the same
+    # version and SHA-256, carried as platform properties).
+    toolchain: str = "inputs"
+    base_system: tuple[str, ...] = DEFAULT_BASE_SYSTEM  # sonames (glob patterns) the worker's image provides
+    platform: tuple[tuple[str, str], ...] = ()  # REAPI platform properties of every action (sorted; in its key)
 
     @property
     def secure(self) -> bool:
@@ -87,6 +99,36 @@ def is_loopback(target: str) -> bool:
         return False
 
 
+def _pairs(value: Any) -> dict[str, str]:
+    """A mapping, or its spelling in an environment variable or flag: `KEY=VALUE,KEY=VALUE`."""
+    if isinstance(value, str):
+        pairs = [item.partition("=") for item in value.split(",") if item.strip()]
+        if any(not sep or not k.strip() for k, sep, _ in pairs):
+            raise ValueError("expected KEY=VALUE[,KEY=VALUE…]")
+        return {k.strip(): v.strip() for k, _, v in pairs}
+    if not isinstance(value, Mapping):
+        raise TypeError("expected a mapping of names to values")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def encode_pairs(pairs: tuple[tuple[str, str], ...]) -> str:
+    """The `KEY=VALUE,…` spelling _pairs reads back (for flags)."""
+    return ",".join(f"{k}={v}" for k, v in pairs)
+
+
+def action_settings(cfg: RemoteConfig) -> dict[str, str]:
+    """The settings that shape every action (toolchain, base system, platform) where they differ from the
+    defaults, spelled as flags carry them (`goma-ext run --toolchain …`, a proxy request's `flags`)."""
+    values = {}
+    if cfg.toolchain != "inputs":
+        values["toolchain"] = cfg.toolchain
+    if cfg.base_system != DEFAULT_BASE_SYSTEM:
+        values["base_system"] = ",".join(cfg.base_system)
+    if cfg.platform:
+        values["platform"] = encode_pairs(cfg.platform)
+    return values
+
+
 def _convert(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in fields(RemoteConfig)}[name]
     try:
@@ -99,7 +141,10 @@ def _convert(name: str, value: Any) -> Any:
         if kind in ("Path", "Path | None"):
             return Path(str(value))
         if kind == "tuple[tuple[str, str], ...]":
-            return tuple(sorted((str(k), str(v)) for k, v in dict(value).items()))
+            return tuple(sorted((str(k), str(v)) for k, v in _pairs(value).items()))
+        if kind == "tuple[str, ...]":
+            items = value.split(",") if isinstance(value, str) else list(value)
+            return tuple(str(v).strip() for v in items if str(v).strip())
         return str(value)
     except (TypeError, ValueError, OverflowError) as e:  # OverflowError: `jobs: .inf`
         raise RemoteConfigError(f"remote.{name}: cannot use {value!r}: {e}") from e
@@ -118,6 +163,12 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
             f"remote {' and '.join(sends)} would go in clear over {cfg.endpoint} to a host that is not loopback: "
             "use grpcs://, or set remote.allow_insecure_credentials: true (GOMA_EXT_ALLOW_INSECURE_CREDENTIALS=1)"
         )
+    if cfg.toolchain not in TOOLCHAIN_MODES:
+        raise RemoteConfigError(f"remote.toolchain {cfg.toolchain!r}: expected one of {', '.join(TOOLCHAIN_MODES)}")
+    for k, v in cfg.platform:
+        if not k or not v or any(c in k + v for c in ",=\n\0"):
+            raise RemoteConfigError(f"remote.platform {k}={v!r}: names and values must be non-empty, without , = or "
+                                    "newlines")
     if cfg.jobs < 1 or cfg.max_attempts < 1:
         raise RemoteConfigError("remote jobs and max_attempts must be at least 1")
     return cfg

@@ -42,6 +42,7 @@ class InputTree:
 class _Dir:
     files: dict[str, tuple[Digest, bool]] = field(default_factory=dict)
     dirs: dict[str, _Dir] = field(default_factory=dict)
+    sealed: dict[str, Digest] = field(default_factory=dict)  # subtrees whose Directory blobs exist already
 
 
 def normalize(rel: str) -> str:
@@ -60,10 +61,22 @@ def _insert(root: _Dir, rel: str, digest: Digest, executable: bool) -> None:
     for part in parents:
         if part in node.files:
             raise InputError(f"{rel}: {part} is both a file and a directory")
+        if part in node.sealed:
+            raise InputError(f"{rel}: an input path lies inside a directory the action receives whole")
         node = node.dirs.setdefault(part, _Dir())
-    if name in node.dirs:
+    if name in node.dirs or name in node.sealed:
         raise InputError(f"{rel}: is both a file and a directory")
     node.files[name] = (digest, executable)
+
+
+def _graft(root: _Dir, rel: str, digest: Digest) -> None:
+    *parents, name = normalize(rel).split("/")
+    node = root
+    for part in parents:
+        node = node.dirs.setdefault(part, _Dir())
+    if name in node.files or name in node.dirs or name in node.sealed:
+        raise InputError(f"{rel}: an input path lies inside a directory the action receives whole")
+    node.sealed[name] = digest
 
 
 def _emit(node: _Dir, blobs: dict[Digest, BlobSource]) -> Digest:
@@ -71,8 +84,9 @@ def _emit(node: _Dir, blobs: dict[Digest, BlobSource]) -> Digest:
     for name in sorted(node.files):
         digest, executable = node.files[name]
         msg.files.add(name=name, digest=digest.to_proto(), is_executable=executable)
-    for name in sorted(node.dirs):
-        msg.directories.add(name=name, digest=_emit(node.dirs[name], blobs).to_proto())
+    children = {name: _emit(sub, blobs) for name, sub in node.dirs.items()} | node.sealed
+    for name in sorted(children):
+        msg.directories.add(name=name, digest=children[name].to_proto())
     data = serialize(msg)
     digest = Digest.of_bytes(data)
     blobs[digest] = BlobSource(data=data)
@@ -87,14 +101,30 @@ def hash_file(path: Path, st: os.stat_result) -> Digest:
     return Digest.of_file(path)
 
 
+def tree_of_files(files: Mapping[str, tuple[Digest, bool]]) -> InputTree:
+    """The canonical tree of files already hashed (relative path -> digest, executable); its blobs are the
+    Directory messages only."""
+    root = _Dir()
+    for rel in sorted(files):
+        _insert(root, normalize(rel), *files[rel])
+    blobs: dict[Digest, BlobSource] = {}
+    return InputTree(_emit(root, blobs), blobs, sum(d.size for d, _ in files.values()))
+
+
 def build_input_tree(
-    exec_root: Path, paths: Iterable[str], extra_dirs: Iterable[str] = (), digest_of: FileDigester = hash_file
+    exec_root: Path, paths: Iterable[str], extra_dirs: Iterable[str] = (), digest_of: FileDigester = hash_file,
+    subtrees: Mapping[str, InputTree] | None = None,
 ) -> InputTree:
     """Hash each file (exec-root-relative path) and build the canonical tree; `extra_dirs` are kept even if empty.
 
-    `digest_of` hashes one file; the proxy passes one that remembers digests by the file's stat identity."""
+    `digest_of` hashes one file; the proxy passes one that remembers digests by the file's stat identity.
+    `subtrees` are trees built already (the toolchain), grafted whole at their exec-root-relative paths: their
+    blobs join the result, their bytes do not count in `file_bytes` (the inputs of the command itself)."""
     root = _Dir()
     blobs: dict[Digest, BlobSource] = {}
+    for rel, sub in (subtrees or {}).items():
+        _graft(root, rel, sub.root)
+        blobs.update(sub.blobs)
     file_bytes = 0
     for rel in sorted({normalize(p) for p in paths}):
         full = exec_root / rel

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 DEFAULT_STATS_LOG = "gn_thinlto_remote.jsonl"
 DTLTO_STATS_LOG = "goma_ext_dtlto.jsonl"  # the DTLTO distributor's, in the link's working directory
 COMPILER_CACHE = ".goma_ext_compilers.json"  # compiler identities, in the build directory
+TOOLCHAIN_CACHE = ".goma_ext_toolchains.json"  # toolchain trees' digests, in the build directory
 
 # Environment variable -> config field; values are strings, converted by the field's type.
 ENV_VARS: Mapping[str, str] = {
@@ -21,6 +22,9 @@ ENV_VARS: Mapping[str, str] = {
     "GOMA_EXT_CACHE_SALT": "cache_salt",
     "GOMA_EXT_QUEUE_TIMEOUT": "queue_timeout_s",
     "GOMA_EXT_ALLOW_INSECURE_CREDENTIALS": "allow_insecure_credentials",
+    "GOMA_EXT_REMOTE_TOOLCHAIN": "toolchain",
+    "GOMA_EXT_REMOTE_BASE_SYSTEM": "base_system",
+    "GOMA_EXT_REMOTE_PLATFORM": "platform",
 }
 TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
 PROXY_ENV = "GOMA_EXT_PROXY"  # off/0/false: no proxy, every action in-process

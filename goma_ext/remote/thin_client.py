@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 # The options of `goma-ext run` this path understands, and the settings they give.
 OPTIONS = {"--remote": "endpoint", "--instance": "instance", "--ca-file": "ca_file", "--token-file": "token_file",
            "--allow-insecure-credentials": "allow_insecure_credentials", "--exec-root": "exec_root",
+           "--toolchain": "toolchain", "--base-system": "base_system", "--platform": "platform",
            "--naive-inputs": "naive_inputs"}
 # Settings that select the proxy, and their environment variables (command line wins, as in load_config).
 SELECTING = {"endpoint": "GOMA_EXT_REMOTE", "instance": "GOMA_EXT_REMOTE_INSTANCE",

@@ -24,10 +24,10 @@ from pathlib import Path
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import proxy_client, records, stats
 from goma_ext.remote import proxy_protocol as wire
-from goma_ext.remote.config import RemoteConfig, load_config, section_from_yaml
+from goma_ext.remote.config import RemoteConfig, action_settings, load_config, section_from_yaml
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import identify_cached
-from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, is_off
+from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, TOOLCHAIN_CACHE, is_off
 
 WARNING_PREFIX = "goma-ext: warning:"
 DOWN_MARKER = ".goma_ext_remote_down"  # written when the server is unreachable; later runs skip remote for a while
@@ -81,10 +81,16 @@ def wrap_command(
         cmd += ["--token-file", str(cfg.token_file)]
     if cfg.allow_insecure_credentials:
         cmd += ["--allow-insecure-credentials", "true"]
+    cmd += action_setting_flags(cfg)
     cmd += ["--exec-root", str(cfg.exec_root)]
     if naive_rsp:
         cmd += ["--naive-inputs", naive_rsp]
     return [*cmd, "--", *argv]
+
+
+def action_setting_flags(cfg: RemoteConfig) -> list[str]:
+    """The flags for the settings that shape every action (toolchain, base system, platform), where not default."""
+    return [arg for key, value in action_settings(cfg).items() for arg in (f"--{key.replace('_', '-')}", value)]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -100,6 +106,12 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-file", type=Path, help="file holding a bearer token (or set GOMA_EXT_REMOTE_TOKEN)")
     p.add_argument("--allow-insecure-credentials", metavar="BOOL",
                    help="send the token and headers over plaintext grpc:// to a host that is not loopback")
+    p.add_argument("--toolchain", choices=("inputs", "host"),
+                   help="inputs: the compiler and its libraries travel with every action (default); host: the "
+                   "worker runs its own identical compiler")
+    p.add_argument("--base-system", metavar="SONAMES",
+                   help="comma-separated sonames (glob patterns) the worker's image provides; the rest travel")
+    p.add_argument("--platform", metavar="KEY=VALUE,…", help="REAPI platform properties of every action")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -115,7 +127,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _sources(args: argparse.Namespace) -> ProxySettings:
     flags = {"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
              "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None),
-             "allow_insecure_credentials": args.allow_insecure_credentials}
+             "allow_insecure_credentials": args.allow_insecure_credentials, "toolchain": args.toolchain,
+             "base_system": args.base_system, "platform": args.platform}
     section = section_from_yaml(args.config) if args.config else {}
     return ProxySettings(section, {k: str(v) if v is not None else None for k, v in flags.items()})
 
@@ -232,6 +245,7 @@ def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float)
     load_site()
     from goma_ext.remote.client import RemoteExecutor
     from goma_ext.remote.inputs import action_files
+    from goma_ext.remote.toolchain import ToolchainCache
 
     down = marked_down(req.cwd, time.time())
     if down is not None:
@@ -239,7 +253,7 @@ def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float)
     files = action_files(req.argv, req.cwd)
     compiler = identify_cached(req.argv[0], req.cwd, req.cwd / COMPILER_CACHE)
     try:
-        executor = RemoteExecutor(cfg)
+        executor = RemoteExecutor(cfg, ToolchainCache(req.cwd / TOOLCHAIN_CACHE))
     except RemoteError as e:
         if e.code == "UNAVAILABLE":
             mark_down(req.cwd, str(e))
