@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,8 @@ from tests.conftest import REPO
 from tests.system_users import User, temporary_user
 
 SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
+# A shell script cannot travel as a toolchain: actions of the slow clang use the worker's own (toolchain: host).
+HOST_TOOLCHAIN = {"GOMA_EXT_REMOTE_TOOLCHAIN": "host"}
 SLOW_DELAY_S = 2.0
 INSTANCE = "gn-thinlto/test"  # a non-empty REAPI instance name, so resource names carry it
 
@@ -155,10 +157,11 @@ def wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str, *
     return WrapperRun(proc.returncode, proc.stdout, proc.stderr)
 
 
-def start_wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str) -> subprocess.Popen[str]:
+def start_wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str,
+                  env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         _wrapper_cmd(argv, remote, ()), cwd=program.out, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=_env(salt),
+        env={**_env(salt), **(env or {})},
     )
 
 

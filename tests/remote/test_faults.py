@@ -15,7 +15,9 @@ from goma_ext.cluster import procs
 from goma_ext.remote import stats
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, start_wrapper, wrapper
+from tests.remote.conftest import (
+    HOST_TOOLCHAIN, Cluster, local_reference, no_temp_files, records, start_wrapper, wrapper,
+)
 
 
 @pytest.fixture
@@ -48,7 +50,8 @@ def test_server_down_before_the_build(program: ThinProgram, tmp_path: Path, salt
 def test_server_killed_mid_build(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
     ref = local_reference(program, tmp_path)
     slow = str(healthy.slow_clang)
-    running = [start_wrapper(program, program.backend(m, compiler=slow), healthy.endpoint, salt) for m in thin_program.MODULES]
+    running = [start_wrapper(program, program.backend(m, compiler=slow), healthy.endpoint, salt, HOST_TOOLCHAIN)
+               for m in thin_program.MODULES]
     time.sleep(1.5)
     server = healthy.st.server_pid
     assert server is not None

@@ -25,7 +25,7 @@ from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.conftest import REPO
-from tests.remote.conftest import INSTANCE, Cluster, local_reference, records
+from tests.remote.conftest import HOST_TOOLCHAIN, INSTANCE, Cluster, local_reference, records
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
 
@@ -145,7 +145,7 @@ def test_identical_actions_in_flight_run_once(healthy: Cluster, program: ThinPro
     slow = str(healthy.slow_clang)  # sleeps 2 s first: every copy's request arrives while the first executes
     subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", healthy.endpoint],
                    check=True, env=env, capture_output=True)
-    running = [start_client(c, "alpha", healthy.endpoint, env, compiler=slow) for c in copies]
+    running = [start_client(c, "alpha", healthy.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow) for c in copies]
     for proc in running:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0 and warnings(err) == [], err
@@ -163,7 +163,8 @@ def test_proxy_killed_mid_action_is_replaced(healthy: Cluster, program: ThinProg
                    check=True, env=env, capture_output=True)
     first = the_proxy(env)
     slow = str(healthy.slow_clang)
-    running = [start_client(program, m, healthy.endpoint, env, compiler=slow) for m in thin_program.MODULES]
+    running = [start_client(program, m, healthy.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow)
+               for m in thin_program.MODULES]
     wait_for(lambda: the_proxy(env)["active"] >= 1)
     os.kill(first["pid"], signal.SIGKILL)
     for proc in running:
