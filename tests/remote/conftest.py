@@ -149,10 +149,12 @@ def _env(salt: str) -> dict[str, str]:
     return {**os.environ, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE}
 
 
-def wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str, *extra: str) -> WrapperRun:
-    """Run `goma-ext run` exactly as ninja would, from the build directory."""
+def wrapper(program: ThinProgram, argv: Sequence[str], remote: str, salt: str, *extra: str,
+            env: Mapping[str, str] | None = None) -> WrapperRun:
+    """Run `goma-ext run` exactly as ninja would, from the build directory (`env` adds to its environment)."""
     proc = subprocess.run(
-        _wrapper_cmd(argv, remote, extra), cwd=program.out, capture_output=True, text=True, timeout=180, env=_env(salt)
+        _wrapper_cmd(argv, remote, extra), cwd=program.out, capture_output=True, text=True, timeout=180,
+        env={**_env(salt), **(env or {})},
     )
     return WrapperRun(proc.returncode, proc.stdout, proc.stderr)
 

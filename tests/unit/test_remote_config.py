@@ -101,3 +101,22 @@ def test_the_allowance_travels_with_the_wrapped_command() -> None:
 
     parsed = parse(cmd[2:])
     assert parsed is not None and parsed[0]["allow_insecure_credentials"] == "true"
+
+
+def test_action_shaping_settings_travel_with_the_wrapped_command_and_read_back_equal() -> None:
+    section = {"endpoint": "grpcs://rbe.example.com:443", "toolchain": "host", "base_system": ["libc.so.6"],
+               "platform": {"container-image": "docker://img@sha256:ab", "Pool": "big"}}
+    cfg = load_config(section, {})
+    assert cfg is not None
+    cmd = wrap_command(["clang-19", "-c"], cfg, launcher=["goma-ext", "run"])
+    assert cmd[cmd.index("--platform") + 1] == "Pool=big,container-image=docker://img@sha256:ab"
+    from goma_ext.remote.thin_client import parse
+
+    parsed = parse(cmd[2:])
+    assert parsed is not None
+    again = load_config({}, {}, {k: v for k, v in parsed[0].items() if k != "naive_inputs"})
+    assert again is not None
+    assert (again.toolchain, again.base_system, again.platform) == (cfg.toolchain, cfg.base_system, cfg.platform)
+    default = load_config({"endpoint": "grpc://127.0.0.1:1"}, {})
+    assert default is not None and "--platform" not in wrap_command(["clang-19"], default)
+    assert "--toolchain" not in wrap_command(["clang-19"], default)

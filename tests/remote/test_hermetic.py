@@ -1,0 +1,73 @@
+"""The compiler travels as inputs ([hermetic]): remote backends run the clang of their input root, the toolchain
+is uploaded once, and a compiler that cannot travel runs locally after one line naming why."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from bench import thin_program
+from bench.thin_program import ThinProgram
+from goma_ext.remote import stats
+from goma_ext.remote.config import DEFAULT_BASE_SYSTEM
+from goma_ext.remote.toolchain import ToolchainCache
+from goma_ext.remote.wrapper import WARNING_PREFIX
+from tests.remote.conftest import Cluster, local_reference, records, wrapper
+
+CLANG = Path("/usr/lib/llvm-19/bin/clang")
+
+
+def test_backends_run_the_compiler_they_carry_and_the_toolchain_is_uploaded_once(
+    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+) -> None:
+    ref = local_reference(program, tmp_path)
+    toolchain = ToolchainCache().get(CLANG, thin_program.CLANG, DEFAULT_BASE_SYSTEM)
+    for m in thin_program.MODULES:
+        run = wrapper(program, program.backend(m), cluster.endpoint, salt, "--no-proxy")
+        assert run.returncode == 0 and WARNING_PREFIX not in run.stderr, run.stderr
+        assert program.native(m).read_bytes() == ref[m], m
+    assert [r.mode for r in records(program)] == [stats.Mode.REMOTE] * len(thin_program.MODULES)
+    assert (program.out / ".goma_ext_toolchains.json").is_file()  # digests kept for the next process
+    # Another build directory, another salt: every backend executes again, and none uploads the toolchain.
+    again = program.copy(tmp_path / "again")
+    for m in thin_program.MODULES:
+        run = wrapper(again, again.backend(m), cluster.endpoint, salt + "-again", "--no-proxy")
+        assert run.returncode == 0 and WARNING_PREFIX not in run.stderr, run.stderr
+    second = stats.report(again.out)
+    assert second["remote_executions"] == len(thin_program.MODULES)
+    assert 0 < second["bytes_uploaded"] < toolchain.tree.file_bytes // 100, second
+
+
+def _needs_ld_library_path(tmp_path: Path) -> tuple[Path, Path]:
+    """A compiler driver that runs only with LD_LIBRARY_PATH set: it needs libgxshim.so.1, found nowhere else,
+    and then execs clang-19 (a wrapper, as distributions and SDKs ship them)."""
+    libs = tmp_path / "shim-libs"
+    libs.mkdir()
+    (tmp_path / "shim.c").write_text("int gx_shim(void) { return 0; }\n")
+    (tmp_path / "drv.c").write_text(
+        "#include <unistd.h>\nint gx_shim(void);\n"
+        "int main(int argc, char **argv) { (void)argc; argv[0] = \"clang-19\";\n"
+        "  return gx_shim() + execv(\"/usr/bin/clang-19\", argv); }\n"
+    )
+    subprocess.run(["clang-19", "-shared", "-fPIC", "-Wl,-soname,libgxshim.so.1", "-o", libs / "libgxshim.so.1",
+                    tmp_path / "shim.c"], check=True)
+    drv = tmp_path / "bin" / "clang-gx"
+    drv.parent.mkdir()
+    subprocess.run(["clang-19", "-o", drv, tmp_path / "drv.c", f"-L{libs}", "-l:libgxshim.so.1"], check=True)
+    return drv, libs
+
+
+def test_a_compiler_whose_library_cannot_be_resolved_runs_locally_naming_it(
+    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+) -> None:
+    ref = local_reference(program, tmp_path)
+    drv, libs = _needs_ld_library_path(tmp_path)
+    m = thin_program.MODULES[0]
+    proc = wrapper(program, program.backend(m, compiler=str(drv)), cluster.endpoint, salt, "--no-proxy",
+                   env={"LD_LIBRARY_PATH": str(libs)})
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
+    assert len(warnings) == 1 and "libgxshim.so.1" in warnings[0] and "runs locally" in warnings[0], proc.stderr
+    assert [r.mode for r in records(program)] == [stats.Mode.FALLBACK]
+    assert program.native(m).read_bytes() == ref[m]
+
