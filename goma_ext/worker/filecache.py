@@ -1,9 +1,9 @@
 """A worker-local content-addressed file cache: verified, read-only files named by digest, linked into sandboxes.
 
 Layout: DIR/{f,x}/ab/<sha256>-<size> (f: mode 0444, x: 0555; kept apart because hard links share one mode) and
-DIR/tmp for files being written. A file is written once to a temp file (fsync'd: a crash must never leave a
-published name over missing data), its content hashed while written and refused unless it matches the digest,
-closed, chmod'ed read-only, then published with link(2), which fails rather than replaces when another thread or
+DIR/tmp for files being written. A blob is hashed and refused unless it matches its digest, written once to a temp
+file (under the fork lock, see forklock: ETXTBSY), closed, fsync'd (a crash must never leave a published name over
+missing data), chmod'ed read-only, then published with link(2), which fails rather than replaces when another thread or
 worker process published the same digest first (the loser drops its copy: duplicates are harmless). The directory
 tree is 0700 and owned by the worker: never bound into a sandbox, never writable by the runner uid.
 
@@ -16,7 +16,6 @@ link fail (FileNotFoundError) and fetches again.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from goma_ext.errors import GomaExtError
 from goma_ext.remote.digest import Digest
+from goma_ext.worker.forklock import FORK_LOCK
 
 LOG = logging.getLogger("goma_ext.worker")
 GIB = 1 << 30
@@ -86,20 +86,24 @@ class FileCache:
         """Verify `data` against `digest` and publish it; the file's path, or None when it does not fit the bound."""
         if self.max_bytes and digest.size > self.max_bytes * EVICT_TO:
             return None
+        actual = Digest.of_bytes(data)
+        if actual != digest:
+            raise FileCacheError(f"blob {digest} has content {actual}: not cached")
         final = self.path(digest, executable)
-        # O_CLOEXEC (Python's default): no exec'd child keeps it open for writing
-        fd, tmp = tempfile.mkstemp(prefix=f"{os.getpid()}-", dir=self.root / TMP)
+        with FORK_LOCK:  # the fd is open for writing only while no child can be forked (ETXTBSY: see forklock)
+            fd, tmp = tempfile.mkstemp(prefix=f"{os.getpid()}-", dir=self.root / TMP)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except BaseException:
+                os.unlink(tmp)
+                raise
         try:
-            h = hashlib.sha256()
-            with os.fdopen(fd, "wb") as f:
-                h.update(data)
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            # closed before publishing: an fd open for writing would make exec of the file fail with ETXTBSY
-            actual = Digest(h.hexdigest(), len(data))
-            if actual != digest:
-                raise FileCacheError(f"blob {digest} has content {actual}: not cached")
+            fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)  # fsync through a read-only fd: no writer while it runs
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.chmod(tmp, _KINDS[executable][1])
             final.parent.mkdir(mode=0o700, exist_ok=True)
             try:

@@ -17,6 +17,7 @@ from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
 from goma_ext.worker.errors import bad_path
 from goma_ext.worker.filecache import FileCache
+from goma_ext.worker.forklock import FORK_LOCK
 
 MAX_DEPTH = 64
 FETCH_GROUP_BYTES = 64 << 20  # fetched and placed before the next group is read: the memory bound
@@ -162,7 +163,8 @@ class _Placer:
             cached = self.cache.put(d, executable, data)
             if cached is not None and self._place(cached, path, executable):
                 return
-        path.write_bytes(data)
+        with FORK_LOCK:  # no child forked meanwhile holds the file open for writing (ETXTBSY)
+            path.write_bytes(data)
         if executable:
             path.chmod(0o755)
 
@@ -176,7 +178,8 @@ class _Placer:
                 except OSError as e:
                     if e.errno not in (errno.EXDEV, errno.EMLINK):  # another file system; too many links
                         raise
-            shutil.copyfile(cached, path)
+            with FORK_LOCK:
+                shutil.copyfile(cached, path)
             os.chmod(path, 0o755 if executable else 0o644)
             return True
         except FileNotFoundError:
