@@ -9,6 +9,7 @@ import shutil
 import stat
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
 from goma_ext.worker import isolation, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache
+from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.isolation import Isolation
 from goma_ext.worker.policy import Allowlist
 
@@ -62,10 +64,11 @@ def _parse(message: Message, data: bytes, what: str) -> None:
         raise Refusal(f"{what} blob does not decode: {e}", code_pb2.INVALID_ARGUMENT) from e
 
 
-def _hand_over(root: Path, iso: Isolation) -> None:
+def _hand_over(root: Path, iso: Isolation, outputs: Sequence[Path] = ()) -> None:
     """Make the input root's DIRECTORIES the runner uid's (it writes outputs there, and may replace an input by a
     new file); input files stay the worker's and read-only to the action: many are hard links to the shared file
-    cache, whose inodes an action must never own. The worker, root, still reads and deletes everything after."""
+    cache, whose inodes an action must never own. An input at a declared output path (ranlib, strip in place)
+    becomes a private copy the runner owns. The worker, root, still reads and deletes everything afterwards."""
     if iso.run_as is None:
         return
     uid, gid = iso.run_as.uid, iso.run_as.gid
@@ -73,6 +76,14 @@ def _hand_over(root: Path, iso: Isolation) -> None:
     for top, dirs, _files in os.walk(root):
         for name in dirs:
             os.chown(os.path.join(top, name), uid, gid)
+    for out in outputs:
+        if out.is_file() and not out.is_symlink():
+            own = out.with_name(f".{out.name}.gx-own")
+            with FORK_LOCK:
+                shutil.copyfile(out, own)
+            os.chmod(own, 0o755 if os.access(out, os.X_OK) else 0o644)
+            os.chown(own, uid, gid)
+            os.replace(own, out)
 
 
 def remove_box(box: Path) -> None:
@@ -166,13 +177,15 @@ def execute_lease(
         sandbox.inside(root, command.working_directory, "working directory")
         for out in outputs:
             sandbox.inside(root, os.path.join(command.working_directory, out), "output path")
+        fetch_start = time.time()
         placed = sandbox.materialise(
             cas, Digest.from_proto(action.input_root_digest), root, file_cache, share=iso.run_as is not None)
+        fetch_done = time.time()
         workdir = sandbox.inside(root, command.working_directory, "working directory")
         workdir.mkdir(parents=True, exist_ok=True)
         for out in outputs:
             (workdir / out).parent.mkdir(parents=True, exist_ok=True)
-        _hand_over(root, iso)
+        _hand_over(root, iso, [workdir / out for out in outputs])
         env = {v.name: v.value for v in command.environment_variables}
         timeout = float(action.timeout.seconds or DEFAULT_TIMEOUT_S)
         timeout = min(timeout, iso.limits.wall_s) if iso.limits.wall_s else timeout
@@ -181,6 +194,8 @@ def execute_lease(
         done = _run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
         result = re_pb2.ActionResult(exit_code=done.exit_code)
         _metadata(result, placed)
+        result.execution_metadata.input_fetch_start_timestamp.FromNanoseconds(int(fetch_start * 1e9))
+        result.execution_metadata.input_fetch_completed_timestamp.FromNanoseconds(int(fetch_done * 1e9))
         files, blobs = sandbox.collect_outputs(workdir, root, outputs)
         result.output_files.extend(files)
         out_d, err_d = (Digest.of_bytes(b) for b in (done.stdout, done.stderr))
