@@ -21,7 +21,9 @@ from goma_ext.worker.forklock import FORK_LOCK
 
 MAX_DEPTH = 64
 FETCH_GROUP_BYTES = 64 << 20  # fetched and placed before the next group is read: the memory bound
-CACHE_MIN_BYTES = 0  # smaller blobs are written directly, never cached (see the report: caching everything wins)
+# Smaller blobs are written directly, never cached. 0: measured, linking 1000 cached 4 KiB headers took 35 ms,
+# writing them from memory 390 ms (copying from the cache 640 ms), before counting their download.
+CACHE_MIN_BYTES = 0
 
 
 def check_name(name: str) -> str:
