@@ -191,6 +191,9 @@ def _serve_one(args: argparse.Namespace) -> int:
         raise GomaExtError(f"--work-dir {shown(args.work_dir)}: {reason(e)}") from e
     for stale in stale_sandboxes:  # left by a killed predecessor with this bot id
         remove_box(stale)
+    if s.file_cache is not None and s.file_cache.root.stat().st_dev != sandboxes.stat().st_dev:
+        print(f"goma-ext worker: WARNING: --file-cache {shown(s.file_cache.root)} is on another file system than "
+              f"{shown(sandboxes)}: inputs are copied from it, not hard-linked", file=sys.stderr, flush=True)
     worker = BotWorker(s)
 
     def stop(_n: int, _f: FrameType | None) -> None:
