@@ -19,6 +19,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
+from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.isolation import Isolation
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import LeaseOutcome, execute_lease
@@ -39,6 +40,7 @@ class WorkerSettings:
     work_dir: Path
     isolation: Isolation
     sandbox_dir: Path  # per-action directories; the runner uid must be able to search every parent
+    file_cache: FileCache | None = None  # input files by digest, shared by the worker processes of one work dir
 
 
 def _session(s: WorkerSettings) -> bots_pb2.BotSession:
@@ -78,7 +80,8 @@ class _Job:
                 status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message="unknown lease payload"), None
             )
         else:
-            self.outcome = execute_lease(cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled)
+            self.outcome = execute_lease(
+                cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled, file_cache=s.file_cache)
         LOG.info(
             "lease %s: %s in %.0f ms",
             self.lease_id,

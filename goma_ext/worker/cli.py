@@ -19,6 +19,8 @@ from goma_ext.errors import GomaExtError, reason, shown
 from goma_ext.remote.config import load_config
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.worker.bots import BotWorker, WorkerSettings
+from goma_ext.worker.filecache import DEFAULT_MAX_BYTES as DEFAULT_FILE_CACHE_BYTES
+from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.isolation import DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import probe, remove_box
@@ -98,6 +100,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--max-procs", type=int, default=lim.processes, metavar="N",
                    help="processes and threads of the runner uid (RLIMIT_NPROC, counted per uid across workers "
                    "sharing it; default: %(default)s; 0 = unlimited)")
+    p.add_argument(
+        "--file-cache", type=Path, metavar="DIR",
+        help="worker-local cache of input files by digest, shared by the --count workers (default: "
+        "WORK-DIR/file-cache; best on the file system of --sandbox-dir, where its files are hard-linked)",
+    )
+    p.add_argument("--file-cache-size", type=_size, default=DEFAULT_FILE_CACHE_BYTES, metavar="SIZE",
+                   help="bound of --file-cache; least recently used files go first (default: 10G; 0 = unbounded)")
     p.add_argument("--index", type=int, help=argparse.SUPPRESS)
     p.set_defaults(run=run)
 
@@ -171,7 +180,7 @@ def _serve_one(args: argparse.Namespace) -> int:
     sandboxes = _sandbox_base(args) / bot_id
     s = WorkerSettings(
         cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id, isolation_from_args(args),
-        sandboxes,
+        sandboxes, FileCache(args.file_cache or args.work_dir / "file-cache", args.file_cache_size),
     )
     try:
         s.work_dir.mkdir(parents=True, exist_ok=True)
@@ -182,6 +191,9 @@ def _serve_one(args: argparse.Namespace) -> int:
         raise GomaExtError(f"--work-dir {shown(args.work_dir)}: {reason(e)}") from e
     for stale in stale_sandboxes:  # left by a killed predecessor with this bot id
         remove_box(stale)
+    if s.file_cache is not None and s.file_cache.root.stat().st_dev != sandboxes.stat().st_dev:
+        print(f"goma-ext worker: WARNING: --file-cache {shown(s.file_cache.root)} is on another file system than "
+              f"{shown(sandboxes)}: inputs are copied from it, not hard-linked", file=sys.stderr, flush=True)
     worker = BotWorker(s)
 
     def stop(_n: int, _f: FrameType | None) -> None:

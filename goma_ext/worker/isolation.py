@@ -26,6 +26,7 @@ from pathlib import Path
 
 from goma_ext.errors import GomaExtError
 from goma_ext.remote.errors import RemoteError
+from goma_ext.worker.forklock import FORK_LOCK
 
 GIB = 1 << 30
 INPUT_ROOT = "/b"  # where the input root appears inside the sandbox (fixed: outputs do not depend on the host path)
@@ -242,10 +243,11 @@ def run(
             cmd = list(argv)  # debugging only: no sandbox, no rlimits; argv[0] kept, `exe` runs
             popen_kw = {"executable": str(exe), "cwd": root / workdir, "env": dict(env)}
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, close_fds=True,
-                **popen_kw, **_popen_user(iso),
-            )
+            with FORK_LOCK:  # held until the child has exec'd: it inherits no fd a writer has open (ETXTBSY)
+                proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                    **popen_kw, **_popen_user(iso),
+                )
             os.close(status_w)
             status_w = -1
             stopped = _wait(proc, timeout, cancel)

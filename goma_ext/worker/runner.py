@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import shutil
 import stat
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.protobuf import struct_pb2
 from google.protobuf.message import DecodeError, Message
 
 from goma_ext.errors import GomaExtError
@@ -20,10 +24,14 @@ from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
 from goma_ext.worker import isolation, sandbox
 from goma_ext.worker.errors import Refusal
+from goma_ext.worker.filecache import FileCache
+from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.isolation import Isolation
 from goma_ext.worker.policy import Allowlist
 
 DEFAULT_TIMEOUT_S = 600
+ETXTBSY_RETRY_S = 0.1
+LOG = logging.getLogger("goma_ext.worker")
 
 
 @dataclass(frozen=True)
@@ -56,16 +64,26 @@ def _parse(message: Message, data: bytes, what: str) -> None:
         raise Refusal(f"{what} blob does not decode: {e}", code_pb2.INVALID_ARGUMENT) from e
 
 
-def _hand_over(root: Path, iso: Isolation) -> None:
-    """Make the input root the runner uid's (it must write outputs there); the worker, root, still reads and
-    deletes it afterwards."""
+def _hand_over(root: Path, iso: Isolation, outputs: Sequence[Path] = ()) -> None:
+    """Make the input root's DIRECTORIES the runner uid's (it writes outputs there, and may replace an input by a
+    new file); input files stay the worker's and read-only to the action: many are hard links to the shared file
+    cache, whose inodes an action must never own. An input at a declared output path (ranlib, strip in place)
+    becomes a private copy the runner owns. The worker, root, still reads and deletes everything afterwards."""
     if iso.run_as is None:
         return
     uid, gid = iso.run_as.uid, iso.run_as.gid
-    os.lchown(root, uid, gid)
-    for top, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
-            os.lchown(os.path.join(top, name), uid, gid)
+    os.chown(root, uid, gid)
+    for top, dirs, _files in os.walk(root):
+        for name in dirs:
+            os.chown(os.path.join(top, name), uid, gid)
+    for out in outputs:
+        if out.is_file() and not out.is_symlink():
+            own = out.with_name(f".{out.name}.gx-own")
+            with FORK_LOCK:
+                shutil.copyfile(out, own)
+            os.chmod(own, 0o755 if os.access(out, os.X_OK) else 0o644)
+            os.chown(own, uid, gid)
+            os.replace(own, out)
 
 
 def remove_box(box: Path) -> None:
@@ -119,9 +137,34 @@ def _with_note(message: str, iso: Isolation) -> str:
     return f"{message} ({iso.note})" if iso.note and message else message or iso.note
 
 
+def _run(iso: Isolation, argv: list[str], exe: Path, root: Path, rel: str, env: dict[str, str], timeout: float,
+         logs: Path, cancel: threading.Event | None) -> isolation.Completed:
+    """isolation.run, once more when bwrap could not exec the command because a file was busy (ETXTBSY: a child
+    forked by another thread of this process still held a just-written executable open for writing)."""
+    try:
+        return isolation.run(iso, argv, exe, root, rel, env, timeout, logs, cancel)
+    except isolation.SandboxError as e:
+        if os.strerror(errno.ETXTBSY) not in str(e):
+            raise
+        LOG.warning("sandbox: %s; running the action once more", e)
+        time.sleep(ETXTBSY_RETRY_S)
+        return isolation.run(iso, argv, exe, root, rel, env, timeout, logs, cancel)
+
+
+def _metadata(result: re_pb2.ActionResult, placed: sandbox.Materialised) -> None:
+    """How the inputs were placed, in the result (auxiliary metadata: a Struct) and the worker's log."""
+    counts = {"input_files": placed.files, "input_files_from_cache": placed.cached,
+              "input_bytes_from_cache": placed.cached_bytes, "input_files_fetched": placed.fetched,
+              "input_bytes_fetched": placed.fetched_bytes}
+    aux = struct_pb2.Struct()
+    aux.update({f"goma_ext.{k}": v for k, v in counts.items()})
+    result.execution_metadata.auxiliary_metadata.add().Pack(aux)
+    LOG.info("inputs: %s", " ".join(f"{k}={v}" for k, v in counts.items()))
+
+
 def execute_lease(
     cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path, iso: Isolation,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, file_cache: FileCache | None = None,
 ) -> LeaseOutcome:
     """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
     box: Path | None = None
@@ -134,19 +177,25 @@ def execute_lease(
         sandbox.inside(root, command.working_directory, "working directory")
         for out in outputs:
             sandbox.inside(root, os.path.join(command.working_directory, out), "output path")
-        sandbox.materialise(cas, Digest.from_proto(action.input_root_digest), root)
+        fetch_start = time.time()
+        placed = sandbox.materialise(
+            cas, Digest.from_proto(action.input_root_digest), root, file_cache, share=iso.run_as is not None)
+        fetch_done = time.time()
         workdir = sandbox.inside(root, command.working_directory, "working directory")
         workdir.mkdir(parents=True, exist_ok=True)
         for out in outputs:
             (workdir / out).parent.mkdir(parents=True, exist_ok=True)
-        _hand_over(root, iso)
+        _hand_over(root, iso, [workdir / out for out in outputs])
         env = {v.name: v.value for v in command.environment_variables}
         timeout = float(action.timeout.seconds or DEFAULT_TIMEOUT_S)
         timeout = min(timeout, iso.limits.wall_s) if iso.limits.wall_s else timeout
         start = time.time()
         rel = os.path.relpath(workdir, root)
-        done = isolation.run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
+        done = _run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
         result = re_pb2.ActionResult(exit_code=done.exit_code)
+        _metadata(result, placed)
+        result.execution_metadata.input_fetch_start_timestamp.FromNanoseconds(int(fetch_start * 1e9))
+        result.execution_metadata.input_fetch_completed_timestamp.FromNanoseconds(int(fetch_done * 1e9))
         files, blobs = sandbox.collect_outputs(workdir, root, outputs)
         result.output_files.extend(files)
         out_d, err_d = (Digest.of_bytes(b) for b in (done.stdout, done.stderr))

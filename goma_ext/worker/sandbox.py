@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import shutil
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.remote.cas import Cas
@@ -13,8 +16,14 @@ from goma_ext.remote.digest import Digest
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
 from goma_ext.worker.errors import bad_path
+from goma_ext.worker.filecache import FileCache
+from goma_ext.worker.forklock import FORK_LOCK
 
 MAX_DEPTH = 64
+FETCH_GROUP_BYTES = 64 << 20  # fetched and placed before the next group is read: the memory bound
+# Smaller blobs are written directly, never cached. 0: measured, linking 1000 cached 4 KiB headers took 35 ms,
+# writing them from memory 390 ms (copying from the cache 640 ms), before counting their download.
+CACHE_MIN_BYTES = 0
 
 
 def check_name(name: str) -> str:
@@ -55,8 +64,24 @@ def _fetch_directories(cas: Cas, root: Digest) -> dict[Digest, re_pb2.Directory]
     raise bad_path(f"input tree deeper than {MAX_DEPTH} levels")
 
 
-def materialise(cas: Cas, root: Digest, sandbox: Path) -> int:
-    """Write the tree rooted at `root` under the (empty) sandbox; return the number of files."""
+@dataclass
+class Materialised:
+    """What materialise() did: files placed, and of those how many (and bytes) came from the file cache without a
+    download, and how many were downloaded."""
+
+    files: int = 0
+    cached: int = 0
+    cached_bytes: int = 0
+    fetched: int = 0
+    fetched_bytes: int = 0
+
+
+def materialise(
+    cas: Cas, root: Digest, sandbox: Path, cache: FileCache | None = None, share: bool = False
+) -> Materialised:
+    """Write the tree rooted at `root` under the (empty) sandbox. With a cache, files come from it (fetched into it
+    first when missing); `share` hard-links them (only when the action runs as a uid that cannot write the
+    root-owned, read-only cache files), else they are copied."""
     dirs = _fetch_directories(cas, root)
     files: list[tuple[Path, Digest, bool]] = []
     links: list[tuple[Path, str, str]] = []
@@ -79,14 +104,88 @@ def materialise(cas: Cas, root: Digest, sandbox: Path) -> int:
         if joined == ".." or joined.startswith("../"):
             raise bad_path(f"input symlink {rel} -> {target} escapes the sandbox")
         os.symlink(target, link)
-    blobs = cas.read_many({d for _, d, _ in files})
+    placer = _Placer(sandbox, cache, share)
+    missing: dict[Digest, list[tuple[Path, bool]]] = {}
     for path, d, executable in files:
+        placer.check_free(path)
+        if not placer.from_cache(path, d, executable):
+            missing.setdefault(d, []).append((path, executable))
+    for group in _groups(sorted(missing)):
+        blobs = cas.read_many(group)
+        for d in group:
+            placer.stats.fetched += 1
+            placer.stats.fetched_bytes += d.size
+            for path, executable in missing[d]:
+                placer.place_new(path, d, executable, blobs[d])
+        del blobs
+    placer.stats.files = len(files)
+    return placer.stats
+
+
+def _groups(digests: Sequence[Digest]) -> list[list[Digest]]:
+    """Digests in fetch groups of at most FETCH_GROUP_BYTES (a larger blob alone): bounds the worker's memory."""
+    groups: list[list[Digest]] = []
+    size = 0
+    for d in digests:
+        if not groups or size + d.size > FETCH_GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(d)
+        size += d.size
+    return groups
+
+
+class _Placer:
+    """Puts one input file in the sandbox: from the cache (link or copy), or written from fetched bytes."""
+
+    def __init__(self, sandbox: Path, cache: FileCache | None, share: bool) -> None:
+        self.sandbox, self.cache, self.share = sandbox, cache, share
+        self.stats = Materialised()
+
+    def check_free(self, path: Path) -> None:
         if path.is_symlink() or path.exists():
-            raise bad_path(f"input {path.relative_to(sandbox)} is listed twice")
-        path.write_bytes(blobs[d])
+            raise bad_path(f"input {path.relative_to(self.sandbox)} is listed twice")
+
+    def _cacheable(self, d: Digest) -> bool:
+        return self.cache is not None and d.size >= CACHE_MIN_BYTES
+
+    def from_cache(self, path: Path, d: Digest, executable: bool) -> bool:
+        if not self._cacheable(d) or self.cache is None:
+            return False
+        cached = self.cache.get(d, executable)
+        if cached is None or not self._place(cached, path, executable):
+            return False
+        self.stats.cached += 1
+        self.stats.cached_bytes += d.size
+        return True
+
+    def place_new(self, path: Path, d: Digest, executable: bool, data: bytes) -> None:
+        self.check_free(path)  # the same path can be listed twice in one fetch group
+        if self._cacheable(d) and self.cache is not None:
+            cached = self.cache.put(d, executable, data)
+            if cached is not None and self._place(cached, path, executable):
+                return
+        with FORK_LOCK:  # no child forked meanwhile holds the file open for writing (ETXTBSY)
+            path.write_bytes(data)
         if executable:
             path.chmod(0o755)
-    return len(files)
+
+    def _place(self, cached: Path, path: Path, executable: bool) -> bool:
+        """Link (or copy) a cache file to path; False when it vanished (evicted meanwhile)."""
+        try:
+            if self.share:
+                try:
+                    os.link(cached, path)
+                    return True
+                except OSError as e:
+                    if e.errno not in (errno.EXDEV, errno.EMLINK):  # another file system; too many links
+                        raise
+            with FORK_LOCK:
+                shutil.copyfile(cached, path)
+            os.chmod(path, 0o755 if executable else 0o644)
+            return True
+        except FileNotFoundError:
+            return False
 
 
 def collect_outputs(

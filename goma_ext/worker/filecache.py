@@ -1,0 +1,177 @@
+"""A worker-local content-addressed file cache: verified, read-only files named by digest, linked into sandboxes.
+
+Layout: DIR/{f,x}/ab/<sha256>-<size> (f: mode 0444, x: 0555; kept apart because hard links share one mode) and
+DIR/tmp for files being written. A blob is hashed and refused unless it matches its digest, written once to a temp
+file (under the fork lock, see forklock: ETXTBSY), closed, fsync'd (a crash must never leave a published name over
+missing data), chmod'ed read-only, then published with link(2), which fails rather than replaces when another thread or
+worker process published the same digest first (the loser drops its copy: duplicates are harmless). The directory
+tree is 0700 and owned by the worker: never bound into a sandbox, never writable by the runner uid.
+
+LRU by mtime: every use touches the file, so every process sharing the directory sees the same order. When the
+bytes this process knows of exceed the bound, it rescans the directory and unlinks the least recently used files
+down to EVICT_TO of the bound. Eviction is safe while sandboxes use a file: a sandbox holds its own hard link to the
+inode, which keeps its data; only the cache's name goes. A lookup that loses the race with an eviction sees the
+link fail (FileNotFoundError) and fetches again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from goma_ext.errors import GomaExtError
+from goma_ext.remote.digest import Digest
+from goma_ext.worker.forklock import FORK_LOCK
+
+LOG = logging.getLogger("goma_ext.worker")
+GIB = 1 << 30
+DEFAULT_MAX_BYTES = 10 * GIB
+EVICT_TO = 0.9  # evict down to this fraction of the bound, so one eviction serves many inserts
+TMP = "tmp"
+_NAME = re.compile(r"^([0-9a-f]{64})-([0-9]+)$")
+_KINDS = {False: ("f", 0o444), True: ("x", 0o555)}
+
+
+class FileCacheError(GomaExtError):
+    """A blob offered to the cache does not match its digest, or the cache directory is unusable."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    path: Path
+    size: int
+    used: float  # mtime: the last use
+
+
+class FileCache:
+    """Files by digest under `root`, at most about `max_bytes` (0: unbounded); safe across threads and processes."""
+
+    def __init__(self, root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        try:
+            for d in (root, root / TMP, root / "f", root / "x"):
+                d.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.chmod(d, 0o700)
+            self._drop_temps()
+            self._total = sum(e.size for e in self._scan())
+        except OSError as e:
+            raise FileCacheError(f"file cache {root}: {e.strerror or e}") from e
+
+    @property
+    def total_bytes(self) -> int:
+        return self._total
+
+    def path(self, digest: Digest, executable: bool) -> Path:
+        kind = _KINDS[executable][0]
+        return self.root / kind / digest.hash[:2] / f"{digest.hash}-{digest.size}"
+
+    def get(self, digest: Digest, executable: bool) -> Path | None:
+        """The cached file, its use recorded; None when absent."""
+        p = self.path(digest, executable)
+        try:
+            os.utime(p)
+        except FileNotFoundError:
+            return None
+        return p
+
+    def put(self, digest: Digest, executable: bool, data: bytes) -> Path | None:
+        """Verify `data` against `digest` and publish it; the file's path, or None when it does not fit the bound."""
+        if self.max_bytes and digest.size > self.max_bytes * EVICT_TO:
+            return None
+        actual = Digest.of_bytes(data)
+        if actual != digest:
+            raise FileCacheError(f"blob {digest} has content {actual}: not cached")
+        final = self.path(digest, executable)
+        with FORK_LOCK:  # the fd is open for writing only while no child can be forked (ETXTBSY: see forklock)
+            fd, tmp = tempfile.mkstemp(prefix=f"{os.getpid()}-", dir=self.root / TMP)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        try:
+            fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)  # fsync through a read-only fd: no writer while it runs
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.chmod(tmp, _KINDS[executable][1])
+            final.parent.mkdir(mode=0o700, exist_ok=True)
+            try:
+                os.link(tmp, final)
+                added = True
+            except FileExistsError:
+                added = False  # published meanwhile by another thread or process: same bytes
+        finally:
+            os.unlink(tmp)
+        if added:
+            with self._lock:
+                self._total += digest.size
+                over = bool(self.max_bytes) and self._total > self.max_bytes
+            if over:
+                self.evict()
+        return final
+
+    def evict(self) -> int:
+        """Unlink least recently used files until the cache is under EVICT_TO of the bound; bytes freed."""
+        with self._lock:
+            entries = sorted(self._scan(), key=lambda e: e.used)
+            total = sum(e.size for e in entries)
+            goal = int(self.max_bytes * EVICT_TO)
+            freed = 0
+            for e in entries:
+                if total - freed <= goal:
+                    break
+                try:
+                    e.path.unlink()
+                    freed += e.size
+                except FileNotFoundError:
+                    pass  # another worker process evicted it
+            self._total = total - freed
+        LOG.info("file cache %s: evicted %d bytes, %d bytes left", self.root, freed, self._total)
+        return freed
+
+    def _drop_temps(self) -> None:
+        """Unlink temp files of dead writers (a killed worker's, never published); a live process's stay."""
+        for p in (self.root / TMP).iterdir():
+            pid = p.name.split("-", 1)[0]
+            if not pid.isdigit() or int(pid) == os.getpid() or not _alive(int(pid)):
+                p.unlink(missing_ok=True)
+
+    def _scan(self) -> list[_Entry]:
+        """Every published file; a file whose name, size or mode is wrong is dropped (never trusted)."""
+        out: list[_Entry] = []
+        for kind, mode in _KINDS.values():
+            for sub in (self.root / kind).iterdir():
+                for p in sub.iterdir():
+                    try:
+                        st = p.lstat()
+                    except FileNotFoundError:
+                        continue
+                    m = _NAME.match(p.name)
+                    good = m is not None and stat.S_ISREG(st.st_mode) and int(m.group(2)) == st.st_size
+                    if good and stat.S_IMODE(st.st_mode) == mode:
+                        out.append(_Entry(p, st.st_size, st.st_mtime))
+                    else:
+                        LOG.warning("file cache: dropping %s (not a published %s file)", p, kind)
+                        p.unlink(missing_ok=True)
+        return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

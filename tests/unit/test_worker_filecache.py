@@ -1,0 +1,261 @@
+"""The worker's file cache publishes only verified, read-only files, evicts the least recently used, survives a
+restart and concurrent writers, and materialise() links (or, for a non-root worker, copies) inputs from it."""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing
+import os
+import stat
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from goma_ext.remote.digest import Digest, serialize
+from goma_ext.remote.proto import re_pb2
+from goma_ext.worker import isolation, runner, sandbox
+from goma_ext.worker.filecache import TMP, FileCache, FileCacheError
+from goma_ext.worker.forklock import FORK_LOCK
+from goma_ext.worker.isolation import Isolation, IsolationMode, Limits, RunAs
+from goma_ext.worker.runner import _hand_over
+
+
+def _blob(n: int, fill: bytes = b"x") -> tuple[Digest, bytes]:
+    data = (fill * n)[:n]
+    return Digest.of_bytes(data), data
+
+
+def _published(cache: FileCache) -> list[Path]:
+    return sorted(p for kind in ("f", "x") for p in (cache.root / kind).rglob("*") if p.is_file())
+
+
+def test_a_published_file_is_verified_read_only_and_kept_apart_by_mode(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    d, data = _blob(1000)
+    plain, exe = cache.put(d, False, data), cache.put(d, True, data)
+    assert plain is not None and exe is not None and plain != exe
+    assert plain.read_bytes() == data and Digest.of_file(exe) == d
+    assert stat.S_IMODE(plain.stat().st_mode) == 0o444 and stat.S_IMODE(exe.stat().st_mode) == 0o555
+    assert plain.stat().st_uid == os.geteuid() and plain.stat().st_ino != exe.stat().st_ino
+    assert cache.get(d, False) == plain and cache.get(_blob(5)[0], False) is None
+    assert stat.S_IMODE(cache.root.stat().st_mode) == 0o700  # the runner uid cannot reach or write it
+    assert list((cache.root / TMP).iterdir()) == [] and cache.total_bytes == 2000
+
+
+def test_a_corrupted_blob_is_never_published(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    d, _ = _blob(100)
+    with pytest.raises(FileCacheError, match="not cached"):
+        cache.put(d, False, b"y" * 100)
+    assert cache.get(d, False) is None and _published(cache) == [] and list((cache.root / TMP).iterdir()) == []
+
+
+def test_publishing_twice_keeps_the_first_file(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    d, data = _blob(100)
+    first = cache.put(d, False, data)
+    ino = first.stat().st_ino if first else 0
+    assert cache.put(d, False, data) == first and first is not None and first.stat().st_ino == ino
+    assert cache.total_bytes == 100
+
+
+def test_eviction_drops_the_least_recently_used_and_spares_linked_copies(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c", max_bytes=3000)
+    blobs = [_blob(1000, bytes([65 + i])) for i in range(3)]
+    paths = [cache.put(d, False, data) or tmp_path for d, data in blobs]
+    for i, p in enumerate(paths):
+        os.utime(p, (1000 + i, 1000 + i))  # ages: 0 oldest
+    os.link(paths[0], tmp_path / "in-a-sandbox")  # blob 0 is in use by an action
+    assert cache.get(blobs[0][0], False) is not None  # ... and was just used: now the newest
+    d, data = _blob(1000, b"D")
+    assert cache.put(d, False, data) is not None  # 4000 > 3000: evict down to 2700
+    left = {p.name.split("-")[0] for p in _published(cache)}
+    assert left == {blobs[0][0].hash, d.hash}  # 1 and 2 went, oldest first
+    assert cache.total_bytes == 2000
+    assert (tmp_path / "in-a-sandbox").read_bytes() == blobs[0][1]
+
+
+def test_a_blob_larger_than_the_bound_is_not_cached(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c", max_bytes=1000)
+    d, data = _blob(2000)
+    assert cache.put(d, False, data) is None and _published(cache) == []
+
+
+def test_a_restart_rebuilds_the_index_and_drops_temps_and_bad_files(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    d, data = _blob(500)
+    p = cache.put(d, True, data)
+    assert p is not None
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    (cache.root / TMP / f"{proc.pid}-stale").write_bytes(b"partial")  # a killed writer's
+    (cache.root / TMP / f"{os.getppid()}-live").write_bytes(b"writing")  # a live process's: kept
+    bad = p.parent / f"{'0' * 64}-7"
+    bad.write_bytes(b"short")  # wrong size for its name: a crash or tampering, never trusted
+    os.chmod(bad, 0o444)
+    again = FileCache(tmp_path / "c")
+    assert again.total_bytes == 500 and again.get(d, True) == p and not bad.exists()
+    assert sorted(x.name for x in (cache.root / TMP).iterdir()) == [f"{os.getppid()}-live"]
+
+
+def test_threads_publishing_the_same_blobs_agree(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    blobs = [_blob(10_000 + i) for i in range(20)]
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            for d, data in blobs:
+                p = cache.put(d, False, data)
+                assert p is not None and Digest.of_file(p) == d
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(_published(cache)) == 20
+    assert cache.total_bytes == sum(d.size for d, _ in blobs)
+    assert list((cache.root / TMP).iterdir()) == []
+
+
+def _publish_all(root: str, n: int) -> None:
+    cache = FileCache(Path(root))
+    for i in range(n):
+        d, data = _blob(50_000 + i, b"p")
+        cache.put(d, i % 2 == 1, data)
+
+
+def test_processes_sharing_a_directory_agree(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_publish_all, args=(str(tmp_path / "c"), 30)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    cache = FileCache(tmp_path / "c")
+    assert len(_published(cache)) == 30 and all(Digest.of_file(p).hash in p.name for p in _published(cache))
+
+
+class _DictCas:
+    def __init__(self, blobs: dict[Digest, bytes]) -> None:
+        self.blobs = blobs
+        self.reads: list[Digest] = []
+
+    def read_many(self, ds: set[Digest]) -> dict[Digest, bytes]:
+        self.reads += sorted(ds)
+        return {d: self.blobs[d] for d in ds}
+
+
+def _tree(files: dict[str, tuple[bytes, bool]]) -> tuple[_DictCas, Digest]:
+    nodes = [re_pb2.FileNode(name=n, digest=Digest.of_bytes(b).to_proto(), is_executable=x)
+             for n, (b, x) in sorted(files.items())]
+    root = re_pb2.Directory(files=nodes)
+    blobs = {Digest.of_bytes(b): b for b, _ in files.values()}
+    blobs[Digest.of_message(root)] = serialize(root)
+    return _DictCas(blobs), Digest.of_message(root)
+
+
+@pytest.mark.parametrize("share", [True, False], ids=["link", "copy"])
+def test_materialise_fetches_once_then_places_from_the_cache(tmp_path: Path, share: bool) -> None:
+    cache = FileCache(tmp_path / "c")
+    cc, hdr = b"\x7fELF" + b"c" * 100_000, b"int f(void);\n"
+    cas, root = _tree({"cc": (cc, True), "a.h": (hdr, False)})
+    first = sandbox.materialise(cas, root, (tmp_path / "s1"), cache, share)  # type: ignore[arg-type]
+    assert (first.files, first.fetched, first.cached, first.fetched_bytes) == (2, 2, 0, len(cc) + len(hdr))
+    cas.reads.clear()
+    second = sandbox.materialise(cas, root, (tmp_path / "s2"), cache, share)  # type: ignore[arg-type]
+    assert (second.fetched, second.cached, second.cached_bytes) == (0, 2, len(cc) + len(hdr))
+    assert cas.reads == [root]  # only the Directory message: no file was downloaded
+    placed = tmp_path / "s2" / "cc"
+    cached = cache.get(Digest.of_bytes(cc), True)
+    assert placed.read_bytes() == cc and os.access(placed, os.X_OK) and cached is not None
+    assert (placed.stat().st_ino == cached.stat().st_ino) is share
+    assert stat.S_IMODE(placed.stat().st_mode) == (0o555 if share else 0o755)
+
+
+def test_materialise_survives_a_cache_too_small_for_its_inputs(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c", max_bytes=1500)
+    files = {f"f{i}": (bytes([65 + i]) * 1000, False) for i in range(3)}
+    cas, root = _tree(files)
+    placed = sandbox.materialise(cas, root, tmp_path / "s", cache, True)  # type: ignore[arg-type]
+    assert placed.fetched == 3
+    assert {n: (tmp_path / "s" / n).read_bytes() for n in files} == {n: b for n, (b, _) in files.items()}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing the input root to a runner uid needs root")
+def test_hand_over_gives_the_runner_directories_never_files(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    cas, root = _tree({"cc": (b"binary", True)})
+    box = tmp_path / "root"
+    sandbox.materialise(cas, root, box, cache, True)  # type: ignore[arg-type]
+    (box / "sub").mkdir()
+    _hand_over(box, Isolation(IsolationMode.BWRAP, Limits(), RunAs("nobody", 65534, 65534)))
+    assert box.stat().st_uid == 65534 and (box / "sub").stat().st_uid == 65534
+    assert (box / "cc").stat().st_uid == 0 and stat.S_IMODE((box / "cc").stat().st_mode) == 0o555
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
+                            "echo x >> cc; chmod 777 cc; rm cc && echo new > cc && cat cc"],
+                           cwd=box, capture_output=True, text=True)
+    assert "Permission denied" in probe.stderr and "Operation not permitted" in probe.stderr
+    assert probe.stdout == "new\n"  # replacing an input by a new file in its directory works
+    cached = cache.get(Digest.of_bytes(b"binary"), True)
+    assert cached is not None and cached.read_bytes() == b"binary" and stat.S_IMODE(cached.stat().st_mode) == 0o555
+
+
+def test_executables_published_while_other_threads_fork_run_without_etxtbsy(tmp_path: Path) -> None:
+    """ETXTBSY hammer: one thread publishes scripts and runs each at once while others fork and exec constantly.
+    A child forked mid-write inherits the writer's fd until it execs (O_CLOEXEC); without the fork lock about a
+    third of these execs failed with "Text file busy" (measured: 98 of 300)."""
+    cache = FileCache(tmp_path / "c")
+    stop = threading.Event()
+    busy: list[int] = []
+
+    def forker() -> None:
+        while not stop.is_set():
+            with FORK_LOCK:  # as isolation.run forks
+                child = subprocess.Popen(["true"])
+            child.wait()
+
+    forkers = [threading.Thread(target=forker) for _ in range(4)]
+    for t in forkers:
+        t.start()
+    try:
+        for i in range(300):
+            data = f"#!/bin/sh\nexit {i % 7}\n".encode() + b"#" * (i * 37)
+            d = Digest.of_bytes(data)
+            p = cache.put(d, True, data)
+            assert p is not None
+            try:
+                assert subprocess.run([str(p)], check=False).returncode == i % 7
+            except OSError as e:
+                if e.errno != errno.ETXTBSY:
+                    raise
+                busy.append(i)
+    finally:
+        stop.set()
+        for t in forkers:
+            t.join()
+    assert busy == []
+
+
+def test_a_sandbox_start_failing_with_etxtbsy_is_retried_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def flaky(*_args: object) -> isolation.Completed:
+        calls.append(1)
+        if len(calls) == 1:
+            raise isolation.SandboxError("the sandbox failed to start (bwrap exit 1): bwrap: execvp cc: Text file busy")
+        return isolation.Completed(0, b"", b"")
+
+    monkeypatch.setattr(isolation, "run", flaky)
+    iso = Isolation(IsolationMode.BWRAP, Limits(), None)
+    assert runner._run(iso, ["cc"], Path("/cc"), tmp_path, ".", {}, 1.0, tmp_path, None).exit_code == 0
+    assert len(calls) == 2
+    monkeypatch.setattr(isolation, "run", lambda *_a: (_ for _ in ()).throw(isolation.SandboxError("no userns")))
+    with pytest.raises(isolation.SandboxError, match="no userns"):
+        runner._run(iso, ["cc"], Path("/cc"), tmp_path, ".", {}, 1.0, tmp_path, None)
