@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -82,7 +83,7 @@ def test_an_unreadable_or_wrong_file_names_the_setting_and_the_file(certs: Path,
 def mtls_server(certs: Path) -> Iterator[int]:
     """An in-process gRPC server on 127.0.0.1 that requires a client certificate signed by the test CA."""
     server = grpc.server(futures.ThreadPoolExecutor(2))
-    echo = grpc.unary_unary_rpc_method_handler(lambda request, context: request)
+    echo: grpc.RpcMethodHandler = grpc.unary_unary_rpc_method_handler(lambda request, context: request)
     server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t.T", {"Echo": echo})])
     creds = grpc.ssl_server_credentials(
         [((certs / pki.SERVER_KEY).read_bytes(), (certs / pki.SERVER_CERT).read_bytes())],
@@ -97,7 +98,8 @@ def mtls_server(certs: Path) -> Iterator[int]:
 
 def _echo(cfg: RemoteConfig) -> bytes:
     with open_channel(cfg) as ch:
-        return bytes(ch.unary_unary("/t.T/Echo")(b"ping", timeout=10))
+        call: Any = ch.unary_unary("/t.T/Echo")  # untyped bytes in and out
+        return bytes(call(b"ping", timeout=10))
 
 
 @needs_openssl
