@@ -26,12 +26,14 @@ from goma_ext.remote.channel import open_channel
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.wrapper import WARNING_PREFIX
+from tests import dtlto_program
 from tests.conftest import REPO
 from tests.remote.conftest import INSTANCE, WrapperRun, local_reference, records
 from tests.system_users import temporary_user
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
-COMPILERS = ("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++")
+COMPILERS = ("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
+             "/usr/lib/llvm-22/bin/clang")  # the last: what lld 22 names for DTLTO jobs
 
 
 @dataclass(frozen=True)
@@ -197,3 +199,26 @@ def test_through_the_proxy_with_a_client_certificate_and_never_shared_with_a_cli
     assert without.returncode == 0 and len(_warnings(without)) == 1, without.stderr
     assert "TLS handshake failed" in _warnings(without)[0]
     assert records(program)[-1].mode == stats.Mode.FALLBACK
+
+
+def test_dtlto_jobs_present_the_client_certificate_from_the_environment(
+    mtls: MtlsCluster, tmp_path: Path, salt: str, own_proxy_dir: Path
+) -> None:
+    """A clang-22 DTLTO link: the distributor takes the certificate from GOMA_EXT_REMOTE_CLIENT_CERT/_KEY and hands
+    it to the proxy it starts; without it, every job compiles locally and the binary is the same."""
+    local, remote, refused = (dtlto_program.build(tmp_path / d) for d in ("local", "remote", "refused"))
+    inputs = dtlto_program.OBJECTS_ONLY
+    assert dtlto_program.link(local, dist=("--no-cache",), inputs=inputs).returncode == 0
+    cert, key = pki.client_files(mtls.certs, "alice")
+    env = {**mtls.env(salt, own_proxy_dir), "GOMA_EXT_REMOTE_CA_FILE": str(mtls.certs / pki.CA_CERT),
+           "GOMA_EXT_REMOTE_TOKEN_FILE": str(mtls.token_file)}
+    dist = ("--no-cache", f"--remote={mtls.endpoint}", f"--instance={INSTANCE}")
+    done = dtlto_program.link(remote, dist=dist, inputs=inputs, env={
+        **env, "GOMA_EXT_REMOTE_CLIENT_CERT": str(cert), "GOMA_EXT_REMOTE_CLIENT_KEY": str(key)})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [r.mode for r in dtlto_program.records(remote)] == [stats.Mode.REMOTE] * 3
+    done = dtlto_program.link(refused, dist=dist, inputs=inputs, env=env)
+    assert done.returncode == 0 and "TLS handshake failed" in done.stderr, done.stderr
+    assert {r.mode for r in dtlto_program.records(refused)} == {stats.Mode.FALLBACK}
+    for d in (remote, refused):
+        assert (d / "app").read_bytes() == (local / "app").read_bytes()
