@@ -41,11 +41,9 @@ def _pem(setting: str, path: Path | None) -> bytes | None:
 
 def tls_material(cfg: RemoteConfig) -> TlsMaterial:
     """Read cfg's CA file and client certificate and key; a missing or unreadable one names the setting and file."""
-    return TlsMaterial(
-        root_certificates=_pem("ca_file", cfg.ca_file),
-        private_key=_pem("client_key", cfg.client_key),
-        certificate_chain=_pem("client_cert", cfg.client_cert),
-    )
+    root = _pem("ca_file", cfg.ca_file)
+    chain = _pem("client_cert", cfg.client_cert)  # the certificate first: the file a user names first
+    return TlsMaterial(root_certificates=root, private_key=_pem("client_key", cfg.client_key), certificate_chain=chain)
 
 
 def open_channel(cfg: RemoteConfig) -> grpc.Channel:
