@@ -1,4 +1,4 @@
-"""`goma-ext cluster start|stop|status|token`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
+"""`goma-ext cluster start|stop|status|token|pki`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from goma_ext.cluster import manager, tokens
+from goma_ext.cluster import manager, pki, tokens
 
 DEFAULT_STATE = Path(".state/cluster")
 
@@ -35,6 +35,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--also-plaintext", action="store_true", help="with --tls-cert: also serve plaintext grpc:// on --port"
     )
     start.add_argument(
+        "--tls-client-ca", type=Path,
+        help="with --tls-cert: require client certificates (mTLS) signed by this CA; needs --worker-cert/--worker-key",
+    )
+    start.add_argument(
+        "--worker-cert", type=Path, help="client certificate the workers (and the cluster's own probe) present"
+    )
+    start.add_argument("--worker-key", type=Path, help="private key of --worker-cert")
+    start.add_argument(
         "--auth", choices=[a.value for a in manager.Auth], default=manager.Auth.JWT.value,
         help="client and worker authentication: jwt (tokens in STATE/auth, default) or none",
     )
@@ -57,6 +65,26 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     ):
         q.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state directory (default: %(default)s)")
         q.set_defaults(run=run)
+    made = sub.add_parser(
+        "pki", help="make a development CA, a server certificate and client certificates for mTLS (openssl)",
+        description=pki.__doc__,
+    )
+    made.add_argument("directory", type=Path, metavar="DIR", help="where the files go (an existing CA there is kept)")
+    made.add_argument(
+        "--server-name", action="append", default=[], metavar="NAME",
+        help="DNS name or IP address of the server certificate (repeatable; the first is its CN)",
+    )
+    made.add_argument(
+        "--client", action="append", default=[], metavar="NAME", help="a client certificate for NAME (repeatable)"
+    )
+    made.add_argument("--days", type=int, default=pki.DEFAULT_DAYS, help="validity (default: %(default)s)")
+    made.set_defaults(run=run_pki)
+
+
+def run_pki(args: argparse.Namespace) -> int:
+    for f in pki.make(args.directory, args.server_name, args.client, args.days):
+        print(f"{f.path}  {f.what}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
                 tls_ca=args.tls_ca,
+                tls_client_ca=args.tls_client_ca,
+                worker_cert=args.worker_cert,
+                worker_key=args.worker_key,
                 also_plaintext=args.also_plaintext,
                 auth=manager.Auth(args.auth),
                 compilers=tuple(args.compiler),
@@ -92,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
         if st.tls_port and st.tls_ca:
             print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
+        if st.tls_client_ca:
+            print(f"        export GOMA_EXT_REMOTE_CLIENT_CERT=… GOMA_EXT_REMOTE_CLIENT_KEY=…   (a client certificate "
+                  f"signed by {st.tls_client_ca}: the server requires one)")
         token = st.token_file(tokens.Role.CLIENT)
         if token is not None:
             print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")

@@ -16,7 +16,7 @@ from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_da
 from goma_ext.cluster.server import ServerSettings, ensure_venv, migrate, render_config
 from goma_ext.remote import capabilities, retry
 from goma_ext.remote.channel import open_channel
-from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import ENV_VARS, TOKEN_ENV
 from goma_ext.worker.bots import SESSION_FILE
@@ -45,6 +45,9 @@ class ClusterSpec:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_ca: Path | None = None  # what the workers verify the TLS endpoint with (default: the certificate itself)
+    tls_client_ca: Path | None = None  # mTLS: BuildGrid requires client certificates signed by this CA
+    worker_cert: Path | None = None  # the client certificate the workers (and the cluster's own probe) present
+    worker_key: Path | None = None
     also_plaintext: bool = False  # with TLS: also serve grpc:// on `port` (without TLS it is the only channel)
     auth: Auth = Auth.JWT
     compilers: tuple[str, ...] = ()
@@ -72,6 +75,9 @@ class ClusterState:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_ca: str | None = None
+    tls_client_ca: str | None = None
+    worker_cert: str | None = None
+    worker_key: str | None = None
     plaintext: bool = True
     auth: str = Auth.NONE.value  # a state file without it predates authentication
     pg_passfile: str | None = None
@@ -106,10 +112,15 @@ class ClusterState:
         return self.auth_dir / (secretfiles.WORKER_TOKEN if role is tokens.Role.WORKER else secretfiles.CLIENT_TOKEN)
 
     def client_config(self, rpc_timeout_s: float = 30.0, max_attempts: int = 4) -> RemoteConfig:
-        """Settings for a client of this cluster: its endpoint, CA and client token."""
+        """Settings for a client of this cluster: its endpoint, CA and client token, and the workers' certificate
+        when there is one (what the cluster's own readiness probe and `status` present: a cluster that requires
+        client certificates refuses a probe without one)."""
+        tls = bool(self.tls_port)
         return RemoteConfig(
             endpoint=self.endpoint, instance=self.instance,
-            ca_file=Path(self.tls_ca) if self.tls_port and self.tls_ca else None,
+            ca_file=Path(self.tls_ca) if tls and self.tls_ca else None,
+            client_cert=Path(self.worker_cert) if tls and self.worker_cert else None,
+            client_key=Path(self.worker_key) if tls and self.worker_key else None,
             token_file=self.token_file(tokens.Role.CLIENT), rpc_timeout_s=rpc_timeout_s, max_attempts=max_attempts,
         )
 
@@ -142,6 +153,7 @@ def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
     cfg = st.client_config(rpc_timeout_s=2.0, max_attempts=1)
     instance = st.instance
     deadline = time.monotonic() + READY_TIMEOUT_S
+    last = "no answer"
     while time.monotonic() < deadline:
         if not procs.alive(pid):
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
@@ -153,8 +165,11 @@ def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
         except RemoteError as e:
             if e.code == "UNAUTHENTICATED":  # it answered: waiting longer would not help
                 raise ClusterError(f"BuildGrid refused the cluster's own client token ({e}); see {log}") from e
+            if e.code == "CONFIG":  # e.g. the probe's client certificate is unreadable: waiting would not help
+                raise ClusterError(f"cannot probe BuildGrid: {e}") from e
+            last = explain_failure(cfg, str(e))
             time.sleep(0.2)
-    raise ClusterError(f"BuildGrid did not answer within {READY_TIMEOUT_S:.0f} s; see {log}")
+    raise ClusterError(f"BuildGrid did not answer within {READY_TIMEOUT_S:.0f} s (last: {last}); see {log}")
 
 
 def _initial_state(spec: ClusterSpec) -> ClusterState:
@@ -162,6 +177,7 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         raise ClusterError("--tls-key, --tls-ca and --also-plaintext need --tls-cert")
     if spec.tls_cert is not None and spec.tls_key is None:
         raise ClusterError("--tls-cert needs --tls-key")
+    _check_client_certs(spec)
     pg_data, pg_user = choose_data_dir(spec.state)
     sandbox_dir, owned = (spec.sandbox_dir, False) if spec.sandbox_dir else sandboxing.choose_sandbox_dir(spec.state)
     return ClusterState(
@@ -172,12 +188,34 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         tls_cert=str(spec.tls_cert.resolve()) if spec.tls_cert else None,
         tls_key=str(spec.tls_key.resolve()) if spec.tls_key else None,
         tls_ca=str((spec.tls_ca or spec.tls_cert).resolve()) if spec.tls_cert else None,
+        tls_client_ca=str(spec.tls_client_ca.resolve()) if spec.tls_client_ca else None,
+        worker_cert=str(spec.worker_cert.resolve()) if spec.worker_cert else None,
+        worker_key=str(spec.worker_key.resolve()) if spec.worker_key else None,
         plaintext=spec.tls_cert is None or spec.also_plaintext, auth=spec.auth.value,
         pg_passfile=str((spec.state / secretfiles.AUTH_DIR / secretfiles.PG_PASSFILE).resolve()),
         compilers=spec.compilers, keepalive_s=spec.keepalive_s,
         run_as=sandboxing.ensure_runner(spec.run_as), sandbox_dir=str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
         worker_args=spec.worker_args,
     )
+
+
+def _check_client_certs(spec: ClusterSpec) -> None:
+    """mTLS options: on the TLS channel only (a plaintext one would let clients in without a certificate), and
+    the workers need a certificate of their own when the server requires one."""
+    if spec.tls_cert is None and (spec.tls_client_ca or spec.worker_cert or spec.worker_key):
+        raise ClusterError("--tls-client-ca, --worker-cert and --worker-key need --tls-cert")
+    if (spec.worker_cert is None) != (spec.worker_key is None):
+        raise ClusterError("--worker-cert and --worker-key go together: give both or neither")
+    if spec.tls_client_ca is not None and spec.also_plaintext:
+        raise ClusterError("--tls-client-ca with --also-plaintext: the plaintext port would take clients without a "
+                           "certificate; drop one of them")
+    if spec.tls_client_ca is not None and spec.worker_cert is None:
+        raise ClusterError("--tls-client-ca needs --worker-cert/--worker-key: the workers must present a certificate "
+                           "(`goma-ext cluster pki DIR --client worker` makes one)")
+    for flag, path in (("--tls-client-ca", spec.tls_client_ca), ("--worker-cert", spec.worker_cert),
+                       ("--worker-key", spec.worker_key)):
+        if path is not None and not path.is_file():
+            raise ClusterError(f"{flag} {path}: no such file")
 
 
 def start_server(st: ClusterState) -> ClusterState:
@@ -187,6 +225,7 @@ def start_server(st: ClusterState) -> ClusterState:
     settings = ServerSettings(
         port=st.port, db_url=st.postgres.url, cas_dir=state / "cas", instance=st.instance, tls_port=st.tls_port,
         tls_cert=Path(st.tls_cert) if st.tls_cert else None, tls_key=Path(st.tls_key) if st.tls_key else None,
+        tls_client_ca=Path(st.tls_client_ca) if st.tls_client_ca else None,
         keepalive_s=st.keepalive_s, plaintext=st.plaintext,
         jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
     )
@@ -224,6 +263,8 @@ def start_workers(st: ClusterState) -> ClusterState:
     cmd = [
         sys.executable, "-m", "goma_ext.cli", "worker", "--remote", st.endpoint, "--instance", st.instance,
         *(["--ca-file", st.tls_ca] if st.tls_port and st.tls_ca else []),
+        *(["--client-cert", st.worker_cert] if st.tls_port and st.worker_cert else []),
+        *(["--client-key", st.worker_key] if st.tls_port and st.worker_key else []),
         "--work-dir", str(state / "workers"), "--bot-id", f"local-{Path(st.state).resolve().name}",
         "--count", str(st.workers),
     ]
@@ -333,10 +374,11 @@ def status(state: Path) -> dict[str, object]:
                 capabilities.fetch(ch, st.instance, cfg.metadata(), retry.RetryPolicy(1, timeout_s=2.0))
                 probe = f"ok ({(time.monotonic() - t) * 1000:.0f} ms)"
         except RemoteError as e:
-            probe = f"error: {e}"
+            probe = f"error: {explain_failure(st.client_config(), str(e))}"
     return {
         "state": st.state, "started": True, "endpoint": st.endpoint, "instance": st.instance,
         "plaintext_endpoint": st.plaintext_endpoint, "tls_endpoint": st.tls_endpoint, "ca_file": st.tls_ca,
+        "tls_client_ca": st.tls_client_ca, "worker_cert": st.worker_cert,
         "auth": st.auth, "client_token": str(st.token_file(tokens.Role.CLIENT) or "") or None,
         "postgres": "running" if st.postgres.running() else "stopped",
         "buildgrid": "running" if procs.alive(st.server_pid) else "stopped",

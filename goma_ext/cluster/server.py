@@ -27,6 +27,7 @@ class ServerSettings:
     tls_port: int | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    tls_client_ca: Path | None = None  # mTLS: the TLS channel requires client certificates signed by this CA
     plaintext: bool = True  # with TLS, also the grpc:// channel on `port` (only when asked for)
     jwt_secret_file: Path | None = None  # None: no authentication (`cluster start --auth none`)
     thread_pool_size: int = 64
@@ -94,7 +95,10 @@ def render_config(s: ServerSettings) -> str:
                 {
                     "address": f"127.0.0.1:{s.tls_port}",
                     "insecure-mode": False,
-                    "credentials": {"tls-server-key": str(s.tls_key), "tls-server-cert": str(s.tls_cert)},
+                    "credentials": {
+                        "tls-server-key": str(s.tls_key), "tls-server-cert": str(s.tls_cert),
+                        **({"tls-client-certs": str(s.tls_client_ca)} if s.tls_client_ca else {}),
+                    },
                 },
             )
         )

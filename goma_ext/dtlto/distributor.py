@@ -28,7 +28,7 @@ from goma_ext.dtlto.jobfile import DistJob, JobFile, check_inputs, remove_output
 from goma_ext.dtlto.slots import Slots
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import stats
-from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import COMPILER_CACHE
 from thinlto_cache.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
@@ -101,7 +101,7 @@ class _Remote:
                     self._executor = RemoteExecutor(self.cfg, ToolchainCache(self._cwd / TOOLCHAIN_CACHE))
                 except GomaExtError as e:
                     self._down = str(e)
-                    self._warn(f"remote execution unavailable, compiling locally: {e}")
+                    self._warn(f"remote execution unavailable, compiling locally: {explain_failure(self.cfg, str(e))}")
             return self._executor
 
     def run(self, argv: list[str], inputs: list[str], outputs: list[str],
@@ -131,6 +131,8 @@ class _Remote:
                "GOMA_EXT_QUEUE_TIMEOUT": str(cfg.queue_timeout_s)}
         flags = {"endpoint": cfg.endpoint, "instance": cfg.instance, "exec_root": str(cfg.exec_root),
                  "ca_file": str(cfg.ca_file) if cfg.ca_file else None,
+                 "client_cert": str(cfg.client_cert) if cfg.client_cert else None,
+                 "client_key": str(cfg.client_key) if cfg.client_key else None,
                  "token_file": str(cfg.token_file) if cfg.token_file else None,
                  "allow_insecure_credentials": "true" if cfg.allow_insecure_credentials else None,
                  **action_settings(cfg)}
@@ -298,7 +300,8 @@ class Distributor:
                     os.replace(self.cwd / native, self.cwd / job.output)
             except GomaExtError as e:
                 code = getattr(e, "code", None) or type(e).__name__
-                self._warn_once(f"remote execution failed, compiling locally: {e}", kind=f"remote:{code}")
+                why = explain_failure(self._remote.cfg, str(e))
+                self._warn_once(f"remote execution failed, compiling locally: {why}", kind=f"remote:{code}")
                 return None
             finally:
                 for path in (index, native, *renames.values()):

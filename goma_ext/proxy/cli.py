@@ -166,6 +166,8 @@ def serve(args: argparse.Namespace) -> int:
     assert cfg is not None
     cwd = Path.cwd()
     cfg = replace(cfg, ca_file=cwd / cfg.ca_file if cfg.ca_file else None,
+                  client_cert=cwd / cfg.client_cert if cfg.client_cert else None,
+                  client_key=cwd / cfg.client_key if cfg.client_key else None,
                   token_file=cwd / cfg.token_file if cfg.token_file else None)
     target = proxy_client.target_for(cfg, cwd, os.environ, args.config)
     sock = target.files["sock"]

@@ -21,8 +21,8 @@ MAX_TIMEOUT_S = 24 * 3600.0
 RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings", "inputs", "outputs"})
 MAX_OUTPUTS = 16
 SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
-FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "token_file", "exec_root", "allow_insecure_credentials",
-                       "toolchain", "base_system", "platform"})
+FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "client_cert", "client_key", "token_file", "exec_root",
+                       "allow_insecure_credentials", "toolchain", "base_system", "platform"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

@@ -1,6 +1,9 @@
-"""gRPC channels for a RemoteConfig: TLS with an optional CA file, message size limits, auth metadata."""
+"""gRPC channels for a RemoteConfig: TLS with an optional CA file and client certificate, size limits, auth metadata."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -8,6 +11,39 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.errors import RemoteConfigError
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# What each PEM file must hold, so a swapped or wrong file is one clear line here rather than an opaque
+# handshake failure later.
+PEM_MARKERS = {"ca_file": b"-----BEGIN CERTIFICATE-----", "client_cert": b"-----BEGIN CERTIFICATE-----",
+               "client_key": b"PRIVATE KEY-----"}
+
+
+@dataclass(frozen=True)
+class TlsMaterial:
+    """The PEM bytes ssl_channel_credentials takes (None: the default roots, or no client certificate)."""
+
+    root_certificates: bytes | None = None
+    private_key: bytes | None = None
+    certificate_chain: bytes | None = None
+
+
+def _pem(setting: str, path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
+    if PEM_MARKERS[setting] not in data:
+        what = "private key" if setting == "client_key" else "certificate"
+        raise RemoteConfigError(f"remote {setting} {path}: not a PEM {what}")
+    return data
+
+
+def tls_material(cfg: RemoteConfig) -> TlsMaterial:
+    """Read cfg's CA file and client certificate and key; a missing or unreadable one names the setting and file."""
+    root = _pem("ca_file", cfg.ca_file)
+    chain = _pem("client_cert", cfg.client_cert)  # the certificate first: the file a user names first
+    return TlsMaterial(root_certificates=root, private_key=_pem("client_key", cfg.client_key), certificate_chain=chain)
 
 
 def open_channel(cfg: RemoteConfig) -> grpc.Channel:
@@ -21,10 +57,8 @@ def open_channel(cfg: RemoteConfig) -> grpc.Channel:
     ]
     if not cfg.secure:
         return grpc.insecure_channel(cfg.target, options=options)
-    root = None
-    if cfg.ca_file is not None:
-        try:
-            root = cfg.ca_file.read_bytes()
-        except OSError as e:
-            raise RemoteConfigError(f"remote ca_file {cfg.ca_file}: {e.strerror}") from e
-    return grpc.secure_channel(cfg.target, grpc.ssl_channel_credentials(root_certificates=root), options=options)
+    tls = tls_material(cfg)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=tls.root_certificates, private_key=tls.private_key, certificate_chain=tls.certificate_chain
+    )
+    return grpc.secure_channel(cfg.target, credentials, options=options)

@@ -31,6 +31,8 @@ class RemoteConfig:
     endpoint: str
     instance: str = ""
     ca_file: Path | None = None
+    client_cert: Path | None = None  # mTLS: PEM certificate chain the client presents (with client_key)
+    client_key: Path | None = None  # mTLS: PEM private key of client_cert
     token_file: Path | None = None
     token: str | None = field(default=None, repr=False)
     headers: tuple[tuple[str, str], ...] = ()
@@ -71,6 +73,17 @@ class RemoteConfig:
                 raise RemoteConfigError(f"remote token_file {self.token_file}: {e.strerror}") from e
         auth = (("authorization", f"Bearer {token}"),) if token else ()
         return tuple((k.lower(), v) for k, v in self.headers) + auth
+
+
+def explain_failure(cfg: RemoteConfig, reason: str) -> str:
+    """REASON, with a hint when a grpcs:// connection was closed while it was being set up. A server that requires a
+    client certificate (mTLS) and gets none, or one it does not trust, ends the TLS 1.3 handshake after the client
+    has finished its side: gRPC then reports only `Socket closed`, which names neither TLS nor the certificate."""
+    if not cfg.secure or "failed to connect" not in reason or "Socket closed" not in reason:
+        return reason
+    if cfg.client_cert is None:
+        return f"{reason} (TLS handshake failed: the server may require a client certificate: remote.client_cert)"
+    return f"{reason} (TLS handshake failed: the server may not accept remote.client_cert {cfg.client_cert})"
 
 
 def _boolean(value: Any) -> bool:
@@ -156,6 +169,10 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
         raise RemoteConfigError(f"remote endpoint {cfg.endpoint!r}: expected grpc://HOST:PORT or grpcs://HOST:PORT")
     if cfg.ca_file is not None and not cfg.secure:
         raise RemoteConfigError(f"remote ca_file is set but endpoint {cfg.endpoint} is not grpcs://")
+    if (cfg.client_cert is None) != (cfg.client_key is None):
+        raise RemoteConfigError("remote client_cert and client_key go together: set both or neither")
+    if cfg.client_cert is not None and not cfg.secure:
+        raise RemoteConfigError(f"remote client_cert and client_key are set but endpoint {cfg.endpoint} is not grpcs://")
     sends = [what for what, present in (("token", cfg.token), ("token_file", cfg.token_file), ("headers", cfg.headers))
              if present]
     if sends and not cfg.secure and not cfg.allow_insecure_credentials and not is_loopback(cfg.target):

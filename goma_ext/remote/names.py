@@ -14,6 +14,8 @@ ENV_VARS: Mapping[str, str] = {
     "GOMA_EXT_REMOTE": "endpoint",
     "GOMA_EXT_REMOTE_INSTANCE": "instance",
     "GOMA_EXT_REMOTE_CA_FILE": "ca_file",
+    "GOMA_EXT_REMOTE_CLIENT_CERT": "client_cert",
+    "GOMA_EXT_REMOTE_CLIENT_KEY": "client_key",
     "GOMA_EXT_REMOTE_TOKEN_FILE": "token_file",
     "GOMA_EXT_EXEC_ROOT": "exec_root",
     "GOMA_EXT_REMOTE_JOBS": "jobs",

@@ -54,7 +54,9 @@ def endpoint_key(cfg: RemoteConfig, cwd: Path, token_sha256: str | None = None) 
     token_sha256 stands for cfg.token when only its hash is known (a request the proxy checks)."""
     token = wire.token_hash(cfg.token) if token_sha256 is None else token_sha256
     return wire.endpoint_key(str(cwd), cfg.endpoint, cfg.instance, str(cfg.ca_file) if cfg.ca_file else None,
-                             str(cfg.token_file) if cfg.token_file else None, token, cfg.headers)
+                             str(cfg.token_file) if cfg.token_file else None, token, cfg.headers,
+                             client_cert=str(cfg.client_cert) if cfg.client_cert else None,
+                             client_key=str(cfg.client_key) if cfg.client_key else None)
 
 
 def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[str, ...]:
@@ -64,6 +66,8 @@ def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[
         argv += ["--instance", cfg.instance]
     if cfg.ca_file is not None:
         argv += ["--ca-file", str(cwd / cfg.ca_file)]
+    if cfg.client_cert is not None and cfg.client_key is not None:
+        argv += ["--client-cert", str(cwd / cfg.client_cert), "--client-key", str(cwd / cfg.client_key)]
     if cfg.token_file is not None:
         argv += ["--token-file", str(cwd / cfg.token_file)]
     if cfg.allow_insecure_credentials:

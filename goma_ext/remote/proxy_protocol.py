@@ -70,16 +70,21 @@ def state_dir(env: Mapping[str, str]) -> str:
 
 
 def endpoint_key(cwd: str, endpoint: str, instance: str, ca_file: str | None, token_file: str | None,
-                 token_sha256: str, headers: tuple[tuple[str, str], ...] = ()) -> str:
+                 token_sha256: str, headers: tuple[tuple[str, str], ...] = (), *, client_cert: str | None = None,
+                 client_key: str | None = None) -> str:
     """16 hex digits naming one proxy: what selects the server and the credentials (files as absolute paths
     from cwd, a token only as its hash). CRC-32 rather than SHA-256: it only names files, and zlib loads in a
-    fraction of the time hashlib takes (the thin client's start-up budget)."""
+    fraction of the time hashlib takes (the thin client's start-up budget). A client certificate is part of the
+    identity: clients presenting different ones (or none) never share a proxy. It is added only when set, so
+    the keys of settings without one stay what they were."""
     import zlib
 
     def absolute(p: str | None) -> str:
         return os.path.normpath(os.path.join(cwd, p)) if p else ""
 
     fields = [endpoint, instance, absolute(ca_file), absolute(token_file), token_sha256, [list(h) for h in headers]]
+    if client_cert or client_key:
+        fields.append([absolute(client_cert), absolute(client_key)])
     text = json.dumps(fields).encode()
     return f"{zlib.crc32(text):08x}{zlib.crc32(text[::-1]):08x}"
 
@@ -206,7 +211,8 @@ def run_message(argv: list[str], cwd: str, compiler: tuple[str, str, str], secti
                 env: Mapping[str, str], flags: Mapping[str, str | None], token_sha256: str,
                 files: tuple[list[str], list[str]] | None = None) -> dict[str, Any]:
     """A `run` request. compiler = (resolved path, version line, sha256); env is filtered to GOMA_EXT_*
-    without secrets; flags are the command line's settings (endpoint, instance, ca_file, token_file, exec_root).
+    without secrets; flags are the command line's settings (endpoint, instance, ca_file, client_cert, client_key,
+    token_file, exec_root).
     files = (inputs, outputs) relative to cwd, for a caller that knows them (the DTLTO distributor); without
     it the proxy derives them from the backend command and its index."""
     path, version, sha256 = compiler

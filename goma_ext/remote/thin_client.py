@@ -31,12 +31,14 @@ if TYPE_CHECKING:
 
 # The options of `goma-ext run` this path understands, and the settings they give.
 OPTIONS = {"--remote": "endpoint", "--instance": "instance", "--ca-file": "ca_file", "--token-file": "token_file",
+           "--client-cert": "client_cert", "--client-key": "client_key",
            "--allow-insecure-credentials": "allow_insecure_credentials", "--exec-root": "exec_root",
            "--toolchain": "toolchain", "--base-system": "base_system", "--platform": "platform",
            "--naive-inputs": "naive_inputs"}
 # Settings that select the proxy, and their environment variables (command line wins, as in load_config).
 SELECTING = {"endpoint": "GOMA_EXT_REMOTE", "instance": "GOMA_EXT_REMOTE_INSTANCE",
-             "ca_file": "GOMA_EXT_REMOTE_CA_FILE", "token_file": "GOMA_EXT_REMOTE_TOKEN_FILE"}
+             "ca_file": "GOMA_EXT_REMOTE_CA_FILE", "token_file": "GOMA_EXT_REMOTE_TOKEN_FILE",
+             "client_cert": "GOMA_EXT_REMOTE_CLIENT_CERT", "client_key": "GOMA_EXT_REMOTE_CLIENT_KEY"}
 
 
 def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
@@ -88,7 +90,8 @@ def fast(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
         return None
     cwd = os.getcwd()
     token = wire.token_hash(env.get(TOKEN_ENV))
-    key = wire.endpoint_key(cwd, endpoint, chosen["instance"], chosen["ca_file"], chosen["token_file"], token)
+    key = wire.endpoint_key(cwd, endpoint, chosen["instance"], chosen["ca_file"], chosen["token_file"], token,
+                            client_cert=chosen["client_cert"], client_key=chosen["client_key"])
     files = wire.paths(wire.state_dir(env), key)
     compiler = identity_cache.resolve(command[0], cwd)
     known = identity_cache.lookup(compiler, os.path.join(cwd, COMPILER_CACHE)) if compiler else None

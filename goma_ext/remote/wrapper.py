@@ -24,7 +24,7 @@ from pathlib import Path
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import proxy_client, records, stats
 from goma_ext.remote import proxy_protocol as wire
-from goma_ext.remote.config import RemoteConfig, action_settings, load_config, section_from_yaml
+from goma_ext.remote.config import RemoteConfig, action_settings, explain_failure, load_config, section_from_yaml
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, TOOLCHAIN_CACHE, is_off
@@ -77,6 +77,8 @@ def wrap_command(
         cmd += ["--instance", cfg.instance]
     if cfg.ca_file is not None:
         cmd += ["--ca-file", str(cfg.ca_file)]
+    if cfg.client_cert is not None and cfg.client_key is not None:
+        cmd += ["--client-cert", str(cfg.client_cert), "--client-key", str(cfg.client_key)]
     if cfg.token_file is not None:
         cmd += ["--token-file", str(cfg.token_file)]
     if cfg.allow_insecure_credentials:
@@ -103,6 +105,8 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remote", help="grpc://HOST:PORT or grpcs://HOST:PORT ('off' runs locally)")
     p.add_argument("--instance", help="REAPI instance name")
     p.add_argument("--ca-file", type=Path, help="CA certificate (PEM) for grpcs://")
+    p.add_argument("--client-cert", type=Path, help="client certificate (PEM) for a grpcs:// server requiring mTLS")
+    p.add_argument("--client-key", type=Path, help="private key (PEM) of --client-cert")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token (or set GOMA_EXT_REMOTE_TOKEN)")
     p.add_argument("--allow-insecure-credentials", metavar="BOOL",
                    help="send the token and headers over plaintext grpc:// to a host that is not loopback")
@@ -126,6 +130,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _sources(args: argparse.Namespace) -> ProxySettings:
     flags = {"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
+             "client_cert": args.client_cert, "client_key": args.client_key,
              "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None),
              "allow_insecure_credentials": args.allow_insecure_credentials, "toolchain": args.toolchain,
              "base_system": args.base_system, "platform": args.platform}
@@ -287,7 +292,7 @@ def execute(req: RunRequest) -> int:
         try:
             record = _remote(req, req.remote, naive, start)
         except GomaExtError as e:
-            reason = str(e)
+            reason = explain_failure(req.remote, str(e))
             print(f"{WARNING_PREFIX} remote execution failed, running locally: {reason}", file=sys.stderr, flush=True)
     if record is None:
         t = time.monotonic()

@@ -59,6 +59,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--remote", required=True, help="grpc://HOST:PORT or grpcs://HOST:PORT of the BuildGrid server")
     p.add_argument("--instance", default="", help="REAPI instance name")
     p.add_argument("--ca-file", type=Path, help="CA certificate for grpcs://")
+    p.add_argument("--client-cert", type=Path,
+                   help="client certificate (PEM) for a server that requires mTLS (or GOMA_EXT_REMOTE_CLIENT_CERT)")
+    p.add_argument("--client-key", type=Path, help="private key (PEM) of --client-cert (or GOMA_EXT_REMOTE_CLIENT_KEY)")
     p.add_argument("--work-dir", type=Path, required=True, help="scratch directory for sandboxes")
     p.add_argument("--bot-id", default=socket.gethostname(), help="stable bot id prefix (default: host name)")
     p.add_argument("--count", type=int, default=1, help="worker processes to run (ids BOT-ID-0 … BOT-ID-N-1)")
@@ -173,7 +176,8 @@ def _check_isolation(args: argparse.Namespace) -> Isolation:
 
 
 def _serve_one(args: argparse.Namespace) -> int:
-    cfg = load_config({"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file}, os.environ)
+    cfg = load_config({"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
+                       "client_cert": args.client_cert, "client_key": args.client_key}, os.environ)
     if cfg is None:
         raise RemoteConfigError("worker needs --remote")
     bot_id = f"{args.bot_id}-{args.index}"
