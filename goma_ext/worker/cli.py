@@ -110,6 +110,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="platform property to advertise (repeatable), e.g. container-image=NAME; an action asking for another "
         "value of an advertised key, or for any container-image this worker does not run, is refused",
     )
+    p.add_argument(
+        "--no-input-programs", dest="input_programs", action="store_false",
+        help="refuse actions whose argv[0] is a path to a program in the input root (hermetic actions; by default "
+        "they run, always sandboxed); only allow-listed compilers run",
+    )
     p.add_argument("--index", type=int, help=argparse.SUPPRESS)
     p.set_defaults(run=run)
     sub = p.add_subparsers(dest="worker_command", metavar="{base-root}")
@@ -222,10 +227,8 @@ def _serve_one(args: argparse.Namespace) -> int:
         raise RemoteConfigError("worker needs --remote")
     bot_id = f"{args.bot_id}-{args.index}"
     sandboxes = _sandbox_base(args) / bot_id
-    s = WorkerSettings(
-        cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id, isolation_from_args(args),
-        sandboxes, _offer(args),
-    )
+    allow = Allowlist.from_programs(_compilers(args), args.input_programs)
+    s = WorkerSettings(cfg, bot_id, allow, args.work_dir / bot_id, isolation_from_args(args), sandboxes, _offer(args))
     try:
         s.work_dir.mkdir(parents=True, exist_ok=True)
         sandboxes.mkdir(mode=0o711, exist_ok=True)

@@ -94,15 +94,16 @@ class Allowlist:
     """Program name (an action's argv[0], e.g. `clang++`) -> the local compilers of that name, with identities."""
 
     compilers: Mapping[str, tuple[CompilerIdentity, ...]]
+    input_programs: bool = True  # also run programs shipped in the input root (sandboxed only)
 
     @classmethod
-    def from_programs(cls, programs: Iterable[str]) -> Allowlist:
+    def from_programs(cls, programs: Iterable[str], input_programs: bool = True) -> Allowlist:
         found: dict[str, list[CompilerIdentity]] = {}
         for p in programs:
             ident = identify(p, Path.cwd())
             if ident not in found.setdefault(Path(p).name, []):
                 found[Path(p).name].append(ident)
-        return cls({name: tuple(idents) for name, idents in found.items()})
+        return cls({name: tuple(idents) for name, idents in found.items()}, input_programs)
 
     def properties(self, offer: Offer = NO_OFFER) -> list[tuple[str, str]]:
         """Device properties to advertise: every identity of every allow-listed compiler, and the offer."""

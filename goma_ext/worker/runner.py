@@ -135,6 +135,9 @@ def _program(command: re_pb2.Command, action: re_pb2.Action, allow: Allowlist, i
         raise Refusal("command has no arguments")
     if not is_input_program(command.arguments[0]):
         return allow.resolve(command, action.platform)
+    if not allow.input_programs:
+        raise Refusal(f"its program {command.arguments[0]!r} comes from the input root, and this worker runs only "
+                      "allow-listed compilers (--no-input-programs)")
     if iso.mode is isolation.IsolationMode.NONE:
         raise Refusal(f"its program {command.arguments[0]!r} comes from the input root, and this worker "
                       "(--isolation none) would run an uploaded program unsandboxed", code_pb2.FAILED_PRECONDITION)

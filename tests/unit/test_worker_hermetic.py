@@ -269,3 +269,9 @@ def test_a_base_root_never_holds_a_toolchain(tmp_path: Path) -> None:
     with pytest.raises(baseroot.BaseRootError, match="would hold a toolchain"):
         baseroot.build(tmp_path / "root", [*baseroot.DEFAULT_PACKAGES, llvm])
     assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def test_a_worker_can_refuse_every_uploaded_program(box: Path) -> None:
+    cas, digest = _lease(["../../tc/bin/sh", "-c", "true"], SH)
+    out = execute_lease(cas, digest, Allowlist({}, input_programs=False), box.parent, _sandboxed())  # type: ignore[arg-type]
+    _refused(out, code_pb2.PERMISSION_DENIED, "runs only allow-listed compilers (--no-input-programs)")
