@@ -275,3 +275,12 @@ def test_a_worker_can_refuse_every_uploaded_program(box: Path) -> None:
     cas, digest = _lease(["../../tc/bin/sh", "-c", "true"], SH)
     out = execute_lease(cas, digest, Allowlist({}, input_programs=False), box.parent, _sandboxed())  # type: ignore[arg-type]
     _refused(out, code_pb2.PERMISSION_DENIED, "runs only allow-listed compilers (--no-input-programs)")
+
+
+@needs_bwrap
+def test_dotdot_after_a_symlinked_working_directory_is_resolved_as_the_kernel_does(box: Path) -> None:
+    """w -> . puts the working directory at the root: `../usr/bin/dash` reads, textually, as the input root's
+    usr/bin/dash (present), but exec would run the sandbox's /usr/bin/dash, outside the input root."""
+    files = {"usr/bin/dash": (DASH, True)}
+    _refused(_execute(box, ["../usr/bin/dash", "-c", "true"], files, {"w": "."}, workdir="w"),  # type: ignore[arg-type]
+             code_pb2.INVALID_ARGUMENT, "resolves outside the input root")
