@@ -221,3 +221,12 @@ def test_the_session_cluster_runs_shipped_programs_too(
         assert e.value.code == "FAILED_PRECONDITION" and "this worker runs no container image" in str(e.value)
     finally:
         ex.close()
+
+
+def test_buildgrid_refuses_a_platform_key_it_does_not_know(base_cluster: BaseCluster, executor: RemoteExecutor) -> None:
+    """BuildGrid 0.4.4 refuses at Execute a key that is neither a match nor a wildcard key (hence the cluster's
+    wildcard keys container-image and Pool)."""
+    tc = base_cluster.toolchain
+    with pytest.raises(RemoteError) as e:
+        _execute(executor, tc, _compile_argv(tc), ["hello.o"], {"container-image": IMAGE, "dockerNetwork": "off"})
+    assert "FAILED_PRECONDITION" in f"{e.value.code} {e.value}" and "Unregistered platform property" in str(e.value)

@@ -20,7 +20,7 @@ from goma_ext.worker import baseroot, isolation
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.isolation import ExecFailed, Isolation, IsolationMode, Limits, bwrap_argv, run
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, PlatformError, requested
-from goma_ext.worker.runner import LeaseOutcome, _hand_over, _new_box, execute_lease
+from goma_ext.worker.runner import LeaseOutcome, _hand_over, _new_box, execute_lease, probe, probe_command
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 DASH = Path("/usr/bin/dash").read_bytes()
@@ -284,3 +284,19 @@ def test_dotdot_after_a_symlinked_working_directory_is_resolved_as_the_kernel_do
     files = {"usr/bin/dash": (DASH, True)}
     _refused(_execute(box, ["../usr/bin/dash", "-c", "true"], files, {"w": "."}, workdir="w"),  # type: ignore[arg-type]
              code_pb2.INVALID_ARGUMENT, "resolves outside the input root")
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("dpkg") is None, reason="ldconfig -r chroots: needs root")
+def test_the_start_up_probe_runs_the_base_roots_loader(box: Path) -> None:
+    base = box.parent / "base"
+    summary = baseroot.build(base, baseroot.DEFAULT_PACKAGES)
+    assert summary.files > 100 and summary.size_bytes < 100e6 and baseroot.forbidden_paths(base) == []
+    assert {p.name for p in base.iterdir() if p.is_symlink()} == {"bin", "sbin", "lib", "lib64"}
+    iso = Isolation(IsolationMode.BWRAP, Limits(), _sandboxed().run_as, base_root=base)
+    assert probe_command(iso) == ["/usr/lib64/ld-linux-x86-64.so.2", "--version"]
+    assert probe(iso, box.parent) is None
+    shutil.rmtree(base / "usr" / "lib64")
+    shutil.rmtree(base / "usr" / "lib")
+    with pytest.raises(isolation.SandboxError, match="has no dynamic loader"):
+        probe_command(iso)
