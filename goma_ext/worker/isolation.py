@@ -45,6 +45,7 @@ TOOL_DIR = "/.gx/bin"  # argv[0] -> the allow-listed binary, found through PATH 
 DEFAULT_RO_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
 KILL_GRACE_S = 2.0
 TEXT_BUSY_RETRY_S = 0.2  # ETXTBSY: how long to wait before the one retry (see the module docstring)
+TEXT_BUSY = os.strerror(errno.ETXTBSY)  # "Text file busy", as bwrap's execvp failure line ends
 # Where a base root needs mount points: bwrap cannot create them in a read-only /.
 BASE_ROOT_MOUNT_POINTS = ("proc", "dev", "tmp", INPUT_ROOT.lstrip("/"))
 WATCH_S = 0.05  # how often the watcher checks the deadline and the cancel flag
@@ -280,9 +281,6 @@ def _exec_failure(stderr: bytes) -> ExecFailed | None:
         return None
     why = last.removeprefix("bwrap: ")
     return ExecFailed(f"cannot execute the program in the sandbox: {why}", text_busy=why.endswith(TEXT_BUSY))
-
-
-TEXT_BUSY = os.strerror(errno.ETXTBSY)
 
 
 def _run_once(
