@@ -44,7 +44,7 @@ def package_paths(package: str) -> list[str]:
     """The absolute paths `dpkg -L` lists for an installed package (diversion notes dropped)."""
     proc = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        why = (proc.stderr.strip().splitlines() or ["?"])[0].removeprefix("dpkg-query: ")  # the rest: a hint
         raise BaseRootError(f"package {package}: dpkg -L failed: {why}")
     return [line for line in proc.stdout.splitlines() if line.startswith("/")]
 
