@@ -127,7 +127,11 @@ def render_config(s: ServerSettings) -> str:
             "session-expiry-timer-interval": 2.0,
             "max-execution-timeout": 900,
             "max-job-attempts": 3,
-            "property-set": _tag("!dynamic-property-set", {"match-property-keys": list(MATCH_PROPERTY_KEYS)}),
+            # BuildGrid 0.4.4 schedules on match keys (+ OSFamily, ISA) and refuses an Execute naming any other
+            # key (FAILED_PRECONDITION "Unregistered platform property"); wildcard keys are accepted and left to
+            # the worker, which refuses a container-image/Pool it does not offer (goma_ext/worker/policy.py).
+            "property-set": _tag("!dynamic-property-set", {"match-property-keys": list(MATCH_PROPERTY_KEYS),
+                                                           "wildcard-property-keys": ["Pool", "container-image"]}),
             "assigners": [_tag("!priority-age-assigner", {"count": 1, "interval": 0.01, "jitter-factor": 0.0})],
         },
     )

@@ -21,7 +21,7 @@ from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.isolation import Isolation
-from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer
 from goma_ext.worker.runner import LeaseOutcome, execute_lease
 
 LOG = logging.getLogger("goma_ext.worker")
@@ -41,11 +41,12 @@ class WorkerSettings:
     isolation: Isolation
     sandbox_dir: Path  # per-action directories; the runner uid must be able to search every parent
     file_cache: FileCache | None = None  # input files by digest, shared by the worker processes of one work dir
+    offer: Offer = NO_OFFER  # --platform KEY=VALUE: advertised, and checked against every action's platform
 
 
 def _session(s: WorkerSettings) -> bots_pb2.BotSession:
     device = worker_pb2.Device(
-        handle=s.bot_id, properties=[worker_pb2.Device.Property(key=k, value=v) for k, v in s.allow.properties()]
+        handle=s.bot_id, properties=[worker_pb2.Device.Property(key=k, value=v) for k, v in s.allow.properties(s.offer)]
     )
     worker = worker_pb2.Worker(devices=[device], configs=[worker_pb2.Worker.Config(key="capacity", value="1")])
     return bots_pb2.BotSession(bot_id=s.bot_id, status=bots_pb2.BotStatus.OK, worker=worker)
@@ -81,7 +82,9 @@ class _Job:
             )
         else:
             self.outcome = execute_lease(
-                cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled, file_cache=s.file_cache)
+                cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled, file_cache=s.file_cache,
+                offer=s.offer,
+            )
         LOG.info(
             "lease %s: %s in %.0f ms",
             self.lease_id,

@@ -18,11 +18,13 @@ from types import FrameType
 from goma_ext.errors import GomaExtError, reason, shown
 from goma_ext.remote.config import load_config
 from goma_ext.remote.errors import RemoteConfigError
+from goma_ext.worker import baseroot
+from goma_ext.worker.baseroot import DEFAULT_PACKAGES
 from goma_ext.worker.bots import BotWorker, WorkerSettings
 from goma_ext.worker.filecache import DEFAULT_MAX_BYTES as DEFAULT_FILE_CACHE_BYTES
 from goma_ext.worker.filecache import FileCache
-from goma_ext.worker.isolation import DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
-from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.isolation import BASE_ROOT_MOUNT_POINTS, DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
+from goma_ext.worker.policy import Allowlist, Offer, PlatformError
 from goma_ext.worker.runner import probe, remove_box
 
 # Bare names are looked up on PATH; /usr/lib/llvm-N/bin/clang{,++} serve actions whose argv[0] is `clang`/`clang++`.
@@ -56,13 +58,13 @@ def _size(text: str) -> int:
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("worker", help="run Bots API workers that execute allow-listed compiler actions")
-    p.add_argument("--remote", required=True, help="grpc://HOST:PORT or grpcs://HOST:PORT of the BuildGrid server")
+    p.add_argument("--remote", help="grpc://HOST:PORT or grpcs://HOST:PORT of the BuildGrid server (required)")
     p.add_argument("--instance", default="", help="REAPI instance name")
     p.add_argument("--ca-file", type=Path, help="CA certificate for grpcs://")
     p.add_argument("--client-cert", type=Path,
                    help="client certificate (PEM) for a server that requires mTLS (or GOMA_EXT_REMOTE_CLIENT_CERT)")
     p.add_argument("--client-key", type=Path, help="private key (PEM) of --client-cert (or GOMA_EXT_REMOTE_CLIENT_KEY)")
-    p.add_argument("--work-dir", type=Path, required=True, help="scratch directory for sandboxes")
+    p.add_argument("--work-dir", type=Path, help="scratch directory for sandboxes (required)")
     p.add_argument("--bot-id", default=socket.gethostname(), help="stable bot id prefix (default: host name)")
     p.add_argument("--count", type=int, default=1, help="worker processes to run (ids BOT-ID-0 … BOT-ID-N-1)")
     p.add_argument(
@@ -110,14 +112,70 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--file-cache-size", type=_size, default=DEFAULT_FILE_CACHE_BYTES, metavar="SIZE",
                    help="bound of --file-cache; least recently used files go first (default: 10G; 0 = unbounded)")
+    p.add_argument(
+        "--base-root", type=Path, metavar="DIR",
+        help="the sandbox's / (read-only; made by `goma-ext worker base-root DIR`) instead of the host's /usr and "
+        "friends; such a worker has no host compilers and runs only programs shipped in the input root",
+    )
+    p.add_argument(
+        "--platform", action="append", default=[], metavar="KEY=VALUE",
+        help="platform property to advertise (repeatable), e.g. container-image=NAME; an action asking for another "
+        "value of an advertised key, or for any container-image this worker does not run, is refused",
+    )
+    p.add_argument(
+        "--no-input-programs", dest="input_programs", action="store_false",
+        help="refuse actions whose argv[0] is a path to a program in the input root (hermetic actions; by default "
+        "they run, always sandboxed); only allow-listed compilers run",
+    )
     p.add_argument("--index", type=int, help=argparse.SUPPRESS)
     p.set_defaults(run=run)
+    sub = p.add_subparsers(dest="worker_command", metavar="{base-root}")
+    b = sub.add_parser("base-root", help="build a minimal sandbox / from the host's Debian packages (for --base-root)")
+    b.add_argument("dir", type=Path, metavar="DIR", help="where to build it (absent or empty)")
+    b.add_argument(
+        "--package", action="append", default=[], metavar="P",
+        help=f"another installed Debian package to include (repeatable; always: {' '.join(DEFAULT_PACKAGES)})",
+    )
+    b.set_defaults(run=run_base_root)
+
+
+def run_base_root(args: argparse.Namespace) -> int:
+    packages = [*DEFAULT_PACKAGES, *args.package]
+    summary = baseroot.build(args.dir.absolute(), packages)
+    print(f"goma-ext worker: {summary.line(args.dir, list(dict.fromkeys(packages)))}")
+    return 0
 
 
 def _compilers(args: argparse.Namespace) -> list[str]:
     if args.compiler:
         return list(args.compiler)
+    if args.base_root is not None:
+        return []  # the host's compilers are not in the base root; hermetic actions bring their own
     return [c for c in DEFAULT_COMPILERS if shutil.which(c)]
+
+
+def _base_root(args: argparse.Namespace) -> Path | None:
+    if args.base_root is None:
+        return None
+    if args.compiler or args.ro_path:
+        flag = "--compiler" if args.compiler else "--ro-path"
+        raise WorkerConfigError(f"{flag} and --base-root exclude each other: a base-root worker runs only programs "
+                                "from the input root, on nothing of the host but its kernel")
+    if args.isolation != IsolationMode.BWRAP.value:
+        raise WorkerConfigError("--base-root is the sandbox's /: it needs --isolation bwrap")
+    base: Path = args.base_root.absolute()
+    missing = [d for d in BASE_ROOT_MOUNT_POINTS if not (base / d).is_dir()]
+    if missing:
+        raise WorkerConfigError(f"--base-root {shown(base)} lacks {', '.join(missing)} (bwrap needs these mount "
+                                "points in a read-only /): build it with `goma-ext worker base-root DIR`")
+    return base
+
+
+def _offer(args: argparse.Namespace) -> Offer:
+    try:
+        return Offer.parse(args.platform)
+    except PlatformError as e:
+        raise WorkerConfigError(str(e)) from None
 
 
 def _run_as(args: argparse.Namespace) -> RunAs | None:
@@ -146,7 +204,7 @@ def isolation_from_args(args: argparse.Namespace) -> Isolation:
                 pkg = "bubblewrap" if tool == "bwrap" else "util-linux"
                 raise WorkerConfigError(f"--isolation bwrap needs {tool} (Debian package {pkg}), not on PATH")
     limits = Limits(args.wall_time, args.cpu_time, args.memory, args.file_size, args.max_procs)
-    return Isolation(mode, limits, _run_as(args), DEFAULT_RO_PATHS + tuple(args.ro_path))
+    return Isolation(mode, limits, _run_as(args), DEFAULT_RO_PATHS + tuple(args.ro_path), base_root=_base_root(args))
 
 
 def _sandbox_base(args: argparse.Namespace) -> Path:
@@ -182,9 +240,11 @@ def _serve_one(args: argparse.Namespace) -> int:
         raise RemoteConfigError("worker needs --remote")
     bot_id = f"{args.bot_id}-{args.index}"
     sandboxes = _sandbox_base(args) / bot_id
+    allow = Allowlist.from_programs(_compilers(args), args.input_programs)
     s = WorkerSettings(
-        cfg, bot_id, Allowlist.from_programs(_compilers(args)), args.work_dir / bot_id, isolation_from_args(args),
-        sandboxes, FileCache(args.file_cache or args.work_dir / "file-cache", args.file_cache_size),
+        cfg, bot_id, allow, args.work_dir / bot_id, isolation_from_args(args), sandboxes,
+        file_cache=FileCache(args.file_cache or args.work_dir / "file-cache", args.file_cache_size),
+        offer=_offer(args),
     )
     try:
         s.work_dir.mkdir(parents=True, exist_ok=True)
@@ -266,6 +326,9 @@ def _supervise(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.remote is None or args.work_dir is None:
+        raise WorkerConfigError("worker needs --remote URL and --work-dir DIR (or: goma-ext worker base-root DIR)")
+    _offer(args)  # a bad --platform stops the start, not each child
     if args.count < 1:
         raise GomaExtError(f"--count {args.count}: run at least one worker")
     if args.index is not None:

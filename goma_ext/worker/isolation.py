@@ -9,11 +9,22 @@ The uid is dropped BEFORE bwrap (Popen user=/group=/extra_groups=[], done in C a
 by root keeps uid 0 outside the sandbox. Limits are rlimits set by util-linux `prlimit` in front of bwrap (no
 preexec_fn). RLIMIT_NPROC counts every process of the runner uid, so workers sharing one --run-as user share
 that budget (give each worker its own user to separate them).
+
+With a base root (`--base-root DIR`, made by `goma-ext worker base-root`), the sandbox's / is DIR read-only
+instead of the host's system paths: hermetic actions then see only what DIR and their input root hold.
+
+Uploaded programs and ETXTBSY: the worker writes an action's compiler (an input file) and then execs it. Each
+worker process runs one lease at a time and materialises (every file written and closed) before it spawns, but
+a second lease thread (a cancelled one still dying) or any other fork in this process can inherit a writable
+descriptor of a file being written, and the kernel refuses to exec a file open for writing anywhere ("Text file
+busy"). Buildbarn avoids this with a separate runner process; we retry the spawn once after a short pause, by
+when the inheriting child has exec'd (its copy is close-on-exec) and the descriptor is gone.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import json
 import os
 import signal
@@ -34,6 +45,10 @@ TOOL_DIR = "/.gx/bin"  # argv[0] -> the allow-listed binary, found through PATH 
 # What the allow-listed compilers need (Debian 12, merged /usr): /usr and the symlinks into it, ld.so.cache.
 DEFAULT_RO_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
 KILL_GRACE_S = 2.0
+TEXT_BUSY_RETRY_S = 0.2  # ETXTBSY: how long to wait before the one retry (see the module docstring)
+TEXT_BUSY = os.strerror(errno.ETXTBSY)  # "Text file busy", as bwrap's execvp failure line ends
+# Where a base root needs mount points: bwrap cannot create them in a read-only /.
+BASE_ROOT_MOUNT_POINTS = ("proc", "dev", "tmp", INPUT_ROOT.lstrip("/"))
 WATCH_S = 0.05  # how often the watcher checks the deadline and the cancel flag
 NOT_ISOLATED = "goma-ext worker: --isolation none: this action ran WITHOUT a sandbox (debugging only)"
 
@@ -45,6 +60,14 @@ class IsolationMode(enum.Enum):
 
 class SandboxError(GomaExtError):
     """The sandbox itself failed (bwrap could not set up, or the probe failed): never the action's fault."""
+
+
+class ExecFailed(GomaExtError):
+    """The sandbox started but the action's program could not be executed (missing, wrong format, no loader)."""
+
+    def __init__(self, message: str, text_busy: bool = False) -> None:
+        super().__init__(message)
+        self.text_busy = text_busy
 
 
 @dataclass(frozen=True)
@@ -75,6 +98,7 @@ class Isolation:
     ro_paths: tuple[str, ...] = DEFAULT_RO_PATHS
     bwrap: str = "bwrap"
     prlimit: str = "prlimit"
+    base_root: Path | None = None  # the sandbox's / (read-only) instead of the host's `ro_paths`
 
     @property
     def note(self) -> str:
@@ -113,21 +137,28 @@ def _ro_args(paths: Sequence[str]) -> list[str]:
 
 
 def bwrap_argv(
-    iso: Isolation, argv: Sequence[str], exe: Path, root: Path, workdir: str, env: Mapping[str, str], status_fd: int
+    iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
+    status_fd: int,
 ) -> list[str]:
-    """The bwrap command line: read-only system paths, private /tmp, the input root the only writable place."""
+    """The bwrap command line: read-only system paths (or the base root as /), private /tmp, the input root the
+    only writable place. `exe` serves a bare-name argv[0] (an allow-listed host compiler); None runs argv[0] as
+    it is (a program in the input root, or a path inside the sandbox)."""
     inner_wd = os.path.normpath(os.path.join(INPUT_ROOT, workdir))
-    args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session", *_ro_args(iso.ro_paths)]
+    args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+    args += ["--ro-bind", str(iso.base_root), "/"] if iso.base_root else _ro_args(iso.ro_paths)
     tmp_size = ["--size", str(iso.limits.file_size_bytes)] if iso.limits.file_size_bytes else []
     args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded
-    if not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
+    if exe is not None and not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
         args += ["--ro-bind", str(exe), str(exe)]  # an allow-listed program outside the system paths
-    args += ["--bind", str(root), INPUT_ROOT, "--symlink", str(exe), f"{TOOL_DIR}/{argv[0]}", "--chdir", inner_wd]
-    args += ["--clearenv"]
+    args += ["--bind", str(root), INPUT_ROOT]
+    if exe is not None:
+        args += ["--symlink", str(exe), f"{TOOL_DIR}/{argv[0]}"]
+    args += ["--chdir", inner_wd, "--clearenv"]
     for k, v in sorted(env.items()):
         if k != "PATH":
             args += ["--setenv", k, v]
-    args += ["--setenv", "PATH", f"{TOOL_DIR}:{env.get('PATH', '/usr/bin:/bin')}"]
+    path = env.get("PATH", "/usr/bin:/bin")
+    args += ["--setenv", "PATH", f"{TOOL_DIR}:{path}" if exe is not None else path]
     args += ["--remount-ro", "/", "--json-status-fd", str(status_fd), "--", *argv]
     return args
 
@@ -227,18 +258,44 @@ def _limit_note(iso: Isolation, code: int, stderr: bytes) -> bytes:
 
 
 def run(
-    iso: Isolation, argv: Sequence[str], exe: Path, root: Path, workdir: str, env: Mapping[str, str], timeout: float,
-    logs: Path, cancel: threading.Event | None = None,
+    iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
+    timeout: float, logs: Path, cancel: threading.Event | None = None,
 ) -> Completed:
-    """Run argv (argv[0] served by `exe`) in workdir under root; stdout/stderr go through files in `logs`.
-    Raises RemoteError(DEADLINE_EXCEEDED) past `timeout`, RemoteError(CANCELLED) once `cancel` is set,
+    """Run argv (argv[0] served by `exe`, or run as it is when None) in workdir under root; stdout/stderr go
+    through files in `logs`. Raises RemoteError(DEADLINE_EXCEEDED) past `timeout`, RemoteError(CANCELLED) once
+    `cancel` is set, ExecFailed when the program could not be executed (after one retry on ETXTBSY),
     SandboxError when bwrap could not start the command."""
+    try:
+        return _run_once(iso, argv, exe, root, workdir, env, timeout, logs, cancel)
+    except ExecFailed as e:
+        if not e.text_busy:
+            raise
+    time.sleep(TEXT_BUSY_RETRY_S)
+    return _run_once(iso, argv, exe, root, workdir, env, timeout, logs, cancel)
+
+
+def _exec_failure(stderr: bytes) -> ExecFailed | None:
+    """bwrap's own line when it could not exec the command (`bwrap: execvp PROGRAM: REASON`)."""
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    last = lines[-1] if lines else ""
+    if not last.startswith("bwrap: execvp "):
+        return None
+    why = last.removeprefix("bwrap: ")
+    return ExecFailed(f"cannot execute the program in the sandbox: {why}", text_busy=why.endswith(TEXT_BUSY))
+
+
+def _run_once(
+    iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
+    timeout: float, logs: Path, cancel: threading.Event | None = None,
+) -> Completed:
     out_path, err_path = logs / "stdout", logs / "stderr"
     status_r, status_w = os.pipe()
     try:
         if iso.mode is IsolationMode.BWRAP:
             cmd = [*prlimit_argv(iso), *bwrap_argv(iso, argv, exe, root, workdir, env, status_w)]
             popen_kw: dict[str, object] = {"pass_fds": (status_w,)}
+        elif exe is None:
+            raise SandboxError("--isolation none never runs a program that is not an allow-listed host compiler")
         else:
             cmd = list(argv)  # debugging only: no sandbox, no rlimits; argv[0] kept, `exe` runs
             popen_kw = {"executable": str(exe), "cwd": root / workdir, "env": dict(env)}
@@ -262,6 +319,9 @@ def run(
         raise RemoteError("action cancelled; every process of it was killed", temporary=True, code="CANCELLED")
     stderr = err_path.read_bytes()
     if iso.mode is IsolationMode.BWRAP and not _command_ran(status):
+        failed = _exec_failure(stderr)
+        if failed is not None:
+            raise failed
         why = stderr.decode(errors="replace").strip().splitlines()
         raise SandboxError(f"the sandbox failed to start (bwrap exit {proc.returncode}): {why[-1] if why else '?'}")
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode

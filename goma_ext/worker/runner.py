@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shutil
@@ -26,11 +25,10 @@ from goma_ext.worker import isolation, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.isolation import Isolation
-from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.isolation import ExecFailed, Isolation
+from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
 
 DEFAULT_TIMEOUT_S = 600
-ETXTBSY_RETRY_S = 0.1
 LOG = logging.getLogger("goma_ext.worker")
 
 
@@ -113,18 +111,31 @@ def _new_box(scratch: Path) -> Path:
     return box
 
 
+def probe_command(iso: Isolation) -> list[str]:
+    """What the start-up probe runs: the host's /usr/bin/true, or with a base root its dynamic loader's
+    `--version` (every base root has the loader, which every dynamically linked program needs; coreutils need
+    not be there)."""
+    if iso.base_root is None:
+        return ["/usr/bin/true"]
+    for pattern in ("usr/lib64/ld-linux*.so*", "usr/lib/ld-linux*.so*", "usr/lib/*/ld-linux*.so*"):
+        for found in sorted(iso.base_root.glob(pattern)):
+            return ["/" + found.relative_to(iso.base_root).as_posix(), "--version"]
+    raise isolation.SandboxError(f"base root {iso.base_root} has no dynamic loader (usr/lib*/ld-linux*.so*)")
+
+
 def probe(iso: Isolation, scratch: Path) -> str | None:
-    """Run /usr/bin/true in the configured sandbox once; why it does not work, or None."""
+    """Run probe_command() in the configured sandbox once; why it does not work, or None."""
     if iso.mode is isolation.IsolationMode.NONE:
         return None
     box = None
     try:
+        argv = probe_command(iso)
         box = _new_box(scratch)
         _hand_over(box / "root", iso)
-        done = isolation.run(iso, ["true"], Path("/usr/bin/true"), box / "root", ".", {}, 30.0, box / "logs")
+        done = isolation.run(iso, argv, None, box / "root", ".", {}, 30.0, box / "logs")
         if done.exit_code != 0:
             why = done.stderr.decode(errors="replace").strip()
-            return f"/usr/bin/true exited with {done.exit_code} in the sandbox: {why}"
+            return f"{' '.join(argv)} exited with {done.exit_code} in the sandbox: {why}"
         return None
     except (GomaExtError, RemoteError, OSError) as e:
         return str(e)
@@ -133,22 +144,24 @@ def probe(iso: Isolation, scratch: Path) -> str | None:
             remove_box(box)
 
 
+def _program(command: re_pb2.Command, action: re_pb2.Action, allow: Allowlist, iso: Isolation) -> Path | None:
+    """The host compiler serving a bare-name argv[0], or None for a program shipped in the input root (checked
+    once the root is materialised)."""
+    if not command.arguments:
+        raise Refusal("command has no arguments")
+    if not is_input_program(command.arguments[0]):
+        return allow.resolve(command, action.platform)
+    if not allow.input_programs:
+        raise Refusal(f"its program {command.arguments[0]!r} comes from the input root, and this worker runs only "
+                      "allow-listed compilers (--no-input-programs)")
+    if iso.mode is isolation.IsolationMode.NONE:
+        raise Refusal(f"its program {command.arguments[0]!r} comes from the input root, and this worker "
+                      "(--isolation none) would run an uploaded program unsandboxed", code_pb2.FAILED_PRECONDITION)
+    return None
+
+
 def _with_note(message: str, iso: Isolation) -> str:
     return f"{message} ({iso.note})" if iso.note and message else message or iso.note
-
-
-def _run(iso: Isolation, argv: list[str], exe: Path, root: Path, rel: str, env: dict[str, str], timeout: float,
-         logs: Path, cancel: threading.Event | None) -> isolation.Completed:
-    """isolation.run, once more when bwrap could not exec the command because a file was busy (ETXTBSY: a child
-    forked by another thread of this process still held a just-written executable open for writing)."""
-    try:
-        return isolation.run(iso, argv, exe, root, rel, env, timeout, logs, cancel)
-    except isolation.SandboxError as e:
-        if os.strerror(errno.ETXTBSY) not in str(e):
-            raise
-        LOG.warning("sandbox: %s; running the action once more", e)
-        time.sleep(ETXTBSY_RETRY_S)
-        return isolation.run(iso, argv, exe, root, rel, env, timeout, logs, cancel)
 
 
 def _metadata(result: re_pb2.ActionResult, placed: sandbox.Materialised) -> None:
@@ -164,13 +177,15 @@ def _metadata(result: re_pb2.ActionResult, placed: sandbox.Materialised) -> None
 
 def execute_lease(
     cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path, iso: Isolation,
-    cancel: threading.Event | None = None, file_cache: FileCache | None = None,
+    cancel: threading.Event | None = None, file_cache: FileCache | None = None, offer: Offer = NO_OFFER,
 ) -> LeaseOutcome:
     """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
     box: Path | None = None
+    exe: Path | None = None
     try:
         action, command = load_action(cas, payload)
-        exe = allow.resolve(command, action.platform)
+        offer.check(requested(action, command))
+        exe = _program(command, action, allow, iso)
         outputs = list(command.output_paths) or list(command.output_files)
         box = _new_box(scratch)
         root = box / "root"
@@ -183,6 +198,8 @@ def execute_lease(
         fetch_done = time.time()
         workdir = sandbox.inside(root, command.working_directory, "working directory")
         workdir.mkdir(parents=True, exist_ok=True)
+        if exe is None:
+            sandbox.input_program(root, command.working_directory, command.arguments[0])
         for out in outputs:
             (workdir / out).parent.mkdir(parents=True, exist_ok=True)
         _hand_over(root, iso, [workdir / out for out in outputs])
@@ -191,7 +208,7 @@ def execute_lease(
         timeout = min(timeout, iso.limits.wall_s) if iso.limits.wall_s else timeout
         start = time.time()
         rel = os.path.relpath(workdir, root)
-        done = _run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
+        done = isolation.run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
         result = re_pb2.ActionResult(exit_code=done.exit_code)
         _metadata(result, placed)
         result.execution_metadata.input_fetch_start_timestamp.FromNanoseconds(int(fetch_start * 1e9))
@@ -207,6 +224,9 @@ def execute_lease(
         return LeaseOutcome(_status(code_pb2.OK, iso.note), result)
     except Refusal as e:
         return LeaseOutcome(_status(e.code, _with_note(f"goma-ext worker refused the action: {e}", iso)), None)
+    except ExecFailed as e:
+        code = code_pb2.INVALID_ARGUMENT if exe is None else code_pb2.INTERNAL  # an uploaded program: its fault
+        return LeaseOutcome(_status(code, _with_note(f"goma-ext worker: {e}", iso)), None)
     except RemoteError as e:
         code = {"DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED, "CANCELLED": code_pb2.CANCELLED}.get(
             e.code or "", code_pb2.UNAVAILABLE)

@@ -41,10 +41,44 @@ def inside(root: Path, rel: str, what: str) -> Path:
         raise bad_path(f"{what} {rel!r} escapes the sandbox")
     full = root / norm
     real_root = root.resolve()
-    resolved = full.resolve()
+    try:
+        resolved = full.resolve()
+    except RuntimeError:  # a symlink loop (Python 3.11)
+        raise bad_path(f"{what} {rel!r} runs into a symlink loop") from None
     if resolved != real_root and real_root not in resolved.parents:
         raise bad_path(f"{what} {rel!r} escapes the sandbox through a symlink")
     return full
+
+
+def input_program(root: Path, workdir: str, program: str) -> Path:
+    """The file a hermetic action's argv[0] (a path relative to its working directory) runs: inside the input
+    root after every symlink, a regular file with an execute bit; else a Refusal (INVALID_ARGUMENT) saying why.
+    Resolved as the kernel will: from the real working directory, `..` after a symlink physically."""
+    what = "program"
+    if posixpath.isabs(program) or "\0" in program:
+        raise bad_path(f"{what} {program!r} is absolute: an uploaded program is named relative to the working "
+                       "directory, inside the input root")
+    inside(root, posixpath.join(workdir, program), what)  # textual escapes first: the clearest message
+    real_root = root.resolve()
+    workdir_real = inside(root, workdir, "working directory").resolve()
+    try:
+        real = (workdir_real / program).resolve()
+    except RuntimeError:  # a symlink loop (Python 3.11)
+        raise bad_path(f"{what} {program!r} runs into a symlink loop") from None
+    if real != real_root and real_root not in real.parents:
+        raise bad_path(f"{what} {program!r} resolves outside the input root (from the real working directory, "
+                       "as exec would)")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        raise bad_path(f"{what} {program!r} is not in the input root") from None
+    except OSError as e:
+        raise bad_path(f"{what} {program!r} cannot be resolved: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise bad_path(f"{what} {program!r} is not a regular file")
+    if not st.st_mode & 0o111:
+        raise bad_path(f"{what} {program!r} is not executable (is_executable is false in the input tree)")
+    return real
 
 
 def _fetch_directories(cas: Cas, root: Digest) -> dict[Digest, re_pb2.Directory]:

@@ -15,7 +15,7 @@ import pytest
 
 from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.proto import re_pb2
-from goma_ext.worker import isolation, runner, sandbox
+from goma_ext.worker import sandbox
 from goma_ext.worker.filecache import TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.isolation import Isolation, IsolationMode, Limits, RunAs
@@ -241,21 +241,3 @@ def test_executables_published_while_other_threads_fork_run_without_etxtbsy(tmp_
         for t in forkers:
             t.join()
     assert busy == []
-
-
-def test_a_sandbox_start_failing_with_etxtbsy_is_retried_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    calls: list[int] = []
-
-    def flaky(*_args: object) -> isolation.Completed:
-        calls.append(1)
-        if len(calls) == 1:
-            raise isolation.SandboxError("the sandbox failed to start (bwrap exit 1): bwrap: execvp cc: Text file busy")
-        return isolation.Completed(0, b"", b"")
-
-    monkeypatch.setattr(isolation, "run", flaky)
-    iso = Isolation(IsolationMode.BWRAP, Limits(), None)
-    assert runner._run(iso, ["cc"], Path("/cc"), tmp_path, ".", {}, 1.0, tmp_path, None).exit_code == 0
-    assert len(calls) == 2
-    monkeypatch.setattr(isolation, "run", lambda *_a: (_ for _ in ()).throw(isolation.SandboxError("no userns")))
-    with pytest.raises(isolation.SandboxError, match="no userns"):
-        runner._run(iso, ["cc"], Path("/cc"), tmp_path, ".", {}, 1.0, tmp_path, None)
