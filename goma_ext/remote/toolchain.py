@@ -15,7 +15,7 @@ import fnmatch
 import json
 import os
 import posixpath
-import subprocess
+import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +29,10 @@ from goma_ext.remote.merkle import BlobSource, FileDigester, InputTree, hash_fil
 TOOLCHAIN_DIR = ".goma_ext_toolchain"
 DEFAULT_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 TRIPLES = {62: "x86_64-linux-gnu", 183: "aarch64-linux-gnu", 3: "i386-linux-gnu", 40: "arm-linux-gnueabihf"}
-LDCONFIG = ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig")
+LD_SO_CACHE = Path("/etc/ld.so.cache")
+CACHE_MAGIC = b"glibc-ld.so.cache1.1"
+CACHE_HEADER = struct.Struct("=20sIIB3sI12s")  # magic+version, nlibs, len_strings, flags, pad, extension, unused
+CACHE_ENTRY = struct.Struct("=iIIIQ")  # flags, key, value, osversion, hwcap
 
 
 class ToolchainError(InputError):
@@ -49,21 +52,33 @@ def in_base(name: str, base: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in base)
 
 
-def ld_cache() -> dict[str, list[str]]:
-    """ld.so.cache as `ldconfig -p` prints it: soname -> paths (every architecture; callers check the ELF)."""
-    for tool in LDCONFIG:
-        try:
-            out = subprocess.run([tool, "-p"], capture_output=True, text=True, timeout=30, check=False).stdout
-            break
-        except OSError:
-            continue
-    else:
+def ld_cache(path: Path = LD_SO_CACHE) -> dict[str, list[str]]:
+    """soname -> paths, read from glibc's ld.so.cache (the "glibc-ld.so.cache1.1" layout of glibc's dl-cache.h:
+    a 48-byte header, then 24-byte entries whose key and value are offsets of NUL-terminated strings from the
+    header), as `ldconfig -p` lists it but without running a process. Every architecture; callers check the ELF."""
+    try:
+        data = path.read_bytes()
+    except OSError:
         return {}
+    base = data.find(CACHE_MAGIC)
+    if base < 0 or len(data) < base + CACHE_HEADER.size:
+        return {}
+    nlibs = CACHE_HEADER.unpack_from(data, base)[1]
     found: dict[str, list[str]] = {}
-    for line in out.splitlines():
-        name, sep, path = line.strip().partition(" => ")
-        if sep:
-            found.setdefault(name.split(" (", 1)[0], []).append(path.strip())
+
+    def text(offset: int) -> str:
+        at = base + offset
+        end = data.find(b"\0", at)
+        return data[at:end].decode(errors="replace") if 0 <= at < end else ""
+
+    for i in range(nlibs):
+        at = base + CACHE_HEADER.size + i * CACHE_ENTRY.size
+        if at + CACHE_ENTRY.size > len(data):
+            break
+        _flags, key, value = CACHE_ENTRY.unpack_from(data, at)[:3]
+        name, lib = text(key), text(value)
+        if name and lib:
+            found.setdefault(name, []).append(lib)
     return found
 
 
@@ -124,7 +139,7 @@ def closure(
         raise ToolchainError(f"compiler {compiler}: its interpreter {interp} is not in remote.base_system")
     memo: list[Mapping[str, list[str]]] = []
 
-    def cached() -> Mapping[str, list[str]]:  # ldconfig runs only if a library is not found beside the compiler
+    def cached() -> Mapping[str, list[str]]:  # read only if a library is not found beside the compiler
         if not memo:
             memo.append(cache())
         return memo[0]

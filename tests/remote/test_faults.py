@@ -16,7 +16,13 @@ from goma_ext.remote import stats
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import (
-    HOST_TOOLCHAIN, Cluster, local_reference, no_temp_files, records, start_wrapper, wrapper,
+    HOST_TOOLCHAIN,
+    Cluster,
+    local_reference,
+    no_temp_files,
+    records,
+    start_wrapper,
+    wrapper,
 )
 
 
@@ -76,7 +82,8 @@ def _worker_children(supervisor: int) -> dict[int, int]:
 
 def test_worker_killed_mid_action(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
     ref = local_reference(program, tmp_path)
-    proc = start_wrapper(program, program.backend("alpha", compiler=str(healthy.slow_clang)), healthy.endpoint, salt)
+    proc = start_wrapper(program, program.backend("alpha", compiler=str(healthy.slow_clang)), healthy.endpoint, salt,
+                         HOST_TOOLCHAIN)
     busy: list[Path] = []
     deadline = time.monotonic() + 30
     while not busy and time.monotonic() < deadline:

@@ -21,6 +21,7 @@ def test_backends_run_the_compiler_they_carry_and_the_toolchain_is_uploaded_once
     cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
 ) -> None:
     ref = local_reference(program, tmp_path)
+    again = program.copy(tmp_path / "again")
     toolchain = ToolchainCache().get(CLANG, thin_program.CLANG, DEFAULT_BASE_SYSTEM)
     for m in thin_program.MODULES:
         run = wrapper(program, program.backend(m), cluster.endpoint, salt, "--no-proxy")
@@ -29,7 +30,6 @@ def test_backends_run_the_compiler_they_carry_and_the_toolchain_is_uploaded_once
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE] * len(thin_program.MODULES)
     assert (program.out / ".goma_ext_toolchains.json").is_file()  # digests kept for the next process
     # Another build directory, another salt: every backend executes again, and none uploads the toolchain.
-    again = program.copy(tmp_path / "again")
     for m in thin_program.MODULES:
         run = wrapper(again, again.backend(m), cluster.endpoint, salt + "-again", "--no-proxy")
         assert run.returncode == 0 and WARNING_PREFIX not in run.stderr, run.stderr
@@ -71,3 +71,20 @@ def test_a_compiler_whose_library_cannot_be_resolved_runs_locally_naming_it(
     assert [r.mode for r in records(program)] == [stats.Mode.FALLBACK]
     assert program.native(m).read_bytes() == ref[m]
 
+
+
+def test_a_platform_the_service_rejects_is_one_line_with_its_message_and_a_local_run(
+    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+) -> None:
+    """BuildGrid refuses a property key it does not know; our workers refuse an image they do not run."""
+    ref = local_reference(program, tmp_path)
+    cases = {"Arch=sparc64": "Unregistered platform property",
+             "container-image=docker://elsewhere/cc@sha256:00": "asks for container-image"}
+    for m, (platform, message) in zip(thin_program.MODULES, cases.items(), strict=False):
+        run = wrapper(program, program.backend(m), cluster.endpoint, salt, "--no-proxy",
+                      env={"GOMA_EXT_REMOTE_PLATFORM": platform})
+        assert run.returncode == 0, run.stderr
+        warnings = [line for line in run.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
+        assert len(warnings) == 1 and message in warnings[0], run.stderr
+        assert program.native(m).read_bytes() == ref[m]
+    assert [r.mode for r in records(program)] == [stats.Mode.FALLBACK] * len(cases)

@@ -21,8 +21,9 @@ from tests.remote.conftest import INSTANCE, Cluster
 @pytest.fixture
 def executor(cluster: Cluster, salt: str) -> Iterator[RemoteExecutor]:
     cluster.ensure_server()
-    ex = RemoteExecutor(RemoteConfig(
-        endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2, token_file=cluster.token_file
+    ex = RemoteExecutor(RemoteConfig(  # the allow-list of host compilers: actions naming a program (toolchain: host)
+        endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2, token_file=cluster.token_file,
+        toolchain="host",
     ))
     yield ex
     ex.close()
@@ -65,7 +66,7 @@ def test_compiler_with_another_identity_is_refused(executor: RemoteExecutor, tmp
     fake = CompilerIdentity(Path("/x"), "clang version 0", "00" * 32)
     cfg = RemoteConfig(
         endpoint=executor.cfg.endpoint, instance=INSTANCE, queue_timeout_s=1, max_attempts=1,
-        cache_salt=executor.cfg.cache_salt, token_file=executor.cfg.token_file,
+        cache_salt=executor.cfg.cache_salt, token_file=executor.cfg.token_file, toolchain="host",
     )
     with pytest.raises(RemoteError) as e:  # no worker advertises this identity: it is never started
         RemoteExecutor(cfg).run(["clang-19", "--version"], tmp_path, [], [], fake)

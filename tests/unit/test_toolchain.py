@@ -18,7 +18,7 @@ from goma_ext.remote.errors import InputError
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.merkle import hash_file
 from goma_ext.remote.proto import re_pb2
-from goma_ext.remote.toolchain import TOOLCHAIN_DIR, ToolchainCache, ToolchainError, closure, in_base
+from goma_ext.remote.toolchain import TOOLCHAIN_DIR, ToolchainCache, ToolchainError, closure, in_base, ld_cache
 
 CLANG = Path("/usr/lib/llvm-19/bin/clang")
 
@@ -48,6 +48,15 @@ def test_closure_is_what_ldd_loads(compiler: str) -> None:
     libs = {f.rel.removeprefix("lib/"): f.source for f in files[1:]}
     assert libs == _ldd(Path(compiler))
     assert any(n.startswith("libLLVM.so.") for n in libs) and any(n.startswith("libclang-cpp.so.") for n in libs)
+
+
+def test_ld_so_cache_is_read_as_ldconfig_lists_it() -> None:
+    """Read in-process (the proxy runs no process of its own), and equal to `ldconfig -p`."""
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    listed: dict[str, list[str]] = {}
+    for name, path in re.findall(r"^\s+(\S+) \(.*\) => (\S+)$", out, re.M):
+        listed.setdefault(name, []).append(path)
+    assert ld_cache() == listed and "libLLVM.so.19.1" in listed
 
 
 def test_not_elf_and_truncated_files_are_one_line_errors(tmp_path: Path) -> None:
