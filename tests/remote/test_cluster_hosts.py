@@ -142,7 +142,7 @@ def _server_start(t: Topology, ca: Path, cert: Path, key: Path, venv: Path) -> m
 def _hide_llvm_prefix() -> list[str]:
     """unshare --mount + a shell that hides LLVM in the new mount namespace, then execs the command."""
     mounts = [f"mount -t tmpfs -o size=1m,mode=755 tmpfs {d}" for d in HIDDEN_DIRS]
-    mounts += [f"for f in {g}; do [ -e \"$f\" ] && mount --bind /dev/null \"$f\"; done" for g in HIDDEN_LIB_GLOBS]
+    mounts += [f'for f in {g}; do if [ -e "$f" ]; then mount --bind /dev/null "$f"; fi; done' for g in HIDDEN_LIB_GLOBS]
     script = "set -e; " + "; ".join(mounts) + '; exec "$@"'
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
