@@ -69,6 +69,7 @@ class ClusterSpec:
     listen: tuple[str, ...] = ("127.0.0.1",)  # server: the addresses BuildGrid binds
     cas_max_size: int = DEFAULT_CAS_MAX_SIZE  # server: `bgd cleanup`'s high watermark (bytes)
     ac_max_memory: int = DEFAULT_AC_MAX_MEMORY  # server: redis maxmemory (bytes)
+    cas_access_refresh_s: int = 60  # server: how stale a blob's recorded access time may be (eviction waits 2x)
     server_url: str | None = None  # worker: the server's endpoint
     worker_token_file: Path | None = None  # worker: the token the server host's `cluster start` minted
     bot_id: str | None = None  # worker: bot id prefix (default: host name; `all`: local-STATE)
@@ -105,6 +106,7 @@ class ClusterState:
     listen: tuple[str, ...] = ("127.0.0.1",)
     cas_max_size: int | None = None  # None: unbounded disk CAS, in-memory action cache (`all`)
     ac_max_memory: int | None = None
+    cas_access_refresh_s: int = 60
     redis_port: int | None = None
     redis_pid: int | None = None
     cleanup_pid: int | None = None
@@ -141,7 +143,7 @@ class ClusterState:
         """The server role's persistent CAS index and redis action cache (None for `all`)."""
         if self.redis_port is None:
             return None
-        return PersistentStore(self.redis_port, self.auth_dir / secretfiles.REDIS_PASSWORD)
+        return PersistentStore(self.redis_port, self.auth_dir / secretfiles.REDIS_PASSWORD, self.cas_access_refresh_s)
 
     @property
     def auth_dir(self) -> Path:
@@ -240,7 +242,7 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         sandbox_dir=None if server else str(sandbox_dir.resolve()), sandbox_dir_owned=owned and not server,
         worker_args=spec.worker_args, role=spec.role.value, listen=spec.listen,
         cas_max_size=spec.cas_max_size if server else None, ac_max_memory=spec.ac_max_memory if server else None,
-        redis_port=procs.free_port() if server else None,
+        redis_port=procs.free_port() if server else None, cas_access_refresh_s=spec.cas_access_refresh_s,
     )
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.cluster import manager
+from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
 from tests.conftest import EXAMPLE_ROOT, REPO
 from tests.system_users import temporary_user
@@ -136,6 +136,7 @@ def _server_start(t: Topology, ca: Path, cert: Path, key: Path, venv: Path) -> m
               INSTANCE, "--cas-max-size", "20G", "--ac-max-memory", "256M", *listen)
     st = manager.load(t.state("srv"))
     assert st is not None and st.tls_port
+    assert all(procs.alive(pid) for pid in (st.server_pid, st.redis_pid, st.cleanup_pid)), st
     return st
 
 
