@@ -159,19 +159,26 @@ def _print_started(st: manager.ClusterState, state: Path) -> None:
         f"{st.workers} worker{'s' if st.workers != 1 else ''}, auth {st.auth}, state {state})"
     )
     if st.host_role is Role.SERVER:
-        port = st.tls_port or st.port
-        scheme = "grpcs" if st.tls_port else "grpc"
-        hosts = ", ".join(f"{scheme}://{h}:{port}" for h in st.listen)
-        print(f"listening on {hosts} (0.0.0.0: use this host's address); "
-              f"CAS bound {st.cas_max_size} bytes, action cache in redis (persistent)")
-        worker_token = st.token_file(tokens.Role.WORKER)
-        print("worker hosts: copy the CA and the worker token (keep it 0600), then")
-        print(f"        goma-ext cluster start --role worker --server {scheme}://SERVER:{port}"
-              + (f" --tls-ca CA.pem   (CA: {st.tls_ca})" if st.tls_port else "")
-              + (f" --token-file worker.token   (token: {worker_token})" if worker_token else ""))
+        _print_server(st)
     print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
     if st.tls_port and st.tls_ca:
         print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
     token = st.token_file(tokens.Role.CLIENT)
     if token is not None:
         print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
+
+
+def _print_server(st: manager.ClusterState) -> None:
+    port = st.tls_port or st.port
+    scheme = "grpcs" if st.tls_port else "grpc"
+    wildcard = any(h in ("0.0.0.0", "::") for h in st.listen)
+    print(f"listening on {', '.join(f'{scheme}://{h}:{port}' for h in st.listen)}"
+          + (" (every interface: dial this host's address)" if wildcard else ""))
+    print(f"CAS bounded to {st.cas_max_size} bytes (least recently used evicted); action cache in redis, persistent")
+    worker_token = st.token_file(tokens.Role.WORKER)
+    files = [f for f in (f"CA {st.tls_ca}" if st.tls_port else "",
+                         f"worker token {worker_token} (keep it 0600)" if worker_token else "") if f]
+    if files:
+        print(f"worker hosts: copy the {' and the '.join(files)}, then")
+    print(f"        goma-ext cluster start --role worker --server {scheme}://SERVER-ADDRESS:{port}"
+          + (" --tls-ca CA" if st.tls_port else "") + (" --token-file TOKEN" if worker_token else ""))

@@ -226,3 +226,18 @@ def test_a_host_is_restarted_only_in_the_role_it_was_made_with(tmp_path: Path) -
         manager.start(manager.ClusterSpec(state=tmp_path, role=Role.SERVER))
     with pytest.raises(ClusterError, match="runs no server"):
         manager.stop(tmp_path, Role.SERVER)
+
+
+def test_a_server_prints_what_worker_hosts_and_clients_need(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from goma_ext.cluster.cli import _print_started
+
+    st = _state(tmp_path, role="server", listen=("0.0.0.0",), tls_port=2000, tls_ca="/k/ca.pem", plaintext=False,
+                auth="jwt", redis_port=6400, cas_max_size=1 << 30)
+    _print_started(st, tmp_path)
+    out = capsys.readouterr().out
+    auth = tmp_path / secretfiles.AUTH_DIR
+    assert "listening on grpcs://0.0.0.0:2000 (every interface" in out
+    assert f"copy the CA /k/ca.pem and the worker token {auth / secretfiles.WORKER_TOKEN} (keep it 0600)" in out
+    assert "--role worker --server grpcs://SERVER-ADDRESS:2000 --tls-ca CA --token-file TOKEN" in out
+    assert f"GOMA_EXT_REMOTE_TOKEN_FILE={auth / secretfiles.CLIENT_TOKEN}" in out
+    assert "GOMA_EXT_REMOTE_CA_FILE=/k/ca.pem" in out
