@@ -44,12 +44,23 @@ FIRST_TARGETS = ("calc", "calc_unittests", "crc_tool")  # built before the first
 COMPILERS = ("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
              "/usr/lib/llvm-22/bin/clang")
 
+
+
+@dataclass(frozen=True)
+class WorkerFs:
+    """What a worker host's file system holds: the machine's LLVM or none (tmpfs over /usr/lib/llvm-{19,22},
+    /dev/null over libLLVM*/libclang*), and the worker's `--base-root` (None: not passed)."""
+
+    hide_llvm: bool
+    base_root: str | None = None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # HERMETIC TOOLCHAINS: the one place to flip once remote actions carry the compiler as inputs (the workers then run
 # ../../.goma_ext_toolchain/<id>/bin/clang++ from the input root). Until then a worker host without LLVM cannot run
-# the host-compiler mapping of today, so the worker hosts keep the machine's LLVM.
-HIDE_LLVM_ON_WORKERS = False  # flip to True: tmpfs over /usr/lib/llvm-{19,22}, /dev/null over libLLVM*/libclang*
-WORKER_BASE_ROOT: str | None = None  # then e.g. "/" or a minimal root: passed as --worker-arg=--base-root=DIR
+# the host-compiler mapping of today, so the worker hosts keep the machine's LLVM. Then replace the param below
+# with (or add) pytest.param(WorkerFs(hide_llvm=True, base_root=DIR), id="no-llvm").
+WORKER_FS = [pytest.param(WorkerFs(hide_llvm=False), id="host-llvm")]
 # ---------------------------------------------------------------------------------------------------------------
 HIDDEN_DIRS = ("/usr/lib/llvm-19", "/usr/lib/llvm-22")
 HIDDEN_LIB_GLOBS = ("/usr/lib/x86_64-linux-gnu/libLLVM*", "/usr/lib/x86_64-linux-gnu/libclang*")
@@ -148,17 +159,17 @@ def _hide_llvm_prefix() -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
 
-def _worker_start(t: Topology, peer: str, ca: Path, port: int, runner: str) -> None:
+def _worker_start(t: Topology, peer: str, ca: Path, port: int, runner: str, fs: WorkerFs) -> None:
     token = t.base / peer / "worker.token"  # copied from the server host, as an operator would
     shutil.copyfile(t.state("srv") / "auth" / "worker.token", token)
     os.chmod(token, 0o600)
-    extra = [f"--worker-arg=--base-root={WORKER_BASE_ROOT}"] if WORKER_BASE_ROOT else []
+    extra = [f"--worker-arg=--base-root={fs.base_root}"] if fs.base_root else []
     compilers = [a for c in COMPILERS for a in ("--compiler", c)]
     _goma_ext(t, peer, "cluster", "start", "--role", "worker", "--state", str(t.state(peer)), "--server",
               f"grpcs://{Topology.server_ip(peer)}:{port}", "--tls-ca", str(ca), "--token-file", str(token),
               "--instance", INSTANCE, "--workers", "2", "--bot-id", peer, "--run-as", runner, *compilers,
               "--worker-arg=--max-procs=256", "--worker-arg=--cpu-time=120", *extra,
-              prefix=_hide_llvm_prefix() if HIDE_LLVM_ON_WORKERS else ())
+              prefix=_hide_llvm_prefix() if fs.hide_llvm else ())
 
 
 def _llvm_visible_to_worker(t: Topology, peer: str) -> bool:
@@ -199,6 +210,12 @@ class Client:
         return proc.stdout
 
 
+@pytest.fixture(params=WORKER_FS)
+def worker_fs(request: pytest.FixtureRequest) -> WorkerFs:
+    fs: WorkerFs = request.param
+    return fs
+
+
 @pytest.fixture()
 def topology() -> Iterator[Topology]:
     tag = str(os.getpid() % 100000)
@@ -234,7 +251,7 @@ def _restart_server(t: Topology, ca: Path, cert: Path, key: Path, venv: Path) ->
 
 
 def test_a_cluster_across_hosts_survives_server_restarts_and_serves_a_fresh_build_from_its_cache(
-    topology: Topology, salt: str
+    topology: Topology, worker_fs: WorkerFs, salt: str
 ) -> None:
     t = topology
     ca, cert, key = _make_cert(t.base / "srv")
@@ -245,8 +262,8 @@ def test_a_cluster_across_hosts_survives_server_restarts_and_serves_a_fresh_buil
         for peer in ("w1", "w2"):
             runner = users.enter_context(temporary_user(f"gx{peer}"))
             users.callback(manager.stop, t.state(peer))  # before its runner user goes
-            _worker_start(t, peer, ca, st.tls_port or 0, runner.name)
-            assert _llvm_visible_to_worker(t, peer) is not HIDE_LLVM_ON_WORKERS
+            _worker_start(t, peer, ca, st.tls_port or 0, runner.name, worker_fs)
+            assert _llvm_visible_to_worker(t, peer) is not worker_fs.hide_llvm  # checked inside its mount namespace
         _build_restart_and_rebuild(t, ca, cert, key, venv, st, salt)
 
 
