@@ -1,4 +1,5 @@
-"""`goma-ext cluster start|stop|status|token|pki`: a local PostgreSQL + BuildGrid + workers cluster on 127.0.0.1."""
+"""`goma-ext cluster start|stop|status|token|pki`: a PostgreSQL + BuildGrid + workers cluster, on one host
+(`--role all`, 127.0.0.1) or across hosts (one `--role server`, any number of `--role worker`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
-from goma_ext.cluster import manager, pki, tokens
+from goma_ext.cluster import manager, pki, roles, tokens
+from goma_ext.cluster.roles import Role
 
 DEFAULT_STATE = Path(".state/cluster")
 
@@ -57,9 +59,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--worker-arg", action="append", default=[], metavar="ARG",
         help="extra `goma-ext worker` argument, e.g. --worker-arg=--memory=8G (repeatable)",
     )
+    _add_role_options(start)
+    stop = sub.add_parser("stop", help="stop what this host runs (workers, cleanup, BuildGrid, redis, PostgreSQL)")
+    stop.add_argument("--role", choices=[r.value for r in Role],
+                      help="stop only the server side or only the workers (default: everything this host runs)")
     for q in (
         start,
-        sub.add_parser("stop", help="stop workers, BuildGrid and PostgreSQL"),
+        stop,
         sub.add_parser("status", help="show each component and probe the endpoint"),
         sub.add_parser("token", help="print the client token file (0600), renewed when it expires within 30 days"),
     ):
@@ -87,6 +93,64 @@ def run_pki(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_role_options(start: argparse.ArgumentParser) -> None:
+    """What a host of a multi-host cluster runs and how it reaches the others."""
+    start.add_argument(
+        "--role", choices=[r.value for r in Role], default=Role.ALL.value,
+        help="all: everything on 127.0.0.1 (default); server: PostgreSQL, redis, BuildGrid on --listen over TLS; "
+             "worker: workers joining --server",
+    )
+    g = start.add_argument_group("--role server")
+    g.add_argument("--listen", action="append", default=[], metavar="ADDR",
+                   help="address BuildGrid binds (repeatable; default 127.0.0.1; 0.0.0.0 for every interface)")
+    g.add_argument("--plaintext", action="store_true",
+                   help="serve grpc:// without TLS (tokens cross the network unencrypted: a trusted network only)")
+    g.add_argument("--cas-max-size", metavar="SIZE",
+                   help=f"CAS bound: least recently used blobs go above it (default {roles.DEFAULT_CAS_MAX_SIZE})")
+    g.add_argument("--ac-max-memory", metavar="SIZE",
+                   help=f"action cache (redis) memory bound, LRU (default {roles.DEFAULT_AC_MAX_MEMORY})")
+    w = start.add_argument_group("--role worker")
+    w.add_argument("--server", metavar="URL", help="the server host's endpoint, e.g. grpcs://10.0.0.5:8981")
+    w.add_argument("--token-file", type=Path, metavar="FILE",
+                   help="the worker token (0600) copied from the server host's STATE/auth/worker.token")
+    w.add_argument("--bot-id", help="bot id prefix (default: the host name)")
+
+
+def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
+    role = Role(args.role)
+    roles.check(roles.RoleOptions(
+        role=role, server=args.server, token_file=args.token_file, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
+        plaintext=args.plaintext, listen=tuple(args.listen), cas_max_size=args.cas_max_size,
+        ac_max_memory=args.ac_max_memory,
+    ))
+    return manager.ClusterSpec(
+        state=state,
+        port=args.port,
+        workers=args.workers,
+        instance=args.instance,
+        server_venv=args.server_venv,
+        tls_port=args.tls_port,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_ca=args.tls_ca,
+        tls_client_ca=args.tls_client_ca,
+        worker_cert=args.worker_cert,
+        worker_key=args.worker_key,
+        also_plaintext=args.also_plaintext,
+        auth=manager.Auth(args.auth),
+        compilers=tuple(args.compiler),
+        run_as=args.run_as,
+        worker_args=tuple(args.worker_arg),
+        role=role,
+        listen=tuple(args.listen) or ("127.0.0.1",),
+        cas_max_size=roles.parse_size(args.cas_max_size or roles.DEFAULT_CAS_MAX_SIZE),
+        ac_max_memory=roles.parse_size(args.ac_max_memory or roles.DEFAULT_AC_MAX_MEMORY),
+        server_url=args.server,
+        worker_token_file=args.token_file,
+        bot_id=args.bot_id,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         state: Path = args.state.resolve()
@@ -94,41 +158,8 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
         raise manager.ClusterError(f"--state {str(args.state)[:200]}: {getattr(e, 'strerror', None) or e}") from None
     if args.cluster_command == "start":
-        st = manager.start(
-            manager.ClusterSpec(
-                state=state,
-                port=args.port,
-                workers=args.workers,
-                instance=args.instance,
-                server_venv=args.server_venv,
-                tls_port=args.tls_port,
-                tls_cert=args.tls_cert,
-                tls_key=args.tls_key,
-                tls_ca=args.tls_ca,
-                tls_client_ca=args.tls_client_ca,
-                worker_cert=args.worker_cert,
-                worker_key=args.worker_key,
-                also_plaintext=args.also_plaintext,
-                auth=manager.Auth(args.auth),
-                compilers=tuple(args.compiler),
-                run_as=args.run_as,
-                worker_args=tuple(args.worker_arg),
-            )
-        )
-        endpoints = ", ".join(e for e in (st.tls_endpoint, st.plaintext_endpoint) if e)
-        print(
-            f"cluster up: {endpoints} (instance {st.instance!r}, "
-            f"{st.workers} worker{'s' if st.workers != 1 else ''}, auth {st.auth}, state {state})"
-        )
-        print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
-        if st.tls_port and st.tls_ca:
-            print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
-        if st.tls_client_ca:
-            print(f"        export GOMA_EXT_REMOTE_CLIENT_CERT=… GOMA_EXT_REMOTE_CLIENT_KEY=…   (a client certificate "
-                  f"signed by {st.tls_client_ca}: the server requires one)")
-        token = st.token_file(tokens.Role.CLIENT)
-        if token is not None:
-            print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
+        st = manager.start(_spec(args, state))
+        _print_started(st, state)
         return 0
     if args.cluster_command == "token":
         found = manager.load(state)
@@ -139,8 +170,49 @@ def run(args: argparse.Namespace) -> int:
         print(token)
         return 0
     if args.cluster_command == "stop":
-        print("cluster stopped" if manager.stop(state) else f"no cluster state in {state}")
+        role = Role(args.role) if args.role else None
+        stopped = manager.stop(state, role)
+        print(f"cluster {role.value + ' role ' if role else ''}stopped" if stopped else f"no cluster state in {state}")
         return 0
     info = manager.status(state)
     print(json.dumps(info, indent=2))
     return 0 if info.get("started") and info.get("buildgrid") == "running" else 1
+
+
+def _print_started(st: manager.ClusterState, state: Path) -> None:
+    """What a worker host and a client need: the endpoint, the CA, the token files."""
+    if st.host_role is Role.WORKER:
+        print(f"workers up: {st.workers} joining {st.endpoint} (bot ids {st.bot_id}-N, state {state})")
+        return
+    endpoints = ", ".join(e for e in (st.tls_endpoint, st.plaintext_endpoint) if e)
+    print(
+        f"cluster up: {endpoints} (instance {st.instance!r}, role {st.role}, "
+        f"{st.workers} worker{'s' if st.workers != 1 else ''}, auth {st.auth}, state {state})"
+    )
+    if st.host_role is Role.SERVER:
+        _print_server(st)
+    print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
+    if st.tls_port and st.tls_ca:
+        print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
+    if st.tls_client_ca:
+        print(f"        export GOMA_EXT_REMOTE_CLIENT_CERT=… GOMA_EXT_REMOTE_CLIENT_KEY=…   (a client certificate "
+              f"signed by {st.tls_client_ca}: the server requires one)")
+    token = st.token_file(tokens.Role.CLIENT)
+    if token is not None:
+        print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
+
+
+def _print_server(st: manager.ClusterState) -> None:
+    port = st.tls_port or st.port
+    scheme = "grpcs" if st.tls_port else "grpc"
+    wildcard = any(h in ("0.0.0.0", "::") for h in st.listen)
+    print(f"listening on {', '.join(f'{scheme}://{h}:{port}' for h in st.listen)}"
+          + (" (every interface: dial this host's address)" if wildcard else ""))
+    print(f"CAS bounded to {st.cas_max_size} bytes (least recently used evicted); action cache in redis, persistent")
+    worker_token = st.token_file(tokens.Role.WORKER)
+    files = [f for f in (f"CA {st.tls_ca}" if st.tls_port else "",
+                         f"worker token {worker_token} (keep it 0600)" if worker_token else "") if f]
+    if files:
+        print(f"worker hosts: copy the {' and the '.join(files)}, then")
+    print(f"        goma-ext cluster start --role worker --server {scheme}://SERVER-ADDRESS:{port}"
+          + (" --tls-ca CA" if st.tls_port else "") + (" --token-file TOKEN" if worker_token else ""))

@@ -1,19 +1,29 @@
-"""Start, stop and inspect a local cluster; everything it needs to know lives in STATE/cluster.json."""
+"""Start, stop and inspect one cluster host (role all, server or worker); what it runs is in STATE/cluster.json."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from goma_ext.cluster import procs, sandboxing, secretfiles, tokens
+from goma_ext.cluster import procs, redis_server, roles, sandboxing, secretfiles, tokens
 from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir
-from goma_ext.cluster.server import ServerSettings, ensure_venv, migrate, render_config
+from goma_ext.cluster.roles import Role, parse_size, probe_host
+from goma_ext.cluster.server import (
+    PersistentStore,
+    ServerSettings,
+    Watermarks,
+    ensure_venv,
+    migrate,
+    render_cleanup_config,
+    render_config,
+)
 from goma_ext.remote import capabilities, retry
 from goma_ext.remote.channel import open_channel
 from goma_ext.remote.config import RemoteConfig, explain_failure
@@ -23,6 +33,9 @@ from goma_ext.worker.bots import SESSION_FILE
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 90.0
+CLEANUP_INTERVAL_S = 10
+DEFAULT_CAS_MAX_SIZE = parse_size(roles.DEFAULT_CAS_MAX_SIZE)
+DEFAULT_AC_MAX_MEMORY = parse_size(roles.DEFAULT_AC_MAX_MEMORY)
 
 
 class Auth(Enum):
@@ -55,6 +68,14 @@ class ClusterSpec:
     run_as: str | None = None  # root: the workers' action user (default goma-ext-runner, created if missing)
     sandbox_dir: Path | None = None  # default STATE/sandboxes, or a temp dir when the runner cannot reach STATE
     worker_args: tuple[str, ...] = ()  # extra `goma-ext worker` flags (limits, --isolation)
+    role: Role = Role.ALL
+    listen: tuple[str, ...] = ("127.0.0.1",)  # server: the addresses BuildGrid binds
+    cas_max_size: int = DEFAULT_CAS_MAX_SIZE  # server: `bgd cleanup`'s high watermark (bytes)
+    ac_max_memory: int = DEFAULT_AC_MAX_MEMORY  # server: redis maxmemory (bytes)
+    cas_access_refresh_s: int = 60  # server: how stale a blob's recorded access time may be (eviction waits 2x)
+    server_url: str | None = None  # worker: the server's endpoint
+    worker_token_file: Path | None = None  # worker: the token the server host's `cluster start` minted
+    bot_id: str | None = None  # worker: bot id prefix (default: host name; `all`: local-STATE)
 
 
 @dataclass(frozen=True)
@@ -87,19 +108,48 @@ class ClusterState:
     sandbox_dir: str | None = None
     sandbox_dir_owned: bool = False
     worker_args: tuple[str, ...] = ()
+    role: str = Role.ALL.value  # a state file without it predates roles: everything on one host
+    listen: tuple[str, ...] = ("127.0.0.1",)
+    cas_max_size: int | None = None  # None: unbounded disk CAS, in-memory action cache (`all`)
+    ac_max_memory: int | None = None
+    cas_access_refresh_s: int = 60
+    redis_port: int | None = None
+    redis_pid: int | None = None
+    cleanup_pid: int | None = None
+    server_url: str | None = None
+    worker_token_file: str | None = None
+    bot_id: str | None = None
+
+    @property
+    def host_role(self) -> Role:
+        return Role(self.role)
+
+    @property
+    def _host(self) -> str:
+        host = probe_host(self.listen)
+        return f"[{host}]" if ":" in host else host
 
     @property
     def plaintext_endpoint(self) -> str | None:
-        return f"grpc://127.0.0.1:{self.port}" if self.plaintext else None
+        return f"grpc://{self._host}:{self.port}" if self.plaintext and self.host_role.runs_server else None
 
     @property
     def tls_endpoint(self) -> str | None:
-        return f"grpcs://127.0.0.1:{self.tls_port}" if self.tls_port else None
+        return f"grpcs://{self._host}:{self.tls_port}" if self.tls_port and self.host_role.runs_server else None
 
     @property
     def endpoint(self) -> str:
-        """The endpoint workers and probes use: TLS when configured."""
-        return self.tls_endpoint or f"grpc://127.0.0.1:{self.port}"
+        """The endpoint workers and probes use: TLS when configured; a worker host's is its server's."""
+        if self.server_url:
+            return self.server_url
+        return self.tls_endpoint or f"grpc://{self._host}:{self.port}"
+
+    @property
+    def store(self) -> PersistentStore | None:
+        """The server role's persistent CAS index and redis action cache (None for `all`)."""
+        if self.redis_port is None:
+            return None
+        return PersistentStore(self.redis_port, self.auth_dir / secretfiles.REDIS_PASSWORD, self.cas_access_refresh_s)
 
     @property
     def auth_dir(self) -> Path:
@@ -107,6 +157,8 @@ class ClusterState:
 
     def token_file(self, role: tokens.Role) -> Path | None:
         """The 0600 file with ROLE's bearer token (None without authentication)."""
+        if self.worker_token_file is not None:  # a worker host: the server host minted it
+            return Path(self.worker_token_file) if role is tokens.Role.WORKER else None
         if self.auth != Auth.JWT.value:
             return None
         return self.auth_dir / (secretfiles.WORKER_TOKEN if role is tokens.Role.WORKER else secretfiles.CLIENT_TOKEN)
@@ -115,14 +167,20 @@ class ClusterState:
         """Settings for a client of this cluster: its endpoint, CA and client token, and the workers' certificate
         when there is one (what the cluster's own readiness probe and `status` present: a cluster that requires
         client certificates refuses a probe without one)."""
-        tls = bool(self.tls_port)
+        tls = self.endpoint.startswith("grpcs://")
         return RemoteConfig(
-            endpoint=self.endpoint, instance=self.instance,
-            ca_file=Path(self.tls_ca) if tls and self.tls_ca else None,
+            endpoint=self.endpoint, instance=self.instance, ca_file=self.ca_file,
             client_cert=Path(self.worker_cert) if tls and self.worker_cert else None,
             client_key=Path(self.worker_key) if tls and self.worker_key else None,
-            token_file=self.token_file(tokens.Role.CLIENT), rpc_timeout_s=rpc_timeout_s, max_attempts=max_attempts,
+            token_file=self.token_file(tokens.Role.CLIENT) or self.token_file(tokens.Role.WORKER),  # a worker host's
+            rpc_timeout_s=rpc_timeout_s, max_attempts=max_attempts,
         )
+
+    @property
+    def ca_file(self) -> Path | None:
+        """What TLS clients of the endpoint verify it with."""
+        secure = self.endpoint.startswith("grpcs://")
+        return Path(self.tls_ca) if secure and self.tls_ca else None
 
     @property
     def postgres(self) -> Postgres:
@@ -144,6 +202,7 @@ def load(state: Path) -> ClusterState | None:
         data = json.loads(path.read_text())
         data["compilers"] = tuple(data.get("compilers", ()))
         data["worker_args"] = tuple(data.get("worker_args", ()))
+        data["listen"] = tuple(data.get("listen", ("127.0.0.1",)))
         return ClusterState(**data)
     except (ValueError, TypeError) as e:
         raise ClusterError(f"{path}: unreadable cluster state ({e}); remove it and start again") from e
@@ -173,6 +232,8 @@ def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
 
 
 def _initial_state(spec: ClusterSpec) -> ClusterState:
+    if spec.role is Role.WORKER:
+        return _initial_worker_state(spec)
     if spec.tls_cert is None and (spec.tls_key or spec.tls_ca or spec.also_plaintext):
         raise ClusterError("--tls-key, --tls-ca and --also-plaintext need --tls-cert")
     if spec.tls_cert is not None and spec.tls_key is None:
@@ -180,10 +241,12 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
     _check_client_certs(spec)
     pg_data, pg_user = choose_data_dir(spec.state)
     sandbox_dir, owned = (spec.sandbox_dir, False) if spec.sandbox_dir else sandboxing.choose_sandbox_dir(spec.state)
+    server = spec.role is Role.SERVER
     return ClusterState(
         state=str(spec.state), port=spec.port or procs.free_port(), instance=spec.instance,
         pg_port=procs.free_port(), pg_data=str(pg_data), pg_user=pg_user,
-        server_venv=str((spec.server_venv or spec.state / "server-venv").resolve()), workers=spec.workers,
+        server_venv=str((spec.server_venv or spec.state / "server-venv").resolve()),
+        workers=0 if server else spec.workers,
         tls_port=(spec.tls_port or procs.free_port()) if spec.tls_cert else None,
         tls_cert=str(spec.tls_cert.resolve()) if spec.tls_cert else None,
         tls_key=str(spec.tls_key.resolve()) if spec.tls_key else None,
@@ -194,8 +257,42 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         plaintext=spec.tls_cert is None or spec.also_plaintext, auth=spec.auth.value,
         pg_passfile=str((spec.state / secretfiles.AUTH_DIR / secretfiles.PG_PASSFILE).resolve()),
         compilers=spec.compilers, keepalive_s=spec.keepalive_s,
-        run_as=sandboxing.ensure_runner(spec.run_as), sandbox_dir=str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
-        worker_args=spec.worker_args,
+        run_as=None if server else sandboxing.ensure_runner(spec.run_as),
+        sandbox_dir=None if server else str(sandbox_dir.resolve()), sandbox_dir_owned=owned and not server,
+        worker_args=spec.worker_args, role=spec.role.value, listen=spec.listen,
+        cas_max_size=spec.cas_max_size if server else None, ac_max_memory=spec.ac_max_memory if server else None,
+        redis_port=procs.free_port() if server else None, cas_access_refresh_s=spec.cas_access_refresh_s,
+    )
+
+
+def _initial_worker_state(spec: ClusterSpec) -> ClusterState:
+    """A worker host: no database, no server; the endpoint, CA and token of a server host."""
+    if spec.server_url is None:
+        raise ClusterError("--role worker needs --server")
+    token = spec.worker_token_file.resolve() if spec.worker_token_file else None
+    if token is not None:
+        secretfiles.read_private(token)  # there, readable, and not readable by others: one line now, not per worker
+    sandbox_dir, owned = (spec.sandbox_dir, False) if spec.sandbox_dir else sandboxing.choose_sandbox_dir(spec.state)
+    return ClusterState(
+        state=str(spec.state), port=0, instance=spec.instance, pg_port=0, pg_data="", pg_user=None,
+        server_venv="", workers=spec.workers, tls_ca=str(spec.tls_ca.resolve()) if spec.tls_ca else None,
+        plaintext=False, auth=Auth.JWT.value if token else Auth.NONE.value, compilers=spec.compilers,
+        keepalive_s=spec.keepalive_s, run_as=sandboxing.ensure_runner(spec.run_as),
+        sandbox_dir=str(sandbox_dir.resolve()), sandbox_dir_owned=owned, worker_args=spec.worker_args,
+        role=Role.WORKER.value, listen=(), server_url=spec.server_url,
+        worker_token_file=str(token) if token else None, bot_id=spec.bot_id or socket.gethostname(),
+    )
+
+
+def _server_settings(st: ClusterState) -> ServerSettings:
+    state = Path(st.state)
+    return ServerSettings(
+        port=st.port, db_url=st.postgres.url, cas_dir=state / "cas", instance=st.instance, tls_port=st.tls_port,
+        tls_cert=Path(st.tls_cert) if st.tls_cert else None, tls_key=Path(st.tls_key) if st.tls_key else None,
+        tls_client_ca=Path(st.tls_client_ca) if st.tls_client_ca else None,
+        keepalive_s=st.keepalive_s, plaintext=st.plaintext,
+        jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
+        listen=st.listen, store=st.store,
     )
 
 
@@ -222,15 +319,8 @@ def start_server(st: ClusterState) -> ClusterState:
     """(Re)start BuildGrid on the recorded ports; returns the state with its pid."""
     state = Path(st.state)
     bgd = ensure_venv(Path(st.server_venv))
-    settings = ServerSettings(
-        port=st.port, db_url=st.postgres.url, cas_dir=state / "cas", instance=st.instance, tls_port=st.tls_port,
-        tls_cert=Path(st.tls_cert) if st.tls_cert else None, tls_key=Path(st.tls_key) if st.tls_key else None,
-        tls_client_ca=Path(st.tls_client_ca) if st.tls_client_ca else None,
-        keepalive_s=st.keepalive_s, plaintext=st.plaintext,
-        jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
-    )
-    config = state / "buildgrid.yml"
-    config.write_text(render_config(settings))
+    config = state / "buildgrid.yml"  # no secret in it: files named by path (`!read-file`, passfile=)
+    config.write_text(render_config(_server_settings(st)))
     log = state / "logs" / "buildgrid.log"
     pid = procs.spawn([str(bgd), "server", "start", str(config)], log)
     try:
@@ -239,6 +329,30 @@ def start_server(st: ClusterState) -> ClusterState:
         procs.stop(pid)  # not recorded anywhere yet: nothing else would ever stop it
         raise
     return replace(st, server_pid=pid)
+
+
+def _start_redis(st: ClusterState) -> ClusterState:
+    if st.redis_port is None or st.ac_max_memory is None:
+        return st
+    password = st.auth_dir / secretfiles.REDIS_PASSWORD
+    if not password.exists():
+        secretfiles.write_private(password, secretfiles.new_secret() + "\n")
+    settings = redis_server.RedisSettings(st.redis_port, Path(st.state) / "redis", st.ac_max_memory)
+    pid = redis_server.start(settings, password, st.auth_dir / "redis.conf", Path(st.state) / "logs" / "redis.log")
+    return replace(st, redis_pid=pid)
+
+
+def _start_cleanup(st: ClusterState) -> ClusterState:
+    """`bgd cleanup` over the CAS index: above the high watermark it deletes least recently used blobs."""
+    if st.cas_max_size is None or st.store is None:
+        return st
+    marks = Watermarks.for_max_size(st.cas_max_size, st.store.refresh_accesstime_s)
+    config = Path(st.state) / "cleanup.yml"
+    config.write_text(render_cleanup_config(_server_settings(st), marks))
+    bgd = ensure_venv(Path(st.server_venv))
+    cmd = [str(bgd), "cleanup", "start", str(config), "--sleep-interval", str(CLEANUP_INTERVAL_S)]
+    pid = procs.spawn(cmd, Path(st.state) / "logs" / "cleanup.log")
+    return replace(st, cleanup_pid=pid)
 
 
 def _wait_workers(st: ClusterState, pid: int) -> None:
@@ -262,10 +376,10 @@ def start_workers(st: ClusterState) -> ClusterState:
         old.unlink()
     cmd = [
         sys.executable, "-m", "goma_ext.cli", "worker", "--remote", st.endpoint, "--instance", st.instance,
-        *(["--ca-file", st.tls_ca] if st.tls_port and st.tls_ca else []),
-        *(["--client-cert", st.worker_cert] if st.tls_port and st.worker_cert else []),
-        *(["--client-key", st.worker_key] if st.tls_port and st.worker_key else []),
-        "--work-dir", str(state / "workers"), "--bot-id", f"local-{Path(st.state).resolve().name}",
+        *(["--ca-file", str(st.ca_file)] if st.ca_file else []),
+        *(["--client-cert", st.worker_cert] if st.ca_file and st.worker_cert else []),
+        *(["--client-key", st.worker_key] if st.ca_file and st.worker_key else []),
+        "--work-dir", str(state / "workers"), "--bot-id", st.bot_id or f"local-{Path(st.state).resolve().name}",
         "--count", str(st.workers),
     ]
     for c in st.compilers:
@@ -285,19 +399,33 @@ def start_workers(st: ClusterState) -> ClusterState:
 
 
 def start(spec: ClusterSpec) -> ClusterState:
-    """Start PostgreSQL, BuildGrid and the workers (idempotent: running parts are left alone)."""
+    """Start what the host's role runs (idempotent: running parts are left alone). `all`: PostgreSQL, BuildGrid
+    and workers; `server`: PostgreSQL, redis, BuildGrid and the CAS cleanup; `worker`: workers only."""
     (spec.state / "logs").mkdir(parents=True, exist_ok=True)
     st = load(spec.state) or _initial_state(spec)
-    st = replace(st, workers=spec.workers) if spec.workers != st.workers else st
+    if st.host_role is not spec.role:
+        raise ClusterError(f"{spec.state} holds a --role {st.role} host; start it with --role {st.role} "
+                           "(or use another --state)")
+    if st.host_role.runs_workers and spec.workers != st.workers:
+        st = replace(st, workers=spec.workers)
     st.save()
+    if st.host_role.runs_server:
+        st = _start_server_side(st)
+    if st.host_role.runs_workers and not procs.alive(st.worker_pid):
+        st = start_workers(st)
+        st.save()
+    return st
+
+
+def _start_server_side(st: ClusterState) -> ClusterState:
     pg = st.postgres
     if pg.passfile is None:
         raise ClusterError(
-            f"{spec.state}: made by an older goma-ext (PostgreSQL with `trust` authentication); "
+            f"{st.state}: made by an older goma-ext (PostgreSQL with `trust` authentication); "
             "`goma-ext cluster stop` it and start a new cluster in an empty --state"
         )
     if not pg.initialised():
-        secretfiles.auth_dir(spec.state)
+        secretfiles.auth_dir(Path(st.state))
         password = secretfiles.new_secret()
         secretfiles.write_private(pg.passfile, secretfiles.pgpass_line(pg.port, DB_USER, password))
         pg.init(password)
@@ -307,12 +435,15 @@ def start(spec: ClusterSpec) -> ClusterState:
         ensure_tokens(st)
     if not pg.running():
         pg.start()
+    if st.store is not None and not procs.alive(st.redis_pid):
+        st = _start_redis(st)
+        st.save()
     if not procs.alive(st.server_pid):
         migrate(ensure_venv(Path(st.server_venv)), pg.url, Path(st.state) / "logs" / "migrate.log")
         st = start_server(st)
         st.save()
-    if not procs.alive(st.worker_pid):
-        st = start_workers(st)
+    if st.cas_max_size is not None and not procs.alive(st.cleanup_pid):
+        st = _start_cleanup(st)
         st.save()
     return st
 
@@ -339,14 +470,24 @@ def stop_server(st: ClusterState) -> ClusterState:
     return replace(st, server_pid=None)
 
 
-def stop(state: Path) -> ClusterState | None:
-    """Stop workers, then BuildGrid, then PostgreSQL."""
+def stop(state: Path, role: Role | None = None) -> ClusterState | None:
+    """Stop what ROLE runs on this host (default: everything it runs): workers, then the CAS cleanup, BuildGrid,
+    redis and PostgreSQL. Data (CAS, index, action cache, tokens) stays for the next start."""
     st = load(state)
     if st is None:
         return None
-    procs.stop(st.worker_pid)
-    st = stop_server(replace(st, worker_pid=None))
-    st.postgres.stop()
+    role = role or st.host_role
+    if role is Role.SERVER and not st.host_role.runs_server:
+        raise ClusterError(f"{state} is a --role {st.role} host: it runs no server")
+    if role.runs_workers:
+        procs.stop(st.worker_pid)
+        st = replace(st, worker_pid=None)
+    if role.runs_server and st.host_role.runs_server:
+        procs.stop(st.cleanup_pid)
+        st = stop_server(replace(st, cleanup_pid=None))
+        procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
+        st = replace(st, redis_pid=None)
+        st.postgres.stop()
     st.save()
     return st
 
@@ -354,7 +495,7 @@ def stop(state: Path) -> ClusterState | None:
 def destroy(state: Path) -> None:
     """Stop the cluster and delete its PostgreSQL data when it lives outside STATE (the /tmp fallback)."""
     st = stop(state)
-    if st is not None and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
+    if st is not None and st.pg_data and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
         shutil.rmtree(st.pg_data, ignore_errors=True)
     if st is not None and st.sandbox_dir and st.sandbox_dir_owned:
         shutil.rmtree(st.sandbox_dir, ignore_errors=True)
@@ -366,7 +507,7 @@ def status(state: Path) -> dict[str, object]:
     if st is None:
         return {"state": str(state), "started": False}
     probe = "down"
-    if procs.alive(st.server_pid):
+    if procs.alive(st.server_pid) or st.host_role is Role.WORKER:
         try:
             cfg = st.client_config(rpc_timeout_s=2.0, max_attempts=1)
             with open_channel(cfg) as ch:
@@ -375,13 +516,20 @@ def status(state: Path) -> dict[str, object]:
                 probe = f"ok ({(time.monotonic() - t) * 1000:.0f} ms)"
         except RemoteError as e:
             probe = f"error: {explain_failure(st.client_config(), str(e))}"
-    return {
-        "state": st.state, "started": True, "endpoint": st.endpoint, "instance": st.instance,
+    info: dict[str, object] = {
+        "state": st.state, "started": True, "role": st.role, "endpoint": st.endpoint, "instance": st.instance,
         "plaintext_endpoint": st.plaintext_endpoint, "tls_endpoint": st.tls_endpoint, "ca_file": st.tls_ca,
         "tls_client_ca": st.tls_client_ca, "worker_cert": st.worker_cert,
         "auth": st.auth, "client_token": str(st.token_file(tokens.Role.CLIENT) or "") or None,
-        "postgres": "running" if st.postgres.running() else "stopped",
-        "buildgrid": "running" if procs.alive(st.server_pid) else "stopped",
-        "workers": f"{st.workers} ({'running' if procs.alive(st.worker_pid) else 'stopped'})",
         "capabilities": probe,
     }
+    if st.host_role.runs_server:
+        info["postgres"] = "running" if st.postgres.running() else "stopped"
+        info["buildgrid"] = "running" if procs.alive(st.server_pid) else "stopped"
+    if st.store is not None:
+        info["redis"] = "running" if procs.alive(st.redis_pid) else "stopped"
+        info["cas_cleanup"] = "running" if procs.alive(st.cleanup_pid) else "stopped"
+        info["cas_max_size"] = st.cas_max_size
+    if st.host_role.runs_workers:
+        info["workers"] = f"{st.workers} ({'running' if procs.alive(st.worker_pid) else 'stopped'})"
+    return info

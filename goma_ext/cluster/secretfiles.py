@@ -13,6 +13,7 @@ PG_PASSFILE = "pgpass"  # libpq's password file: BuildGrid's connection string n
 JWT_SECRET = "jwt-hs256.secret"
 WORKER_TOKEN = "worker.token"
 CLIENT_TOKEN = "client.token"
+REDIS_PASSWORD = "redis.password"  # redis `requirepass`; BuildGrid reads it with `!read-file`
 
 
 def auth_dir(state: Path) -> Path:

@@ -13,7 +13,20 @@ import yaml
 from goma_ext.cluster.postgres import ClusterError
 from goma_ext.remote.identity import MATCH_PROPERTY_KEYS
 
-BUILDGRID_REQUIREMENTS = ("buildgrid==0.4.4", "psycopg2-binary")
+BUILDGRID_REQUIREMENTS = ("buildgrid==0.4.4", "psycopg2-binary", "redis>=4.5.1")  # redis: !redis-action-cache
+# a module each requirement installs: a venv made before one was added gets it on the next start
+_REQUIREMENT_MODULES = {"psycopg2-binary": "psycopg2", "redis>=4.5.1": "redis"}
+
+
+@dataclass(frozen=True)
+class PersistentStore:
+    """A CAS and an action cache that survive a restart: blobs on disk indexed in PostgreSQL (`!sql-index`, whose
+    access times `bgd cleanup` evicts the least recently used by), action results in redis (`!redis-action-cache`;
+    BuildGrid 0.4.4 has no SQL or disk action cache)."""
+
+    redis_port: int
+    redis_password_file: Path  # 0600; BuildGrid reads it with `!read-file`, so the config holds no secret
+    refresh_accesstime_s: int = 60  # an index row's access time is written at most this often
 
 
 @dataclass(frozen=True)
@@ -32,31 +45,31 @@ class ServerSettings:
     jwt_secret_file: Path | None = None  # None: no authentication (`cluster start --auth none`)
     thread_pool_size: int = 64
     keepalive_s: int = 30
+    listen: tuple[str, ...] = ("127.0.0.1",)  # the addresses every channel binds
+    store: PersistentStore | None = None  # None: unbounded disk CAS and an in-memory LRU action cache (`--role all`)
 
 
 def ensure_venv(venv: Path) -> Path:
     """Create VENV with BuildGrid if it lacks it; return its `bgd`."""
     bgd = venv / "bin" / "bgd"
-    if bgd.exists():
+    missing = _missing_modules(venv) if bgd.exists() else list(BUILDGRID_REQUIREMENTS)
+    if not missing:
         return bgd
     venv.parent.mkdir(parents=True, exist_ok=True)
     log = venv.parent / "server-venv-install.log"
-    with open(log, "w") as out:
-        steps = [
-            [sys.executable, "-m", "venv", str(venv)],
-            [
-                str(venv / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                *BUILDGRID_REQUIREMENTS,
-            ],
-        ]
+    with open(log, "a") as out:
+        steps = [] if bgd.exists() else [[sys.executable, "-m", "venv", str(venv)]]
+        steps.append([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", *missing])
         for step in steps:
             if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, check=False).returncode != 0:
                 raise ClusterError(f"installing BuildGrid into {venv} failed; see {log}")
     return bgd
+
+
+def _missing_modules(venv: Path) -> list[str]:
+    """The requirements whose module VENV's site-packages lacks (cheap: no interpreter started)."""
+    sites = list(venv.glob("lib/python3*/site-packages"))
+    return [req for req, module in _REQUIREMENT_MODULES.items() if not any((d / module).is_dir() for d in sites)]
 
 
 def _tag(tag: str, value: object) -> object:
@@ -80,41 +93,10 @@ _Dumper.add_representer(dict, _represent)
 
 
 def render_config(s: ServerSettings) -> str:
-    """The BuildGrid YAML: SQL scheduler tuned for ~50 ms round trips, disk CAS, in-memory LRU action cache."""
-    if s.tls_port is None and not s.plaintext:
-        raise ClusterError("no channel to serve: TLS is not configured and plaintext is off")
-    channels = []
-    if s.plaintext:
-        channels.append(_tag("!channel", {"address": f"127.0.0.1:{s.port}", "insecure-mode": True}))
-    if s.tls_port is not None:
-        if s.tls_cert is None or s.tls_key is None:
-            raise ClusterError("a TLS port needs both a certificate and a key")
-        channels.append(
-            _tag(
-                "!channel",
-                {
-                    "address": f"127.0.0.1:{s.tls_port}",
-                    "insecure-mode": False,
-                    "credentials": {
-                        "tls-server-key": str(s.tls_key), "tls-server-cert": str(s.tls_cert),
-                        **({"tls-client-certs": str(s.tls_client_ca)} if s.tls_client_ca else {}),
-                    },
-                },
-            )
-        )
-    sql = _tag(
-        "!sql-connection", {"connection-string": s.db_url, "pool-size": 10, "max-overflow": 20, "pool-timeout": 30}
-    )
-    storage = _tag("!disk-storage", {"path": str(s.cas_dir)})
-    cache = _tag(
-        "!lru-action-cache",
-        {
-            "storage": storage,
-            "max-cached-refs": 100000,
-            "allow-updates": True,
-            "cache-failed-actions": False,
-        },
-    )
+    """The BuildGrid YAML: SQL scheduler tuned for ~50 ms round trips; disk CAS and in-memory LRU action cache, or
+    with a PersistentStore an SQL-indexed disk CAS and a redis action cache."""
+    sql = _sql(s.db_url)
+    storage, cache = _storage_and_cache(s, sql)
     scheduler = _tag(
         "!sql-scheduler",
         {
@@ -136,8 +118,8 @@ def render_config(s: ServerSettings) -> str:
         },
     )
     doc = {
-        "description": "goma-ext local cluster",
-        "server": channels,
+        "description": "goma-ext cluster",
+        "server": _channels(s),
         "authorization": _authorization(s),
         "monitoring": {"enabled": False},
         "thread-pool-size": s.thread_pool_size,
@@ -152,6 +134,98 @@ def render_config(s: ServerSettings) -> str:
                 ],
             }
         ],
+    }
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False)
+
+
+def _channels(s: ServerSettings) -> list[object]:
+    """A plaintext and/or a TLS channel on each listen address."""
+    if s.tls_port is None and not s.plaintext:
+        raise ClusterError("no channel to serve: TLS is not configured and plaintext is off")
+    if s.tls_port is not None and (s.tls_cert is None or s.tls_key is None):
+        raise ClusterError("a TLS port needs both a certificate and a key")
+    channels: list[object] = []
+    for host in s.listen:
+        if s.plaintext:
+            channels.append(_tag("!channel", {"address": f"{_bracket(host)}:{s.port}", "insecure-mode": True}))
+        if s.tls_port is not None:
+            credentials = {"tls-server-key": str(s.tls_key), "tls-server-cert": str(s.tls_cert),
+                           **({"tls-client-certs": str(s.tls_client_ca)} if s.tls_client_ca else {})}
+            channels.append(_tag("!channel", {
+                "address": f"{_bracket(host)}:{s.tls_port}", "insecure-mode": False, "credentials": credentials,
+            }))
+    return channels
+
+
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _sql(db_url: str) -> object:
+    pool = {"pool-size": 10, "max-overflow": 20, "pool-timeout": 30}
+    return _tag("!sql-connection", {"connection-string": db_url, **pool})
+
+
+def _storage_and_cache(s: ServerSettings, sql: object) -> tuple[object, object]:
+    disk = _tag("!disk-storage", {"path": str(s.cas_dir)})
+    if s.store is None:
+        cache = _tag("!lru-action-cache", {
+            "storage": disk, "max-cached-refs": 100000, "allow-updates": True, "cache-failed-actions": False,
+        })
+        return disk, cache
+    index = _sql_index(s.store, sql, disk)
+    cache = _tag("!redis-action-cache", {
+        "redis": _tag("!redis-connection", {
+            "host": "127.0.0.1", "port": s.store.redis_port,
+            "password": _tag("!read-file", str(s.store.redis_password_file)),
+        }),
+        "storage": index,  # a cached result whose blobs were evicted is dropped when looked up, not served
+        "allow-updates": True,
+        "cache-failed-actions": False,
+    })
+    return index, cache
+
+
+def _sql_index(store: PersistentStore, sql: object, disk: object) -> object:
+    return _tag("!sql-index", {
+        "sql": sql, "storage": disk, "refresh-accesstime-older-than": store.refresh_accesstime_s,
+        "max-inline-blob-size": 0,  # every blob on disk: the size bound counts them all
+    })
+
+
+@dataclass(frozen=True)
+class Watermarks:
+    """`bgd cleanup`'s bounds: above `high` bytes it deletes least recently used blobs down to `low`."""
+
+    high: int
+    low: int
+    batch: int
+    only_if_unused_for_s: int
+
+    @classmethod
+    def for_max_size(cls, max_size: int, refresh_accesstime_s: int = 60) -> Watermarks:
+        low = max_size * 8 // 10
+        # a blob read within the access-time refresh window may look older than it is: never evict those
+        return cls(high=max_size, low=low, batch=max(1, min(max_size - low, 1 << 30)),
+                   only_if_unused_for_s=2 * refresh_accesstime_s)
+
+
+def render_cleanup_config(s: ServerSettings, marks: Watermarks) -> str:
+    """The YAML `bgd cleanup start` reads: the same index as the server's CAS and its watermarks."""
+    if s.store is None:
+        raise ClusterError("a cleanup needs the persistent store (the SQL-indexed CAS)")
+    disk = _tag("!disk-storage", {"path": str(s.cas_dir)})
+    doc = {
+        "description": "goma-ext CAS cleanup",
+        "monitoring": {"enabled": False},
+        "cleanup": [{
+            "instance-name": s.instance,
+            "index": _sql_index(s.store, _sql(s.db_url), disk),
+            "high-watermark": marks.high,
+            "low-watermark": marks.low,
+            "batch-size": marks.batch,
+            "only-if-unused-for": {"seconds": marks.only_if_unused_for_s},
+        }],
     }
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False)
 
