@@ -49,19 +49,15 @@ COMPILERS = ("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/l
 @dataclass(frozen=True)
 class WorkerFs:
     """What a worker host's file system holds: the machine's LLVM or none (tmpfs over /usr/lib/llvm-{19,22},
-    /dev/null over libLLVM*/libclang*), and the worker's `--base-root` (None: not passed)."""
+    /dev/null over libLLVM*/libclang*), and whether its sandboxes get a `--base-root` (a minimal / made by
+    `goma-ext worker base-root` from libc6, libgcc-s1 and libstdc++6: no LLVM either). Backends carry their
+    compiler as inputs (toolchain: inputs, the default), so such workers run them all."""
 
     hide_llvm: bool
-    base_root: str | None = None
+    base_root: bool = False
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# HERMETIC TOOLCHAINS: the one place to flip once remote actions carry the compiler as inputs (the workers then run
-# ../../.goma_ext_toolchain/<id>/bin/clang++ from the input root). Until then a worker host without LLVM cannot run
-# the host-compiler mapping of today, so the worker hosts keep the machine's LLVM. Then replace the param below
-# with (or add) pytest.param(WorkerFs(hide_llvm=True, base_root=DIR), id="no-llvm").
-WORKER_FS = [pytest.param(WorkerFs(hide_llvm=False), id="host-llvm")]
-# ---------------------------------------------------------------------------------------------------------------
+WORKER_FS = [pytest.param(WorkerFs(hide_llvm=True, base_root=True), id="no-llvm")]
 HIDDEN_DIRS = ("/usr/lib/llvm-19", "/usr/lib/llvm-22")
 HIDDEN_LIB_GLOBS = ("/usr/lib/x86_64-linux-gnu/libLLVM*", "/usr/lib/x86_64-linux-gnu/libclang*")
 
@@ -122,18 +118,11 @@ def _remove_netns(name: str) -> None:
 
 
 def _make_cert(d: Path) -> tuple[Path, Path, Path]:
-    """A CA and a server certificate it signed, for the server's veth addresses (IP SANs)."""
-    ca_key, ca, key, csr, cert = (d / n for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
-    _run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gxt test CA",
-          "-keyout", str(ca_key), "-out", str(ca)])
-    _run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=gxt server", "-keyout", str(key),
-          "-out", str(csr)])
-    sans = ",".join(f"IP:{Topology.server_ip(p)}" for p in PEERS)
-    ext = d / "san.ext"
-    ext.write_text(f"subjectAltName={sans}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-    _run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-          "-days", "2", "-extfile", str(ext), "-out", str(cert)])
-    return ca, cert, key
+    """A CA and a server certificate it signed for the server's veth addresses (IP SANs), as an operator makes
+    them: `goma-ext cluster pki`."""
+    names = [a for p in PEERS for a in ("--server-name", Topology.server_ip(p))]
+    _run([sys.executable, "-m", "goma_ext.cli", "cluster", "pki", str(d), *names], cwd=REPO)
+    return d / "ca.crt", d / "server.crt", d / "server.key"
 
 
 def _goma_ext(t: Topology, who: str, *argv: str, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
@@ -163,8 +152,12 @@ def _worker_start(t: Topology, peer: str, ca: Path, port: int, runner: str, fs: 
     token = t.base / peer / "worker.token"  # copied from the server host, as an operator would
     shutil.copyfile(t.state("srv") / "auth" / "worker.token", token)
     os.chmod(token, 0o600)
-    extra = [f"--worker-arg=--base-root={fs.base_root}"] if fs.base_root else []
-    compilers = [a for c in COMPILERS for a in ("--compiler", c)]
+    base_root = t.base / "base-root"
+    if fs.base_root and not base_root.exists():
+        _run([sys.executable, "-m", "goma_ext.cli", "worker", "base-root", str(base_root)], cwd=REPO)
+    extra = [f"--worker-arg=--base-root={base_root}"] if fs.base_root else []
+    # A worker with a base root has no compilers of its own (it runs the ones actions carry).
+    compilers = [] if fs.base_root else [a for c in COMPILERS for a in ("--compiler", c)]
     _goma_ext(t, peer, "cluster", "start", "--role", "worker", "--state", str(t.state(peer)), "--server",
               f"grpcs://{Topology.server_ip(peer)}:{port}", "--tls-ca", str(ca), "--token-file", str(token),
               "--instance", INSTANCE, "--workers", "2", "--bot-id", peer, "--run-as", runner, *compilers,
