@@ -7,9 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,24 +18,13 @@ from goma_ext.worker import baseroot, isolation
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.isolation import ExecFailed, Isolation, IsolationMode, Limits, bwrap_argv, run
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, PlatformError, requested
-from goma_ext.worker.runner import LeaseOutcome, _hand_over, _new_box, execute_lease, probe, probe_command
+from goma_ext.worker.runner import LeaseOutcome, _hand_over, execute_lease, probe, probe_command
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 DASH = Path("/usr/bin/dash").read_bytes()
 NO_LOADER = DASH.replace(b"/lib64/ld-linux-x86-64.so.2", b"/lib64/ld-linux-x86-64.so.9")  # its ELF loader is absent
 IMAGE = "docker://example/distroless-cc@sha256:" + "ab" * 32
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
-
-
-@pytest.fixture
-def box() -> Iterator[Path]:
-    """A per-action directory the runner uid (nobody, when root) can reach: pytest's tmp dirs are 0700."""
-    base = Path(tempfile.mkdtemp(prefix="gx-unit-"))
-    os.chmod(base, 0o711)
-    try:
-        yield _new_box(base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 # --- the bwrap command line with a base root -----------------------------------------------------------------

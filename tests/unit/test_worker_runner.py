@@ -7,10 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +31,7 @@ from goma_ext.worker.isolation import (
     run,
 )
 from goma_ext.worker.policy import Allowlist
-from goma_ext.worker.runner import _hand_over, _new_box, execute_lease, probe, remove_box
+from goma_ext.worker.runner import _hand_over, execute_lease, probe, remove_box
 
 BARE = Isolation(IsolationMode.NONE, Limits(), None)
 SH = Path("/usr/bin/dash")
@@ -43,17 +41,6 @@ needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bw
 def _sandboxed(**limits: float) -> Isolation:
     run_as = RunAs("nobody", 65534, 65534) if os.geteuid() == 0 else None
     return Isolation(IsolationMode.BWRAP, Limits(**limits), run_as)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def box() -> Iterator[Path]:
-    """A per-action directory the runner uid (nobody, when root) can reach: pytest's tmp dirs are 0700."""
-    base = Path(tempfile.mkdtemp(prefix="gx-unit-"))
-    os.chmod(base, 0o711)
-    try:
-        yield _new_box(base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_fast_command_returns_its_code_and_streams(tmp_path: Path) -> None:
