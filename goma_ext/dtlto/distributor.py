@@ -124,18 +124,12 @@ class _Remote:
         from goma_ext.remote import proxy_client
         from goma_ext.remote import proxy_protocol as wire
         from goma_ext.remote.client import RemoteRun
-        from goma_ext.remote.config import action_settings
+        from goma_ext.remote.config import carried_settings
 
         cfg = self.cfg
         env = {"GOMA_EXT_CACHE_SALT": cfg.cache_salt, "GOMA_EXT_EXECUTE_TIMEOUT": str(cfg.execute_timeout_s),
                "GOMA_EXT_QUEUE_TIMEOUT": str(cfg.queue_timeout_s)}
-        flags = {"endpoint": cfg.endpoint, "instance": cfg.instance, "exec_root": str(cfg.exec_root),
-                 "ca_file": str(cfg.ca_file) if cfg.ca_file else None,
-                 "client_cert": str(cfg.client_cert) if cfg.client_cert else None,
-                 "client_key": str(cfg.client_key) if cfg.client_key else None,
-                 "token_file": str(cfg.token_file) if cfg.token_file else None,
-                 "allow_insecure_credentials": "true" if cfg.allow_insecure_credentials else None,
-                 **action_settings(cfg)}
+        flags = {"endpoint": cfg.endpoint, "exec_root": str(cfg.exec_root), **carried_settings(cfg)}
         message = wire.run_message(argv, str(self._cwd), (str(compiler.path), compiler.version, compiler.sha256), {},
                                    env, flags, wire.token_hash(cfg.token), files=(inputs, outputs))
         frame = proxy_client.call(proxy, message)

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 from goma_ext.remote.cas import Cas
 from goma_ext.remote.client import PreparedAction, RemoteExecutor, fetch_outputs, prepare_action, toolchain_for
-from goma_ext.remote.config import RemoteConfig
+from goma_ext.remote.config import DEFAULT_BASE_SYSTEM, RemoteConfig
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import CompilerIdentity
@@ -155,7 +155,7 @@ class ActionRequest:
     queue_timeout_s: float
     files: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (inputs, outputs) given by the caller
     toolchain: str = "inputs"
-    base_system: tuple[str, ...] = ()
+    base_system: tuple[str, ...] = DEFAULT_BASE_SYSTEM
     platform: tuple[tuple[str, str], ...] = ()
 
 

@@ -129,6 +129,19 @@ def encode_pairs(pairs: tuple[tuple[str, str], ...]) -> str:
     return ",".join(f"{k}={v}" for k, v in pairs)
 
 
+def carried_settings(cfg: RemoteConfig) -> dict[str, str]:
+    """Every setting a `goma-ext run` command line or a proxy request carries besides the endpoint and the exec root,
+    where it is set (in `goma-ext run`'s option order): instance, credentials and the action-shaping settings."""
+    values = {"instance": cfg.instance} if cfg.instance else {}
+    for name in ("ca_file", "client_cert", "client_key", "token_file"):
+        path = getattr(cfg, name)
+        if path is not None:
+            values[name] = str(path)
+    if cfg.allow_insecure_credentials:
+        values["allow_insecure_credentials"] = "true"
+    return values | action_settings(cfg)
+
+
 def action_settings(cfg: RemoteConfig) -> dict[str, str]:
     """The settings that shape every action (toolchain, base system, platform) where they differ from the
     defaults, spelled as flags carry them (`goma-ext run --toolchain …`, a proxy request's `flags`)."""

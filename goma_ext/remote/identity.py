@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,13 +65,5 @@ def identify_cached(program: str, cwd: Path, cache_file: Path) -> CompilerIdenti
     ident = identify(str(path), cwd)
     entries = identity_cache.load(str(cache_file))
     entries[identity_cache.key(str(path))] = {"version": ident.version, "sha256": ident.sha256}
-    import tempfile
-
-    try:
-        fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=f".{cache_file.name}.")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entries, f, sort_keys=True)
-        os.replace(tmp, cache_file)
-    except OSError:
-        pass  # the cache is an optimisation only
+    identity_cache.store(str(cache_file), entries)
     return ident

@@ -1,4 +1,5 @@
-"""The build directory's memory of compiler identities, readable without pathlib or dataclasses (thin client)."""
+"""The build directory's memories (compiler identities, toolchain digests): JSON files readable and writable without
+pathlib or dataclasses (the thin client reads them)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,20 @@ def load(cache_file: str) -> dict[str, object]:
     except (OSError, ValueError):
         return {}
     return known if isinstance(known, dict) else {}
+
+
+def store(cache_file: str, entries: dict[str, object]) -> None:
+    """Replace cache_file with entries atomically (a temp file beside it, then rename); a failure is ignored, since
+    the file is an optimisation only."""
+    import tempfile  # not at module level: the thin client's start-up never writes
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(cache_file) or ".", prefix=f".{os.path.basename(cache_file)}.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f, sort_keys=True)
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass
 
 
 def lookup(path: str, cache_file: str) -> tuple[str, str] | None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from goma_ext.remote import identity_cache
 from goma_ext.remote.digest import Digest
 from goma_ext.remote.elf import DynamicInfo, ElfError, read_dynamic
 from goma_ext.remote.errors import InputError
@@ -238,30 +239,14 @@ class ToolchainCache:
     def _load(self, key: str) -> list[list[object]] | None:
         if self._persist is None:
             return None
-        try:
-            with open(self._persist, encoding="utf-8") as f:
-                entry = json.load(f).get(key)
-        except (OSError, ValueError, AttributeError):
+        entry = identity_cache.load(str(self._persist)).get(key)
+        if not isinstance(entry, list) or not all(isinstance(r, list) and len(r) == 5 for r in entry):
             return None
-        ok = isinstance(entry, list) and all(isinstance(r, list) and len(r) == 5 for r in entry)
-        return entry if ok and self._fresh(entry) else None
+        return entry if self._fresh(entry) else None
 
     def _save(self, key: str, entry: list[list[object]]) -> None:
         if self._persist is None:
             return
-        import tempfile
-
-        try:
-            with open(self._persist, encoding="utf-8") as f:
-                doc = json.load(f)
-            doc = doc if isinstance(doc, dict) else {}
-        except (OSError, ValueError):
-            doc = {}
+        doc = identity_cache.load(str(self._persist))
         doc[key] = entry
-        try:
-            fd, tmp = tempfile.mkstemp(dir=self._persist.parent, prefix=f".{self._persist.name}.")
-            with os.fdopen(fd, "w") as f:
-                json.dump(doc, f, sort_keys=True)
-            os.replace(tmp, self._persist)
-        except OSError:
-            pass  # an optimisation only
+        identity_cache.store(str(self._persist), doc)

@@ -24,7 +24,7 @@ from pathlib import Path
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import proxy_client, records, stats
 from goma_ext.remote import proxy_protocol as wire
-from goma_ext.remote.config import RemoteConfig, action_settings, explain_failure, load_config, section_from_yaml
+from goma_ext.remote.config import RemoteConfig, carried_settings, explain_failure, load_config, section_from_yaml
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, TOOLCHAIN_CACHE, is_off
@@ -73,26 +73,11 @@ def wrap_command(
 
     Secrets stay in the environment."""
     cmd = [*(launcher or default_launcher()), "--remote", cfg.endpoint]
-    if cfg.instance:
-        cmd += ["--instance", cfg.instance]
-    if cfg.ca_file is not None:
-        cmd += ["--ca-file", str(cfg.ca_file)]
-    if cfg.client_cert is not None and cfg.client_key is not None:
-        cmd += ["--client-cert", str(cfg.client_cert), "--client-key", str(cfg.client_key)]
-    if cfg.token_file is not None:
-        cmd += ["--token-file", str(cfg.token_file)]
-    if cfg.allow_insecure_credentials:
-        cmd += ["--allow-insecure-credentials", "true"]
-    cmd += action_setting_flags(cfg)
+    cmd += [arg for key, value in carried_settings(cfg).items() for arg in (f"--{key.replace('_', '-')}", value)]
     cmd += ["--exec-root", str(cfg.exec_root)]
     if naive_rsp:
         cmd += ["--naive-inputs", naive_rsp]
     return [*cmd, "--", *argv]
-
-
-def action_setting_flags(cfg: RemoteConfig) -> list[str]:
-    """The flags for the settings that shape every action (toolchain, base system, platform), where not default."""
-    return [arg for key, value in action_settings(cfg).items() for arg in (f"--{key.replace('_', '-')}", value)]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
