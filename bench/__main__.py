@@ -20,6 +20,7 @@ BENCHMARKS = {
     "regen": "bench.regen_bench",
     "parity": "bench.parity_matrix",
     "hermetic": "bench.hermetic_bench",
+    "step": "bench.step_bench",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

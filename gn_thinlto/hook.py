@@ -36,6 +36,7 @@ from gn_thinlto.plan.links import GnGraph
 from gn_thinlto.plan.model import GraphPlan, RemoteBackends
 from gn_thinlto.regen import regenerate
 from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files
+from gn_thinlto.steps.step_server import build_launcher
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
 from goma_ext.remote.wrapper import wrap_command
@@ -45,6 +46,7 @@ STATE_DIR = "gn-thinlto"
 PROJECT_COPY = f"{STATE_DIR}/project.json"
 REFUSED_FILE = f"{STATE_DIR}/refused.txt"
 LINKS_FILE = f"{STATE_DIR}/links.txt"
+STEP_LAUNCHER = f"{STATE_DIR}/step-launcher"  # compiled by the hook from gn_thinlto/steps/launcher.c
 PROJECT_MARKER_KEY = "gn_thinlto"
 EDIT_MARKER = "# gn-thinlto:"
 GN_NINJA = "GN's ninja file"
@@ -113,6 +115,16 @@ def mark_project_json(raw: str) -> str:
     return f"{body[:-1].rstrip()},\n  {json.dumps(PROJECT_MARKER_KEY)}: {note}\n}}\n"
 
 
+def step_launcher(out_dir: Path) -> str:
+    """The step launcher's path in OUT_DIR, built if needed; "" (after one warning line) when it cannot be."""
+    why = build_launcher(str(out_dir), STEP_LAUNCHER)
+    if why:
+        print(f"gn-thinlto: warning: step launcher not built ({why}); each backend edge runs a Python step "
+              "(step_server: false silences this)")
+        return ""
+    return STEP_LAUNCHER
+
+
 def run_hook(project_json: Path, config_path: Path | None, python: str, remote: str | None = None) -> HookResult:
     raw = read_text(project_json)
     out_dir = project_json.resolve().parent
@@ -131,8 +143,9 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
         _add_regeneration_input(out_dir, config_file)
     config = load_config(config_path, root)
     build_text = read_text(out_dir / "build.ninja", GN_NINJA)
-    regen = regenerate(out_dir, graph, texts, toolchains, config, python,
-                       remote_backends(config, remote, os.environ))
+    backends_remote = remote_backends(config, remote, os.environ)
+    launcher = step_launcher(out_dir) if config.step_server and backends_remote is None else ""
+    regen = regenerate(out_dir, graph, texts, toolchains, config, python, backends_remote, step_launcher=launcher)
     plan, written = regen.plan, regen.written
     for rel, text in edit_gn_target_files(texts, plan).items():
         written += write_if_changed(out_dir / rel, text)

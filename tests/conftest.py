@@ -71,6 +71,49 @@ def proxy_state_dir() -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+SESSION_MARK = "GN_THINLTO_TEST_SESSION"  # in the environment of every process the suite starts
+
+
+def step_server_pids(cwd: Path | None = None) -> list[int]:
+    """The step servers (gn_thinlto/steps/step_server.py) this test session started, those serving the build
+    directory CWD when given."""
+    mark = f"{SESSION_MARK}={os.environ.get(SESSION_MARK, '')}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if b"step_server.py" not in (proc / "cmdline").read_bytes():
+                continue
+            if mark not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            if cwd is not None and os.readlink(proc / "cwd") != str(cwd):
+                continue
+        except OSError:
+            continue
+        pids.append(int(proc.name))
+    return pids
+
+
+@pytest.fixture(scope="session", autouse=True)
+def step_servers() -> Iterator[None]:
+    """Every step server a test's build started (they leave by themselves when idle) is stopped at the end."""
+    old = os.environ.get(SESSION_MARK)
+    os.environ[SESSION_MARK] = f"{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        yield
+    finally:
+        for pid in step_server_pids():
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        if old is None:
+            del os.environ[SESSION_MARK]
+        else:
+            os.environ[SESSION_MARK] = old
+
+
 @dataclass(frozen=True)
 class Llvm:
     """Paths of one installed LLVM toolchain (Debian's /usr/lib/llvm-N)."""

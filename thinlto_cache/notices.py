@@ -22,9 +22,19 @@ def _stat_fields(pid: int) -> tuple[str, list[str]]:
     return text[text.index("(") + 1:comm_end], text[comm_end + 2:].split()
 
 
+def _no_requester() -> int:
+    return 0
+
+
+# The process a step runs for, when that is not this process's parent: the step server (gn_thinlto.steps) sets
+# it to the pid of the launcher it serves, so "the build" is still the ninja that started that launcher.
+requester = _no_requester
+
+
 def build_id() -> str:
-    """The nearest ninja ancestor as `PID:START` (its start time tells a reused pid apart), else the parent's."""
-    pid = os.getppid()
+    """The nearest ninja ancestor (of the requester, else of this process) as `PID:START` (its start time tells
+    a reused pid apart), else the first process looked at."""
+    pid = requester() or os.getppid()
     first = ""
     try:
         for _ in range(MAX_HOPS):

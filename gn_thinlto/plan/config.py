@@ -17,6 +17,7 @@ Example (every key optional):
                                   # links' own --thinlto-cache-policy, else LLVM's defaults
     cache_trusted_writers: [ci-bot]  # whose cache entries your builds use besides yours and root's
     backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
+    step_server: true             # false: each backend edge runs the Python step itself (no launcher, no server)
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
     dyndep: true                  # false: no dyndep file (for builders without dyndep, e.g. Siso): the final
@@ -74,6 +75,7 @@ class Config:
     minimized_bitcode: bool = False
     cache_dir: str = "gn-thinlto/cache"
     backend_cache: bool = True
+    step_server: bool = True  # backend edges go through the step launcher to the build dir's step server
     cache_policy: str = ""  # lld's policy syntax; "" takes the links' --thinlto-cache-policy
     cache_trusted_writers: tuple[str, ...] = ()  # users (names or uids) whose cache entries count, besides you
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
@@ -97,7 +99,7 @@ def label_matches(pattern: str, label: str) -> bool:
 
 _KEYS = {
     "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
-    "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy", "cache_trusted_writers",
+    "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy", "cache_trusted_writers", "step_server",
 }
 
 
@@ -175,6 +177,9 @@ def parse_config(data: Any, source: str) -> Config:
     dyndep = top.get("dyndep", True)
     if not isinstance(dyndep, bool):
         raise GnThinltoError(f"{source}: dyndep: expected true or false, got {dyndep!r}")
+    step_server = top.get("step_server", True)
+    if not isinstance(step_server, bool):
+        raise GnThinltoError(f"{source}: step_server: expected true or false, got {step_server!r}")
     return Config(
         include=_str_list(targets.get("include", ["//*"]), f"{source}: targets.include"),
         exclude=_str_list(targets.get("exclude", []), f"{source}: targets.exclude"),
@@ -190,6 +195,7 @@ def parse_config(data: Any, source: str) -> Config:
         cache_trusted_writers=trusted,
         remote=tuple(sorted(remote.items())),
         dyndep=dyndep,
+        step_server=step_server,
         link_wrappers=_link_wrappers(top.get("link_wrappers", []), f"{source}: link_wrappers"),
         source=source,
     )

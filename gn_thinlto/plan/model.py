@@ -226,3 +226,4 @@ class GraphPlan:
     rules_file: str = "gn-thinlto/rules.ninja"
     targets_file: str = "gn-thinlto/targets.ninja"
     remote: RemoteBackends | None = None
+    step_launcher: str = ""  # the step launcher's path in the build dir ("": backend edges run the Python step)

@@ -13,6 +13,7 @@ from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render, shell_join
 from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
+from gn_thinlto.steps.step_server import socket_path
 from goma_ext import __version__
 
 SHARED_FILE = "gn-thinlto/shared.ninja"
@@ -109,6 +110,9 @@ def build_files(plan: GraphPlan, source: str = "project.json", step_dir: str = S
     if plan.cache_dir and plan.cache_trusted_writers:
         cache += ["--trust", ",".join(plan.cache_trusted_writers)]
     backend = [*step_command(plan.python, BACKEND_STEP, step_dir), *cache, "--log", plan.backend_log]
+    if plan.step_launcher and plan.remote is None:  # the launcher hands the step to the build dir's server
+        sock = socket_path(backend, os.path.dirname(plan.backend_log) or ".")
+        backend = [plan.step_launcher, sock, *backend, "--socket", sock]
     files = {
         plan.rules_file: render(
             "rules.ninja.j2",

@@ -22,7 +22,7 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 # The imports below come after the script-mode path set-up above.
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gn_thinlto.steps.backend_log import CacheEvent, record
 from thinlto_cache.fsutil import (
@@ -39,21 +39,41 @@ from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 from thinlto_cache.trust import Trust
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
-USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--trust USER,…] [--launcher] -- "
-         "[LAUNCHER… --] [--cg-opt-level=N] CLANG …")
+USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--trust USER,…] [--socket SOCKET] "
+         "[--launcher] -- [LAUNCHER… --] [--cg-opt-level=N] CLANG …")
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
     return {"o": output, "dwo": dwo} if job.dwo else {"o": output}
 
 
+Runner = Callable[[list[str]], int]  # runs one command, returns its exit status: launch, or the step server's
+
+
 def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launcher: Sequence[str] = (),
-        policy: str = "") -> int:
+        policy: str = "", runner: Runner | None = None) -> int:
+    """JOB's outputs in place, from the cache or made by RUNNER (None: `launch`, a child of this process); after
+    a miss, the cache pruned when due (POLICY). The exit status."""
+    rc, missed = serve(job, store, log, launcher, runner or launch)
+    if rc == 0 and missed and store.root:
+        prune_due(store, policy)
+    return rc
+
+
+def prune_due(store: CacheStore, policy: str) -> None:
+    from thinlto_cache.prune import prune_if_due  # a miss, never a hit, pays for pruning
+
+    prune_if_due(store.root, policy)
+
+
+def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launcher: Sequence[str],
+          runner: Runner) -> tuple[int, bool]:
+    """(exit status, whether the job missed the cache) of serving JOB: run() without pruning."""
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
     if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
         record(log, CacheEvent.HIT, key, job.output)
-        return 0
+        return 0, False
     make_parent(job.output)
     for path in (job.output, job.dwo):  # what a killed step of this output left (one step per output at a time)
         if path:
@@ -61,25 +81,20 @@ def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launche
     with store.miss_lock(key) as served:  # a concurrent identical job (another build dir) compiles it once
         if served and fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
-            return 0
+            return 0, False
         if launcher:
-            rc = run_launched(job, key, content, store, log, launcher)
-        else:
-            rc = run_local(job, key, store, log)
-    if rc == 0 and store.root:
-        from thinlto_cache.prune import prune_if_due  # a miss, never a hit, pays for pruning
-
-        prune_if_due(store.root, policy)
-    return rc
+            return run_launched(job, key, content, store, log, launcher), True
+        return run_local(job, key, store, log, runner), True
 
 
-def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str]) -> int:
+def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str], runner: Runner) -> int:
     parent, name = os.path.split(job.output)
     tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
     tmp_dwo = f"{tmp}.dwo"
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = tmp
-    rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), os.path.join(parent, f".{name}.{os.getpid()}.bc.tmp"))
+    rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), os.path.join(parent, f".{name}.{os.getpid()}.bc.tmp"),
+                      runner=runner)
     if rc != 0:
         remove_if_exists(tmp)
         remove_if_exists(tmp_dwo)
@@ -94,15 +109,17 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
 
 
 def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], module: str,
-                 launcher: Sequence[str] = ()) -> int:
-    """Run the job's command ARGV (its output and index maybe relocated) through LAUNCHER, with DWO_ARGS; a
-    two-step job as its two commands, the optimized module written to MODULE (removed after)."""
+                 launcher: Sequence[str] = (), runner: Runner | None = None) -> int:
+    """Run the job's command ARGV (its output and index maybe relocated) through LAUNCHER, with DWO_ARGS, by
+    RUNNER (None: launch); a two-step job as its two commands, the optimized module written to MODULE (removed
+    after)."""
+    runner = runner or launch
     if not job.codegen:
-        return launch([*launcher, *argv, *dwo_args])
+        return runner([*launcher, *argv, *dwo_args])
     optimize, codegen = job.two_steps(argv, module)
     try:
-        rc = launch([*launcher, *optimize])
-        return rc if rc != 0 else launch([*launcher, *codegen, *dwo_args])
+        rc = runner([*launcher, *optimize])
+        return rc if rc != 0 else runner([*launcher, *codegen, *dwo_args])
     finally:
         remove_if_exists(module)
 
@@ -174,13 +191,56 @@ def launch(argv: list[str]) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
     import subprocess
+    import time
 
-    return subprocess.run(argv).returncode
+    start = time.perf_counter()
+    try:
+        return subprocess.run(argv).returncode
+    finally:
+        _child_wall[0] += time.perf_counter() - start
 
 
-def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str, list[str]]:
-    """(cache dir or "" for none, log, launcher argv ending in `--` or empty, command, cache policy, trusted
-    writers besides this user and root); ValueError on bad usage.
+_child_wall = [0.0]  # seconds this step waited for the commands it ran (GN_THINLTO_STEP_ACCOUNTING)
+ACCOUNTING_ENV = "GN_THINLTO_STEP_ACCOUNTING"
+
+
+def account(path: str) -> None:
+    """Append `python 0 CHILD_WALL_US USER_US SYS_US` to PATH: the benchmarks' per-step accounting (the step
+    launcher writes the same line; a step's wall is measured by whoever started it)."""
+    times = os.times()
+    line = f"python 0 {_child_wall[0] * 1e6:.0f} {times.user * 1e6:.0f} {times.system * 1e6:.0f}\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+class StepArgs:
+    """The backend step's command line: cache dir ("" for none), log, launcher argv ending in `--` (or empty),
+    the backend command, cache policy, trusted writers besides this user and root, and SOCKET: the step
+    server's socket when the step launcher runs in front of this step (this step then starts the server)."""
+
+    __slots__ = ("cache", "command", "launcher", "log", "policy", "socket", "trust")
+
+    def __init__(self, cache: str, log: str, launcher: list[str], command: list[str], policy: str = "",
+                 trust: Sequence[str] = (), socket: str = "") -> None:
+        self.cache, self.log, self.launcher, self.command = cache, log, launcher, command
+        self.policy, self.trust, self.socket = policy, list(trust), socket
+
+    def settings(self) -> tuple[str, str, str, tuple[str, ...]]:
+        """What a step server must have been started with to serve this step."""
+        return self.cache, self.log, self.policy, tuple(self.trust)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StepArgs) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "StepArgs(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+
+def parse_args(argv: Sequence[str]) -> StepArgs:
+    """The step's arguments; ValueError on bad usage.
 
     Hand-parsed: the arguments come from our own ninja rule, and argparse's import costs more than a hit.
     """
@@ -193,7 +253,7 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str
             launched = True
         elif flag == "--no-cache":
             opts["--cache"] = ""
-        elif flag in ("--cache", "--log", "--policy", "--trust") and rest:
+        elif flag in ("--cache", "--log", "--policy", "--trust", "--socket") and rest:
             opts[flag] = rest.pop(0)
         else:
             raise ValueError(f"unexpected argument {flag!r}")
@@ -207,22 +267,30 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, list[str], list[str], str
         split = command.index("--") + 1
         launcher, command = command[:split], command[split:]
     trust = [w for w in opts.get("--trust", "").split(",") if w]
-    return opts["--cache"], opts["--log"], launcher, command, opts.get("--policy", ""), trust
+    return StepArgs(opts["--cache"], opts["--log"], launcher, command, opts.get("--policy", ""), trust,
+                    opts.get("--socket", ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        cache, log, launcher, command, policy, trust = parse_args(sys.argv[1:] if argv is None else argv)
+        args = parse_args(sys.argv[1:] if argv is None else argv)
     except ValueError as e:
         print(f"gn-thinlto: error: backend: {e} ({USAGE})", file=sys.stderr)
         return 2
     try:
-        job = BackendJob.parse(command)
-        store = CacheStore(cache, Trust(trust), warn_dir=os.path.dirname(os.fspath(log)))
-        return run(job, store, log, launcher, policy)
+        job = BackendJob.parse(args.command)
+        store = CacheStore(args.cache, Trust(args.trust), warn_dir=os.path.dirname(os.fspath(args.log)))
+        rc = run(job, store, args.log, args.launcher, args.policy)
     except (ValueError, OSError) as e:
         print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
         return 2
+    if args.socket:  # the step launcher found no server: start one for the next edges
+        from gn_thinlto.steps.step_server import start_server
+
+        start_server(args)
+    if os.environ.get(ACCOUNTING_ENV):
+        account(os.environ[ACCOUNTING_ENV])
+    return rc
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_ROOT
+from tests.conftest import EXAMPLE_ROOT, step_server_pids
 
 from .test_graph_support import Build, gen_and_build, gn_thinlto
 
@@ -205,6 +205,8 @@ def test_a_build_killed_mid_store_leaves_nothing_wrong(root: Path, reference: Bu
     while time.monotonic() < deadline and len(list(cas.glob("*/*"))) < 20:
         time.sleep(0.05)
     os.killpg(build.pid, signal.SIGKILL)
+    for server in step_server_pids(out):  # and the build directory's step server, in its own session
+        os.kill(server, signal.SIGKILL)
     build.wait()
     proc = subprocess.run(["ninja", "-C", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.steps.backend import parse_args, run
+from gn_thinlto.steps.backend import StepArgs, parse_args, run
 from gn_thinlto.steps.backend_log import read_stats
 from thinlto_cache.keys import BackendJob, cache_key, content_key
 from thinlto_cache.store import CacheStore
@@ -113,9 +113,11 @@ def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler:
 
 
 def test_backend_command_line(tmp_path: Path) -> None:
-    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == ("", "l", [], ["clang", "-c"], "", [])
+    assert parse_args(["--no-cache", "--log", "l", "--", "clang", "-c"]) == StepArgs("", "l", [], ["clang", "-c"])
     assert parse_args(["--cache", "c", "--log", "l", "--policy", "cache_size=1%", "--trust", "ci,1001", "--launcher",
-                       "--", "w", "--", "clang"]) == ("c", "l", ["w", "--"], ["clang"], "cache_size=1%", ["ci", "1001"])
+                       "--", "w", "--", "clang"]) == StepArgs("c", "l", ["w", "--"], ["clang"], "cache_size=1%",
+                                                          ["ci", "1001"])
+    assert parse_args(["--cache", "c", "--log", "l", "--socket", "s", "--", "clang"]).socket == "s"
     for bad in (["--log", "l", "--", "clang"], ["--cache", "c", "--log", "l", "--launcher", "--", "clang"],
                 ["--frob", "--", "x"]):
         with pytest.raises(ValueError):

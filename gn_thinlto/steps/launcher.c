@@ -1,0 +1,201 @@
+/* The backend step launcher: what ninja runs per backend edge, in front of the Python backend step.
+
+   usage: step-launcher SOCKET STEP_COMMAND...
+
+   It hands the step's arguments to the build directory's step server (gn_thinlto/steps/backend_server.py)
+   on the Unix socket SOCKET and does what the server answers: exit with a status (a cache hit, or the end
+   of a miss), or run a compiler command with this process's standard streams (a miss: the compiler's
+   diagnostics reach ninja as they would from the step) and report its exit status back. Every cache
+   decision, hash and write is the server's; this program only carries frames. Whenever the server is
+   missing, is not this user's, answers something unexpected or goes away, it runs STEP_COMMAND itself (the
+   Python step, which starts a server for the next edges): slower, never wrong.
+
+   Frames, both ways: a 4-byte little-endian length, then that many bytes.
+     request:  "gn-thinlto-step-v1" NUL CWD NUL ARG NUL ARG NUL ...   (the step command's arguments)
+     answers:  'F'                      run STEP_COMMAND instead
+               'X' STATUS NUL MESSAGE   print MESSAGE on stderr, exit STATUS
+               'R' ARG NUL ARG NUL ...  run this command, then send its status as a frame of decimal digits
+
+   GN_THINLTO_STEP_ACCOUNTING=FILE appends one line per run, for the benchmarks:
+     "launcher WALL_US CHILD_WALL_US USER_US SYS_US" (this process's own CPU, children excluded).
+*/
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROTOCOL "gn-thinlto-step-v1"
+#define MAX_FRAME (16u << 20)
+
+static char **step_command;
+static struct timespec started;
+static int64_t child_wall_us;
+
+static int64_t since_us(const struct timespec *t0) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)(now.tv_sec - t0->tv_sec) * 1000000 + (now.tv_nsec - t0->tv_nsec) / 1000;
+}
+
+static void account(void) {
+  const char *path = getenv("GN_THINLTO_STEP_ACCOUNTING");
+  if (!path || !*path) return;
+  struct rusage self;
+  getrusage(RUSAGE_SELF, &self);
+  char line[160];
+  int n = snprintf(line, sizeof line, "launcher %lld %lld %lld %lld\n", (long long)since_us(&started),
+                   (long long)child_wall_us,
+                   (long long)self.ru_utime.tv_sec * 1000000 + self.ru_utime.tv_usec,
+                   (long long)self.ru_stime.tv_sec * 1000000 + self.ru_stime.tv_usec);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd >= 0) {
+    if (write(fd, line, (size_t)n) < 0) { /* accounting is best effort */ }
+    close(fd);
+  }
+}
+
+static void leave(int status) {
+  account();
+  exit(status);
+}
+
+/* Run the Python step instead (never returns). */
+static void fall_back(int sock) {
+  if (sock >= 0) close(sock);
+  account();
+  execvp(step_command[0], step_command);
+  fprintf(stderr, "gn-thinlto: error: backend: cannot run %s: %s\n", step_command[0], strerror(errno));
+  exit(127);
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL); /* a server gone away is an error, not SIGPIPE */
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int read_all(int fd, char *p, size_t n) {
+  while (n) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int send_frame(int fd, const char *body, size_t n) {
+  unsigned char head[4] = {n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, (n >> 24) & 0xff};
+  return write_all(fd, (const char *)head, 4) || write_all(fd, body, n) ? -1 : 0;
+}
+
+/* The next frame, NUL-terminated (a caller's string view), in a malloc'd buffer; NULL on EOF or error. */
+static char *read_frame(int fd, size_t *len) {
+  unsigned char head[4];
+  if (read_all(fd, (char *)head, 4)) return NULL;
+  size_t n = head[0] | head[1] << 8 | head[2] << 16 | (size_t)head[3] << 24;
+  if (n == 0 || n > MAX_FRAME) return NULL;
+  char *body = malloc(n + 1);
+  if (!body) return NULL;
+  if (read_all(fd, body, n)) {
+    free(body);
+    return NULL;
+  }
+  body[n] = 0;
+  *len = n;
+  return body;
+}
+
+/* Run the NUL-separated command in BODY[0..N); its exit status (128 + signal when killed). */
+static int run_command(char *body, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) count += body[i] == 0;
+  if (count == 0 || body[n - 1] != 0) return -1;
+  char **argv = calloc(count + 1, sizeof *argv);
+  if (!argv) return -1;
+  for (size_t i = 0, k = 0; i < n; i += strlen(body + i) + 1) argv[k++] = body + i;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execvp(argv[0], argv);
+    fprintf(stderr, "gn-thinlto: error: backend: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  free(argv);
+  if (pid < 0) return -1;
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  child_wall_us += since_us(&t0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int main(int argc, char **argv) {
+  clock_gettime(CLOCK_MONOTONIC, &started);
+  if (argc < 3) {
+    fprintf(stderr, "usage: step-launcher SOCKET STEP_COMMAND...\n");
+    return 2;
+  }
+  step_command = argv + 2;
+  const char *fault = getenv("GN_THINLTO_FAULT");
+  if (fault && *fault) fall_back(-1); /* fault injection is for the Python step */
+
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(argv[1]) >= sizeof addr.sun_path) fall_back(-1);
+  strcpy(addr.sun_path, argv[1]);
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) < 0) fall_back(sock);
+  struct ucred peer;
+  socklen_t peer_len = sizeof peer;
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) < 0 || peer.uid != getuid()) fall_back(sock);
+
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) fall_back(sock);
+  size_t size = sizeof PROTOCOL + strlen(cwd) + 1;
+  for (char **a = step_command; *a; a++) size += strlen(*a) + 1;
+  if (size > MAX_FRAME) fall_back(sock);
+  char *request = malloc(size), *p = request;
+  if (!request) fall_back(sock);
+  p = stpcpy(p, PROTOCOL) + 1;
+  p = stpcpy(p, cwd) + 1;
+  for (char **a = step_command; *a; a++) p = stpcpy(p, *a) + 1;
+  if (send_frame(sock, request, size)) fall_back(sock);
+  free(request);
+
+  for (;;) {
+    size_t n;
+    char *frame = read_frame(sock, &n);
+    if (!frame) fall_back(sock); /* the server went away: the step does it all again, correctly */
+    if (frame[0] == 'X') {
+      char *message = memchr(frame, 0, n);
+      if (message && message[1]) fputs(message + 1, stderr);
+      leave(atoi(frame + 1));
+    } else if (frame[0] == 'R' && n > 1) {
+      int status = run_command(frame + 1, n - 1);
+      if (status < 0) fall_back(sock);
+      char digits[16];
+      int len = snprintf(digits, sizeof digits, "%d", status);
+      if (send_frame(sock, digits, (size_t)len)) fall_back(sock);
+    } else {
+      fall_back(sock); /* 'F', or anything this launcher does not know */
+    }
+    free(frame);
+  }
+}

@@ -1,0 +1,194 @@
+"""The step server: one Python process per build directory that runs the backend steps the step launcher
+(`launcher.c`, compiled by the hook) hands it, so that a backend edge costs a small C process and one request,
+not a Python interpreter's start-up (~20 ms, the largest part of a cache hit: docs/benchmarks.md, [lean]).
+
+    python -S …/gn_thinlto/steps/step_server.py --socket SOCKET [--idle SECONDS] STEP SETTINGS…
+
+What it runs is the backend step itself (gn_thinlto.steps.backend.serve): the same cache keys, verified hits,
+miss locks, write-if-changed outputs, log lines and pruning. Only the compiler runs elsewhere: the server sends
+its command to the launcher, which runs it with ninja's streams (its diagnostics are the edge's output, ninja's
+job control and interrupt reach it) and reports its exit status.
+
+Lifetime and safety:
+- The Python step starts it (start_server) when the launcher in front of it found no server; after that, every
+  backend edge of the build directory goes to it. At most one per socket: it holds SOCKET.lock for its life.
+- It leaves when idle for --idle seconds (60), when its socket is removed or replaced (the build directory
+  went away), or when its own code changed (an upgrade): the next edge's launcher finds no server and the step
+  starts a new one.
+- The socket is created 0600 in the build directory, and a connection from any other user is closed unread;
+  the launcher, in turn, talks only to a server of its own user (SO_PEERCRED both ways).
+- A request whose settings (cache, log, policy, trusted writers), working directory or step script differ from
+  the server's, or that uses a remote launcher, is answered `F`: the launcher runs the Python step itself.
+- A launcher that goes away mid-step (ninja interrupted) ends that step's thread: its miss lock is released and
+  its temporary files removed. A server killed mid-step leaves what a killed Python step would leave (nothing
+  the cache or the next build takes for good: fault-safety is the backend step's), and its launchers run the
+  step themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and not __package__:  # run as a script (see render.step_command)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+# The imports below come after the script-mode path set-up above.
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the backend step imports this module: importing it back would run it twice
+    from gn_thinlto.steps.backend import StepArgs
+
+PROTOCOL = b"gn-thinlto-step-v1"
+IDLE_S = 60.0
+REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
+CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving
+MAX_FRAME = 16 << 20
+MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
+LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
+USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] --cache DIR|--no-cache --log LOG [--policy P] "
+         "[--trust W]")
+
+
+def socket_path(step_command: Sequence[str], state_dir: str) -> str:
+    """The socket of the server for the backend rule whose Python step is STEP_COMMAND (interpreter, script,
+    settings): in STATE_DIR (relative to the build directory, like every path in its rules), named by a digest of
+    the command, so a change of settings or install never reaches a server started for other ones."""
+    import hashlib
+
+    digest = hashlib.sha256("\0".join(step_command).encode()).hexdigest()[:12]
+    return f"{state_dir}/step-{digest}.sock"
+
+
+def settings_argv(step: StepArgs) -> list[str]:
+    """The command-line flags that give a server STEP's settings."""
+    argv = ["--cache", step.cache] if step.cache else ["--no-cache"]
+    argv += ["--log", step.log]
+    if step.policy:
+        argv += ["--policy", step.policy]
+    if step.trust:
+        argv += ["--trust", ",".join(step.trust)]
+    return argv
+
+
+def start_server(step: StepArgs) -> None:
+    """Start a server for STEP's socket unless one runs (its lock is held), detached from the build: a new
+    session, no descriptor of ninja's (ninja waits for its output pipes to close), output to SOCKET.log."""
+    from thinlto_cache.store import FAULT_ENV
+
+    if os.environ.get(FAULT_ENV):
+        return  # fault injection is for this step, not for a server that outlives it
+    import fcntl
+
+    try:
+        fd = os.open(f"{step.socket}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # a server is running (or another step is starting one)
+    finally:
+        os.close(fd)  # the server takes the lock itself; of two started at once, one keeps it
+    import subprocess
+
+    try:
+        log = os.open(f"{step.socket}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      0o600)
+    except OSError:
+        return
+    try:
+        subprocess.Popen([sys.executable, "-S", os.path.realpath(__file__), "--socket", step.socket,
+                          *settings_argv(step)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass  # no server: every edge runs the step itself, as without the launcher
+    finally:
+        os.close(log)
+
+
+LAUNCHER_SOURCE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "launcher.c")
+C_COMPILERS = ("cc", "gcc", "clang")  # then any clang-N on PATH (Debian's clang-19 has no plain `clang`)
+
+
+def c_compiler() -> str:
+    """A C compiler on PATH, or ""."""
+    import glob
+    import shutil
+
+    for name in C_COMPILERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        versions = sorted(glob.glob(os.path.join(d or ".", "clang-[0-9]*")), reverse=True)
+        if versions:
+            return versions[0]
+    return ""
+
+
+def build_launcher(out_dir: str, dest: str) -> str:
+    """Compile the step launcher to DEST (relative to the build directory OUT_DIR) unless it is there already,
+    built from the same source; "" when it is, else why it cannot be (one line)."""
+    import hashlib
+    import subprocess
+
+    with open(LAUNCHER_SOURCE, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    path = os.path.join(out_dir, dest)
+    stamp = f"{path}.sha256"
+    try:
+        with open(stamp) as f:
+            if f.read().strip() == digest and os.access(path, os.X_OK):
+                return ""
+    except OSError:
+        pass
+    cc = c_compiler()
+    if not cc:
+        return "no C compiler on PATH (cc, gcc, clang or clang-N)"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        proc = subprocess.run([cc, "-O2", "-o", tmp, LAUNCHER_SOURCE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{cc}: {e}"
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        return f"{cc} failed on {LAUNCHER_SOURCE}: {lines[0] if lines else f'exit {proc.returncode}'}"
+    os.replace(tmp, path)
+    with open(stamp, "w") as f:
+        f.write(digest + "\n")
+    return ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from gn_thinlto.steps.backend import parse_args
+
+    rest = list(sys.argv[1:] if argv is None else argv)
+    sock, idle = "", IDLE_S
+    try:
+        while rest and rest[0] in ("--socket", "--idle"):
+            flag, value = rest.pop(0), rest.pop(0)
+            if flag == "--socket":
+                sock = value
+            else:
+                idle = float(value)
+        step = parse_args([*rest, "--"])
+    except (ValueError, IndexError) as e:
+        print(f"gn-thinlto: error: step server: {e} ({USAGE})", file=sys.stderr)
+        return 2
+    if not sock:
+        print(f"gn-thinlto: error: step server: --socket is required ({USAGE})", file=sys.stderr)
+        return 2
+    from gn_thinlto.steps.step_serving import StepServer
+
+    server = StepServer(sock, step, idle)
+    if not server.start():
+        return 0  # another server holds the socket's lock
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""The step server's process (gn_thinlto.steps.step_server has the command line and the start-up): accepting
+launchers on the socket, one thread per step in flight, each running gn_thinlto.steps.backend.serve with the
+compiler run by the launcher."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import stat
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from gn_thinlto.steps.backend import StepArgs, parse_args, prune_due, serve
+from gn_thinlto.steps.step_server import CHECK_EVERY_S, LOG_CAP, MAX_ACTIVE, MAX_FRAME, PROTOCOL, REQUEST_TIMEOUT_S
+from thinlto_cache import notices
+from thinlto_cache.fsutil import sweep_temporaries
+from thinlto_cache.keys import BackendJob
+from thinlto_cache.store import CacheStore
+from thinlto_cache.trust import Trust
+
+BACKEND_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "backend.py")
+
+
+class Gone(Exception):
+    """The launcher closed its connection (ninja interrupted, or the launcher killed)."""
+
+
+def send_frame(conn: socket.socket, body: bytes) -> None:
+    conn.sendall(struct.pack("<I", len(body)) + body)
+
+
+def _read_exactly(conn: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise Gone()
+        data += chunk
+    return bytes(data)
+
+
+def read_frame(conn: socket.socket) -> bytes:
+    (n,) = struct.unpack("<I", _read_exactly(conn, 4))
+    if not 0 < n <= MAX_FRAME:
+        raise Gone()
+    return _read_exactly(conn, n)
+
+
+class ThreadStderr:
+    """sys.stderr for the server: what a step's code prints (one-line errors, cache warnings) is kept for the
+    step's launcher, which prints it where ninja shows it; anything else goes to the server's log."""
+
+    def __init__(self, log: TextIO) -> None:
+        self._log = log
+        self._local = threading.local()
+
+    def capture(self) -> None:
+        self._local.text = []
+
+    def captured(self) -> str:
+        text = "".join(getattr(self._local, "text", ()))
+        self._local.text = None
+        return text
+
+    def write(self, text: str) -> int:
+        kept = getattr(self._local, "text", None)
+        if kept is not None:
+            kept.append(text)
+        else:
+            self._log.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._log.flush()
+
+    def log(self, text: str) -> None:
+        """TEXT to the server's log, whichever step this thread serves."""
+        self._log.write(text)
+        self._log.flush()
+
+
+def _code_stamp() -> tuple[tuple[str, int, int], ...]:
+    """The server's own code as (path, size, mtime) of its modules: a change means an upgrade."""
+    import thinlto_cache
+
+    dirs = (os.path.dirname(os.path.realpath(__file__)), os.path.dirname(os.path.realpath(thinlto_cache.__file__)))
+    stamp = []
+    for d in dirs:
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(d, name))
+                stamp.append((name, st.st_size, st.st_mtime_ns))
+    return tuple(stamp)
+
+
+class StepServer:
+    """Serves the steps whose settings are STEP's on the Unix socket PATH (relative to the build directory,
+    the working directory) until idle for IDLE_S seconds, its socket is gone or its code changed."""
+
+    def __init__(self, path: str, step: StepArgs, idle_s: float) -> None:
+        self.path, self.step, self.idle_s = path, step, idle_s
+        self.cwd = os.getcwd()
+        self._lock_fd = -1
+        self._sock: socket.socket | None = None
+        self._ident: tuple[int, int] = (0, 0)
+        self._code = _code_stamp()
+        self._active = 0
+        self._count = threading.Lock()
+        self._idle_since = time.monotonic()
+        self._requester = threading.local()
+        self.stderr = ThreadStderr(sys.stderr)
+
+    def log(self, message: str) -> None:
+        self.stderr.log(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {message}\n")
+
+    def start(self) -> bool:
+        """Take the socket's lock and listen; False when another server holds the lock."""
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        try:  # the server's log is its stderr (start_server)
+            if os.fstat(2).st_size > LOG_CAP:
+                os.ftruncate(2, 0)
+        except OSError:
+            pass
+        try:  # a socket left by a server that died: nothing listens on it, since we hold the lock
+            if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(self.path)
+        finally:
+            os.umask(old)
+        sock.listen(512)
+        st = os.lstat(self.path)
+        self._ident = (st.st_dev, st.st_ino)
+        self._sock = sock
+        sys.stderr = self.stderr
+        notices.requester = self._requesting_pid
+        self.log(f"serving {self.path} in {self.cwd}")
+        return True
+
+    def _requesting_pid(self) -> int:
+        return getattr(self._requester, "pid", 0)
+
+    def serve(self) -> None:
+        """Accept launchers until it is time to leave, then let the steps in flight finish."""
+        assert self._sock is not None
+        self._sock.settimeout(CHECK_EVERY_S)
+        checked = time.monotonic()
+        reason = ""
+        while not reason:
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                conn = None
+            if conn is not None:
+                with self._count:
+                    self._active += 1
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            now = time.monotonic()
+            if conn is None or now - checked >= CHECK_EVERY_S:
+                checked = now
+                reason = self._why_leave(now)
+        self.log(f"leaving: {reason}")
+        self._sock.close()
+        if self._ours():
+            os.unlink(self.path)
+        while self._active:  # the steps in flight finish; their launchers wait for them
+            time.sleep(0.05)
+        os.close(self._lock_fd)
+
+    def _ours(self) -> bool:
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._ident
+
+    def _why_leave(self, now: float) -> str:
+        if not self._ours():
+            return "the socket was removed or replaced"
+        try:
+            if _code_stamp() != self._code:
+                return "the step code changed"
+        except OSError:
+            return "the step code is gone"
+        with self._count:
+            if self._active:
+                self._idle_since = now
+                return ""
+        return f"idle for {self.idle_s:g} s" if now - self._idle_since >= self.idle_s else ""
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+            if uid != os.getuid():
+                self.log(f"closed a connection from uid {uid} (pid {pid}): not this server's user")
+                return
+            conn.settimeout(REQUEST_TIMEOUT_S)
+            request = read_frame(conn).split(b"\0")
+            conn.settimeout(None)  # a compiler may run for long; a launcher that dies closes the connection
+            self._requester.pid = pid
+            self._step(conn, request)
+        except (Gone, OSError):
+            pass  # the launcher is gone: it ran the step itself or ninja stopped it
+        except Exception as e:  # a bug here must not end the server: the launcher runs the step itself
+            self.log(f"error: {type(e).__name__}: {e}")
+        finally:
+            conn.close()
+            self._requester.pid = 0
+            with self._count:
+                self._active -= 1
+                self._idle_since = time.monotonic()
+
+    def _step(self, conn: socket.socket, request: list[bytes]) -> None:
+        step = self._accepted(request)
+        with self._count:
+            busy = self._active > MAX_ACTIVE
+        if step is None or busy:
+            send_frame(conn, b"F")
+            return
+        self.stderr.capture()
+        job: BackendJob | None = None
+        store: CacheStore | None = None
+        missed = False
+        try:
+            try:
+                job = BackendJob.parse(step.command)
+                store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
+                rc, missed = serve(job, store, step.log, (), self._runner(conn))
+            except (ValueError, OSError) as e:
+                if isinstance(e, (BrokenPipeError, ConnectionError)):
+                    raise Gone() from e
+                print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
+                rc = 2
+        except Gone:
+            if job is not None:  # what the interrupted step left beside its outputs
+                for path in (job.output, job.dwo):
+                    if path:
+                        sweep_temporaries(path)
+            raise
+        finally:
+            said = self.stderr.captured()
+        send_frame(conn, b"X%d\0" % rc + os.fsencode(said))
+        if rc == 0 and missed and store is not None and store.root:
+            prune_due(store, step.policy)
+
+    def _accepted(self, request: list[bytes]) -> StepArgs | None:
+        """The step REQUEST asks for, when this server serves it as the Python step would; else None."""
+        if len(request) < 4 or request[0] != PROTOCOL or request[-1] != b"":
+            return None
+        cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[2:-1]]
+        script = next((i for i, a in enumerate(args) if a.endswith("/backend.py")), -1)
+        if cwd != self.cwd or script != 2 or args[0] != sys.executable or os.path.realpath(args[2]) != BACKEND_SCRIPT:
+            return None
+        try:
+            step = parse_args(args[3:])
+        except ValueError:
+            return None  # the step itself says what is wrong, in its own words
+        if step.launcher or step.socket != self.path or step.settings() != self.step.settings():
+            return None
+        return step
+
+    def _runner(self, conn: socket.socket) -> Callable[[list[str]], int]:
+        def run(argv: list[str]) -> int:
+            send_frame(conn, b"R" + b"".join(os.fsencode(a) + b"\0" for a in argv))
+            reply = read_frame(conn)
+            try:
+                return int(reply)
+            except ValueError:
+                raise Gone() from None
+
+        return run

@@ -1,0 +1,236 @@
+"""The step launcher (launcher.c, compiled as the hook compiles it) and the build directory's step server: the
+same cache behaviour as the Python step, the compiler run by the launcher, and a Python step whenever the server
+is missing, foreign, of other settings, or dies."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.render.ninja import STEP_DIR
+from gn_thinlto.steps.backend_log import read_stats
+from gn_thinlto.steps.step_server import build_launcher, c_compiler, socket_path
+from tests.conftest import step_server_pids
+
+LAUNCHER = "gn-thinlto/step-launcher"
+pytestmark = pytest.mark.skipif(not c_compiler(), reason="no C compiler for the step launcher")
+
+
+class Dir:
+    """A build directory with the launcher, a fake compiler and the rule's command."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        assert build_launcher(str(root), LAUNCHER) == ""
+        self.compiler = root / "fake-clang"
+        self.compiler.write_text(
+            "#!/bin/sh\n"
+            'while [ "$1" != "-o" ]; do case "$1" in ir) shift; in="$1";; esac; shift; done\n'
+            'echo run >> runs\n'
+            'if grep -q FAIL "$in"; then echo "fake-clang: error: bad bitcode $in" >&2; exit 3; fi\n'
+            'if grep -q SLOW "$in"; then sleep 3; fi\n'
+            'printf "native(%s)" "$(cat "$in")" > "$2"\n')
+        self.compiler.chmod(0o755)
+        self.python = [sys.executable, "-S", f"{STEP_DIR}/backend.py", "--cache", "gn-thinlto/cache",
+                       "--log", "gn-thinlto/backend.log"]
+        self.socket = socket_path(self.python, "gn-thinlto")
+        self.accounting = root / "accounting.txt"
+
+    def command(self, bitcode: str, target: str = "app", cache: str = "gn-thinlto/cache") -> list[str]:
+        (self.root / target).mkdir(exist_ok=True)
+        index = f"{target}/{bitcode}.thinlto.bc"
+        (self.root / index).write_bytes(b"INDEX")
+        python = [c if c != "gn-thinlto/cache" else cache for c in self.python]
+        return [LAUNCHER, self.socket, *python, "--socket", self.socket, "--", str(self.compiler), "-c", "-x", "ir",
+                bitcode, f"-fthinlto-index={index}", "-o", f"{target}/{bitcode}.native.o", "-O2"]
+
+    def step(self, bitcode: str, target: str = "app", **kw: object) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "GN_THINLTO_STEP_ACCOUNTING": str(self.accounting)}
+        return subprocess.run(self.command(bitcode, target, **kw),  # type: ignore[arg-type]
+                              cwd=self.root, capture_output=True, text=True, env=env, timeout=60)
+
+    def served(self) -> list[str]:
+        """Per step since the last call: "server" (only the launcher accounted) or "python" (it fell back)."""
+        lines = self.accounting.read_text().splitlines() if self.accounting.exists() else []
+        self.accounting.unlink(missing_ok=True)
+        kinds, i = [], 0
+        while i < len(lines):
+            if i + 1 < len(lines) and lines[i + 1].startswith("python"):
+                kinds.append("python")
+                i += 2
+            else:
+                kinds.append("server" if lines[i].startswith("launcher") else "python")
+                i += 1
+        return kinds
+
+    def runs(self) -> int:
+        runs = self.root / "runs"
+        return runs.read_text().count("run") if runs.exists() else 0
+
+    def server_up(self, timeout: float = 20.0) -> int:
+        """The server's pid, once it accepts."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid = server_pid(self.root)
+            if pid and (self.root / self.socket).exists():
+                return pid
+            time.sleep(0.05)
+        raise AssertionError(f"no step server came up; log: {self.log()}")
+
+    def log(self) -> str:
+        log = self.root / f"{self.socket}.log"
+        return log.read_text() if log.exists() else ""
+
+
+def server_pid(root: Path) -> int:
+    pids = step_server_pids(root)
+    return pids[0] if pids else 0
+
+
+@pytest.fixture
+def build() -> Iterator[Dir]:
+    """A build directory another user can reach (pytest's tmp dirs are 0700), its server killed after."""
+    root = Path(tempfile.mkdtemp(prefix="gn-step-")).resolve()
+    os.chmod(root, 0o711)
+    try:
+        yield Dir(root)
+    finally:
+        pid = server_pid(root)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_first_step_starts_the_server_and_the_next_ones_are_served(build: Dir) -> None:
+    for name in ("a.o", "b.o"):
+        (build.root / name).write_text(name.upper())
+    first = build.step("a.o")
+    assert first.returncode == 0, first.stderr
+    build.server_up()
+    assert build.step("b.o").returncode == 0  # a miss: the launcher runs the compiler
+    assert build.step("b.o", "tool").returncode == 0  # the same job in another link: a hit
+    assert build.step("a.o", "tool").returncode == 0
+    assert build.served() == ["python", "server", "server", "server"]
+    assert build.runs() == 2
+    assert (build.root / "tool/b.o.native.o").read_text() == "native(B.O)"
+    stats = read_stats(build.root / "gn-thinlto/backend.log")
+    assert (stats.hits, stats.misses) == (2, 2)
+    assert "serving" in build.log()
+
+
+def test_an_unchanged_output_keeps_its_mtime(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    build.server_up()
+    out = build.root / "app/a.o.native.o"
+    os.utime(out, (1, 1))
+    assert build.step("a.o").returncode == 0 and build.served()[-1] == "server"
+    assert out.stat().st_mtime == 1
+
+
+def test_a_failing_compiler_fails_the_step_with_its_message_and_stores_nothing(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    (build.root / "bad.o").write_text("FAIL")
+    assert build.step("a.o").returncode == 0
+    build.server_up()
+    failed = build.step("bad.o")
+    assert failed.returncode == 3 and "fake-clang: error: bad bitcode bad.o" in failed.stderr
+    assert build.served()[-1] == "server"
+    assert not (build.root / "app/bad.o.native.o").exists()
+    assert not [p for p in (build.root / "app").iterdir() if p.name.endswith(".tmp")]
+    assert read_stats(build.root / "gn-thinlto/backend.log").misses == 1
+
+
+def test_other_settings_and_bad_steps_are_left_to_the_python_step(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    build.server_up()
+    other = build.step("a.o", "tool", cache="other-cache")  # a rule the server was not started for
+    assert other.returncode == 0 and build.served()[-1] == "python"
+    assert (build.root / "other-cache").is_dir()
+    missing = build.step("nonexistent.o")  # the server says what the step would say
+    assert missing.returncode == 2 and "gn-thinlto: error: backend:" in missing.stderr
+    assert missing.stderr.count("\n") == 1
+
+
+def test_a_server_killed_mid_step_leaves_the_step_to_the_launcher(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    (build.root / "slow.o").write_text("SLOW")
+    assert build.step("a.o").returncode == 0
+    pid = build.server_up()
+    env = {**os.environ, "GN_THINLTO_STEP_ACCOUNTING": str(build.accounting)}
+    step = subprocess.Popen(build.command("slow.o"), cwd=build.root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while build.runs() < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    _, err = step.communicate(timeout=60)
+    assert step.returncode == 0, err
+    assert (build.root / "app/slow.o.native.o").read_text() == "native(SLOW)"
+    assert build.runs() == 3  # started by the server's launcher, run again by the Python step
+    # and the next step starts a new server (the dead one's socket is taken over)
+    assert build.step("a.o", "tool").returncode == 0
+    assert build.server_up() != pid
+
+
+def test_the_server_holds_none_of_the_steps_output_pipes(build: Dir) -> None:
+    """ninja waits for a step's stdout and stderr to close: a server that kept them would hang the build."""
+    (build.root / "a.o").write_text("A")
+    start = time.monotonic()
+    first = build.step("a.o")  # capture_output: returns only once both pipes are closed
+    assert first.returncode == 0 and time.monotonic() - start < 20
+    build.server_up()
+    fds = [os.readlink(f) for f in Path(f"/proc/{server_pid(build.root)}/fd").iterdir()]
+    assert not [f for f in fds if f.startswith("pipe:")], fds
+
+
+def test_the_server_leaves_when_its_socket_is_removed_or_it_is_idle(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    pid = build.server_up()
+    (build.root / build.socket).unlink()
+    deadline = time.monotonic() + 10
+    while server_pid(build.root) == pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server_pid(build.root) != pid and "the socket was removed" in build.log()
+    with open(build.root / f"{build.socket}.log", "a") as log:
+        idle = subprocess.Popen([sys.executable, "-S", f"{STEP_DIR}/step_server.py", "--socket", build.socket,
+                                 "--idle", "0.5", *build.python[3:]], cwd=build.root, stderr=log)
+        assert idle.wait(timeout=20) == 0
+    assert "idle for 0.5 s" in build.log()
+    lock = os.open(build.root / f"{build.socket}.lock", os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
+    finally:
+        os.close(lock)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="plays another local user: needs root (CI runs as root)")
+def test_another_user_is_not_served(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    build.server_up()
+    sock = build.root / build.socket
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    os.chmod(sock, 0o666)  # even reachable, the server talks to its own user only
+    os.chmod(build.root / "gn-thinlto", 0o755)
+    launcher = build.root / LAUNCHER
+    probe = subprocess.run([str(launcher), build.socket, "/bin/echo", "fell back"], cwd=build.root,
+                           capture_output=True, text=True, user=65534, group=65534, timeout=30)
+    assert probe.stdout == "fell back\n"
+    deadline = time.monotonic() + 5
+    while "closed a connection from uid 65534" not in build.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "closed a connection from uid 65534" in build.log()
