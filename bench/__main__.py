@@ -21,6 +21,7 @@ BENCHMARKS = {
     "parity": "bench.parity_matrix",
     "hermetic": "bench.hermetic_bench",
     "step": "bench.step_bench",
+    "scheduling": "bench.scheduling_bench",
     "all": "bench.all_bench",
     "report": "bench.report",
 }

@@ -82,18 +82,49 @@ def replace_if_changed(src: str | os.PathLike[str], dst: str | os.PathLike[str])
     return True
 
 
+def remove_named_after(prefix: str) -> None:
+    """Remove every file in PREFIX's directory whose name starts with PREFIX's name (one step's temporaries)."""
+    parent, name = os.path.split(prefix)
+    try:
+        with os.scandir(parent or ".") as entries:
+            mine = [e.path for e in entries if e.name.startswith(name)]
+    except OSError:
+        return
+    for path in mine:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def sweep_temporaries(path: str | os.PathLike[str]) -> None:
-    """Remove the temporary files (`.NAME.….tmp`) a killed writer of PATH left beside it. Only for a path that
-    one step writes at a time (a build output: ninja runs its edge once at a time), before that step writes."""
+    """Remove the temporary files (`.NAME.PID.….tmp`) that killed writers of PATH left beside it: those whose
+    writer PID no longer runs. Only for a path that one step writes at a time (a build output: ninja runs its
+    edge once at a time), before that step writes. A live writer's file is kept: a step orphaned by a killed
+    ninja may still be writing beside the output a new build's step writes (the step server's threads share
+    its pid; each removes its own temporaries when its step ends)."""
     parent, name = os.path.split(os.fspath(path))
     prefix = f".{name}."
     try:
         with os.scandir(parent or ".") as entries:
-            stale = [e.path for e in entries if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+            stale = [e for e in entries if e.name.startswith(prefix) and e.name.endswith(".tmp")]
     except OSError:
         return
     for tmp in stale:
+        writer = tmp.name[len(prefix):].split(".", 1)[0]
+        if writer.isdigit() and _running(int(writer)):
+            continue
         try:
-            os.unlink(tmp)
+            os.unlink(tmp.path)
         except OSError:
             pass
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: another user's process
+    return True

@@ -29,6 +29,7 @@ from thinlto_cache.fsutil import (
     make_parent,
     read_bytes,
     remove_if_exists,
+    remove_named_after,
     replace_if_changed,
     sweep_temporaries,
     write_if_changed,
@@ -89,21 +90,26 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
 
 def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str], runner: Runner) -> int:
     parent, name = os.path.split(job.output)
-    tmp = os.path.join(parent, f".{name}.{os.getpid()}.tmp")
+    # `.NAME.PID.TOKEN.tmp`: the pid tells sweep_temporaries whether the writer still runs; the token keeps two
+    # steps of one process (the step server's) apart
+    tmp = os.path.join(parent, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     tmp_dwo = f"{tmp}.dwo"
     argv = list(job.argv)
     argv[argv.index("-o") + 1] = tmp
-    rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), os.path.join(parent, f".{name}.{os.getpid()}.bc.tmp"),
-                      runner=runner)
-    if rc != 0:
-        remove_if_exists(tmp)
-        remove_if_exists(tmp_dwo)
-        return rc
-    outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
-    store_outputs(store, key, outputs)
-    if job.dwo:
-        replace_if_changed(tmp_dwo, job.dwo)
-    replace_if_changed(tmp, job.output)
+    done = False
+    try:
+        rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), f"{tmp.removesuffix('.tmp')}.bc.tmp", runner=runner)
+        if rc != 0:
+            return rc
+        outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
+        store_outputs(store, key, outputs)
+        if job.dwo:
+            replace_if_changed(tmp_dwo, job.dwo)
+        replace_if_changed(tmp, job.output)
+        done = True
+    finally:  # after a failure, or the step server's launcher gone mid-step: every file named after TMP (the
+        if not done:  # compiler's own `TMP-XXXXXXXX.tmp` too, when it was killed)
+            remove_named_after(tmp.removesuffix(".tmp"))
     record(log, CacheEvent.MISS, key, job.output)
     return 0
 

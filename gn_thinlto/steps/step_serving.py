@@ -18,7 +18,6 @@ from typing import TextIO
 from gn_thinlto.steps.backend import StepArgs, parse_args, prune_due, serve
 from gn_thinlto.steps.step_server import CHECK_EVERY_S, LOG_CAP, MAX_ACTIVE, MAX_FRAME, PROTOCOL, REQUEST_TIMEOUT_S
 from thinlto_cache import notices
-from thinlto_cache.fsutil import sweep_temporaries
 from thinlto_cache.keys import BackendJob
 from thinlto_cache.store import CacheStore
 from thinlto_cache.trust import Trust
@@ -233,25 +232,17 @@ class StepServer:
             send_frame(conn, b"F")
             return
         self.stderr.capture()
-        job: BackendJob | None = None
         store: CacheStore | None = None
         missed = False
-        try:
-            try:
-                job = BackendJob.parse(step.command)
-                store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
-                rc, missed = serve(job, store, step.log, (), self._runner(conn))
-            except (ValueError, OSError) as e:
-                if isinstance(e, (BrokenPipeError, ConnectionError)):
-                    raise Gone() from e
-                print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
-                rc = 2
-        except Gone:
-            if job is not None:  # what the interrupted step left beside its outputs
-                for path in (job.output, job.dwo):
-                    if path:
-                        sweep_temporaries(path)
-            raise
+        try:  # a launcher gone mid-step raises Gone: the step has removed its temporaries on the way out
+            job = BackendJob.parse(step.command)
+            store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
+            rc, missed = serve(job, store, step.log, (), self._runner(conn))
+        except (ValueError, OSError) as e:
+            if isinstance(e, (BrokenPipeError, ConnectionError)):
+                raise Gone() from e
+            print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
+            rc = 2
         finally:
             said = self.stderr.captured()
         send_frame(conn, b"X%d\0" % rc + os.fsencode(said))

@@ -153,12 +153,20 @@ def test_prune_and_verify_sweep_stale_temporaries(tmp_path: Path) -> None:
 def test_build_dir_temporaries_are_swept_by_the_next_step(tmp_path: Path) -> None:
     out = tmp_path / "obj" / "main.o"
     out.parent.mkdir()
-    left = [out.parent / ".main.o.123.tmp", out.parent / ".main.o.123.tmp.dwo.tmp"]
+    gone = _dead_pid()
+    left = [out.parent / f".main.o.{gone}.tmp", out.parent / f".main.o.{gone}.tmp.dwo.tmp"]
     other = out.parent / ".lib.o.9.tmp"
-    for p in (*left, other):
+    live = out.parent / f".main.o.{os.getpid()}.1a2b.tmp"  # a writer still at work (an orphaned step)
+    for p in (*left, other, live):
         p.write_bytes(b"x" * 100)
     sweep_temporaries(out)
-    assert not any(p.exists() for p in left) and other.exists()
+    assert not any(p.exists() for p in left) and other.exists() and live.exists()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
 
 
 def test_write_if_changed_replaces_a_planted_link_never_its_target(tmp_path: Path) -> None:
