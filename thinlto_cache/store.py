@@ -17,7 +17,7 @@ import hashlib
 import os
 import stat
 
-from thinlto_cache.fsutil import remove_if_exists, write_if_changed
+from thinlto_cache.fsutil import write_if_changed
 from thinlto_cache.notices import once_per_build, say
 from thinlto_cache.safefs import Refused, open_dir, open_dirs, read_regular, unlink_quiet, write_new
 from thinlto_cache.trust import Trust, Untrusted
@@ -288,20 +288,13 @@ def fetch_outputs(store: CacheStore, key: str, dests: dict[str, str]) -> bool:
 
 def store_outputs(store: CacheStore, key: str, outputs: dict[str, bytes]) -> None:
     """Store OUTPUTS under KEY; when the cache cannot take them (full disk, read-only directory, a planted
-    link), skip it and warn once per build directory (a marker in the store's warn_dir; without one, once per
-    process) until a store succeeds again. The build goes on."""
-    marker = os.path.join(store.warn_dir, "backend-cache.unwritable") if store.warn_dir else ""
+    link), skip it and warn once per build (a marker in the store's warn_dir; without one, once per process).
+    Every later miss tries again: a cache that can take an entry again gets it. The build goes on."""
     try:
         store.store(key, outputs)
     except OSError as e:
-        if "unwritable" not in store._said and not (marker and os.path.exists(marker)):
-            store._said.add("unwritable")
-            say(f"cannot store in {shown(store.root)} ({e.strerror or e}); building without caching until it can")
-            if marker:
-                try:
-                    write_if_changed(marker, f"{e}\n")
-                except OSError:
-                    pass
-        return
-    if marker:
-        remove_if_exists(marker)
+        # once per build, not "until a store succeeds": on a nearly full disk small entries still fit between
+        # larger ones that do not, and concurrent steps must not both decide they are the first to say it
+        once_per_build(store.warn_dir, "unwritable", shown(store.root),
+                       f"cannot store in {shown(store.root)} ({e.strerror or e}); building without caching until "
+                       "it can", store._said)
