@@ -51,6 +51,10 @@ def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
 Runner = Callable[[list[str]], int]  # runs one command, returns its exit status: launch, or the step server's
 
 
+def _wanted() -> None:
+    """The Python step is always wanted: ninja stops it by stopping its process."""
+
+
 def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launcher: Sequence[str] = (),
         policy: str = "", runner: Runner | None = None) -> int:
     """JOB's outputs in place, from the cache or made by RUNNER (None: `launch`, a child of this process); after
@@ -68,10 +72,13 @@ def prune_due(store: CacheStore, policy: str) -> None:
 
 
 def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launcher: Sequence[str],
-          runner: Runner) -> tuple[int, bool]:
-    """(exit status, whether the job missed the cache) of serving JOB: run() without pruning."""
+          runner: Runner, wanted: Callable[[], None] = _wanted) -> tuple[int, bool]:
+    """(exit status, whether the job missed the cache) of serving JOB: run() without pruning. WANTED raises
+    when the step is no longer wanted (the step server's launcher is gone): it is called before each write of
+    an output, so a step that ninja stopped never writes one after a new build has."""
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
+    wanted()
     if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
         record(log, CacheEvent.HIT, key, job.output)
         return 0, False
@@ -80,15 +87,17 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
         if path:
             sweep_temporaries(path)
     with store.miss_lock(key) as served:  # a concurrent identical job (another build dir) compiles it once
+        wanted()
         if served and fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
             return 0, False
         if launcher:
             return run_launched(job, key, content, store, log, launcher), True
-        return run_local(job, key, store, log, runner), True
+        return run_local(job, key, store, log, runner, wanted), True
 
 
-def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str], runner: Runner) -> int:
+def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str], runner: Runner,
+              wanted: Callable[[], None] = _wanted) -> int:
     parent, name = os.path.split(job.output)
     # `.NAME.PID.TOKEN.tmp`: the pid tells sweep_temporaries whether the writer still runs; the token keeps two
     # steps of one process (the step server's) apart
@@ -103,6 +112,7 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
             return rc
         outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
         store_outputs(store, key, outputs)
+        wanted()
         if job.dwo:
             replace_if_changed(tmp_dwo, job.dwo)
         replace_if_changed(tmp, job.output)

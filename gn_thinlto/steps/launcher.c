@@ -12,7 +12,8 @@
 
    Frames, both ways: a 4-byte little-endian length, then that many bytes.
      request:  "gn-thinlto-step-v1" NUL CWD NUL ARG NUL ARG NUL ...   (the step command's arguments)
-     answers:  'F'                      run STEP_COMMAND instead
+     answers:  'A'                      the request is taken (first, within ACK_TIMEOUT_MS, or: run the step)
+               'F'                      run STEP_COMMAND instead
                'X' STATUS NUL MESSAGE   print MESSAGE on stderr, exit STATUS
                'R' ARG NUL ARG NUL ...  run this command, then send its status as a frame of decimal digits
 
@@ -22,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +38,9 @@
 
 #define PROTOCOL "gn-thinlto-step-v1"
 #define MAX_FRAME (16u << 20)
+/* A server that does not take a request this fast is stopped or wedged: the step runs without it (after the
+   'A', a step may rightly wait long: on another build's compile of the same job, or on its own compiler). */
+#define ACK_TIMEOUT_MS 10000
 
 static char **step_command;
 static struct timespec started;
@@ -160,11 +165,14 @@ int main(int argc, char **argv) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (strlen(argv[1]) >= sizeof addr.sun_path) fall_back(-1);
   strcpy(addr.sun_path, argv[1]);
-  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  /* non-blocking connect: a server whose backlog is full (stopped, wedged) is not waited for */
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) < 0) fall_back(sock);
+  int flags = fcntl(sock, F_GETFL);
+  if (flags < 0 || fcntl(sock, F_SETFL, flags & ~O_NONBLOCK) < 0) fall_back(sock);
   struct ucred peer;
   socklen_t peer_len = sizeof peer;
-  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) < 0 || peer.uid != getuid()) fall_back(sock);
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) < 0 || peer.uid != geteuid()) fall_back(sock);
 
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) fall_back(sock);
@@ -178,6 +186,14 @@ int main(int argc, char **argv) {
   for (char **a = step_command; *a; a++) p = stpcpy(p, *a) + 1;
   if (send_frame(sock, request, size)) fall_back(sock);
   free(request);
+  struct pollfd ready = {.fd = sock, .events = POLLIN};
+  int polled;
+  while ((polled = poll(&ready, 1, ACK_TIMEOUT_MS)) < 0 && errno == EINTR) {
+  }
+  size_t ack_len;
+  char *ack = polled == 1 ? read_frame(sock, &ack_len) : NULL;
+  if (!ack || ack[0] != 'A') fall_back(sock);
+  free(ack);
 
   for (;;) {
     size_t n;

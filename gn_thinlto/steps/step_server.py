@@ -47,8 +47,8 @@ CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while s
 MAX_FRAME = 16 << 20
 MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
 LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
-USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] --cache DIR|--no-cache --log LOG [--policy P] "
-         "[--trust W]")
+USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] [--lock-fd FD] --cache DIR|--no-cache --log LOG "
+         "[--policy P] [--trust W]")
 
 
 def socket_path(step_command: Sequence[str], state_dir: str) -> str:
@@ -74,38 +74,38 @@ def settings_argv(step: StepArgs) -> list[str]:
 
 def start_server(step: StepArgs) -> None:
     """Start a server for STEP's socket unless one runs (its lock is held), detached from the build: a new
-    session, no descriptor of ninja's (ninja waits for its output pipes to close), output to SOCKET.log."""
+    session, no descriptor of ninja's (ninja waits for its output pipes to close), output to SOCKET.log. The
+    lock is taken here and handed to the server, so that the steps that find no server while it starts (every
+    edge ninja runs at once) do not each start one."""
     from thinlto_cache.store import FAULT_ENV
 
     if os.environ.get(FAULT_ENV):
         return  # fault injection is for this step, not for a server that outlives it
     import fcntl
+    import stat
 
     try:
-        fd = os.open(f"{step.socket}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        lock = os.open(f"{step.socket}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
         return
+    log = -1
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return  # a server is running (or another step is starting one)
-    finally:
-        os.close(fd)  # the server takes the lock itself; of two started at once, one keeps it
-    import subprocess
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        log = os.open(f"{step.socket}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                      | os.O_CLOEXEC, 0o600)
+        if not stat.S_ISREG(os.fstat(log).st_mode):
+            return  # something planted there: no server, every edge runs the step itself
+        import subprocess
 
-    try:
-        log = os.open(f"{step.socket}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      0o600)
+        subprocess.Popen([sys.executable, "-S", os.path.realpath(__file__), "--socket", step.socket, "--lock-fd",
+                          str(lock), *settings_argv(step)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, close_fds=True, pass_fds=(lock,))
     except OSError:
-        return
-    try:
-        subprocess.Popen([sys.executable, "-S", os.path.realpath(__file__), "--socket", step.socket,
-                          *settings_argv(step)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True, close_fds=True)
-    except OSError:
-        pass  # no server: every edge runs the step itself, as without the launcher
+        return  # a server runs (or is starting); or none can: every edge runs the step itself
     finally:
-        os.close(log)
+        if log >= 0:
+            os.close(log)
+        os.close(lock)  # the server's copy keeps the lock
 
 
 LAUNCHER_SOURCE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "launcher.c")
@@ -147,8 +147,10 @@ def build_launcher(out_dir: str, dest: str) -> str:
     cc = c_compiler()
     if not cc:
         return "no C compiler on PATH (cc, gcc, clang or clang-N)"
+    from thinlto_cache.fsutil import write_if_changed
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         proc = subprocess.run([cc, "-O2", "-o", tmp, LAUNCHER_SOURCE], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -156,9 +158,12 @@ def build_launcher(out_dir: str, dest: str) -> str:
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         return f"{cc} failed on {LAUNCHER_SOURCE}: {lines[0] if lines else f'exit {proc.returncode}'}"
+    # As old as its source: the hook lists it among build.ninja's inputs (a deleted launcher makes ninja run
+    # `gn gen` again, which builds it), and a launcher newer than build.ninja would make it do so every time.
+    source = os.stat(LAUNCHER_SOURCE)
+    os.utime(tmp, ns=(source.st_atime_ns, source.st_mtime_ns))
     os.replace(tmp, path)
-    with open(stamp, "w") as f:
-        f.write(digest + "\n")
+    write_if_changed(stamp, digest + "\n")
     return ""
 
 
@@ -166,12 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gn_thinlto.steps.backend import parse_args
 
     rest = list(sys.argv[1:] if argv is None else argv)
-    sock, idle = "", IDLE_S
+    sock, idle, lock_fd = "", IDLE_S, -1
     try:
-        while rest and rest[0] in ("--socket", "--idle"):
+        while rest and rest[0] in ("--socket", "--idle", "--lock-fd"):
             flag, value = rest.pop(0), rest.pop(0)
             if flag == "--socket":
                 sock = value
+            elif flag == "--lock-fd":
+                lock_fd = int(value)
             else:
                 idle = float(value)
         step = parse_args([*rest, "--"])
@@ -183,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from gn_thinlto.steps.step_serving import StepServer
 
-    server = StepServer(sock, step, idle)
+    server = StepServer(sock, step, idle, lock_fd)
     if not server.start():
         return 0  # another server holds the socket's lock
     server.serve()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
+import select
 import socket
 import stat
 import struct
@@ -48,6 +50,14 @@ def read_frame(conn: socket.socket) -> bytes:
     if not 0 < n <= MAX_FRAME:
         raise Gone()
     return _read_exactly(conn, n)
+
+
+def _still_connected(conn: socket.socket) -> None:
+    """Raise Gone when the launcher has closed its end (it sends nothing unasked: readable means closed)."""
+    poller = select.poll()
+    poller.register(conn, select.POLLIN | select.POLLHUP | select.POLLERR)
+    if poller.poll(0):
+        raise Gone()
 
 
 class ThreadStderr:
@@ -101,10 +111,13 @@ class StepServer:
     """Serves the steps whose settings are STEP's on the Unix socket PATH (relative to the build directory,
     the working directory) until idle for IDLE_S seconds, its socket is gone or its code changed."""
 
-    def __init__(self, path: str, step: StepArgs, idle_s: float) -> None:
+    def __init__(self, path: str, step: StepArgs, idle_s: float, lock_fd: int = -1) -> None:
         self.path, self.step, self.idle_s = path, step, idle_s
         self.cwd = os.getcwd()
-        self._lock_fd = -1
+        st = os.stat(".")
+        self._cwd_ident = (st.st_dev, st.st_ino)
+        self._lock_fd = lock_fd  # the lock start_server took for this server, when it did
+        self.max_active = MAX_ACTIVE
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
         self._code = _code_stamp()
@@ -118,14 +131,20 @@ class StepServer:
         self.stderr.log(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {message}\n")
 
     def start(self) -> bool:
-        """Take the socket's lock and listen; False when another server holds the lock."""
-        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._lock_fd = fd
+        """Take the socket's lock (unless start_server handed it over) and listen; False when another server
+        holds the lock."""
+        if self._lock_fd < 0:
+            fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            self._lock_fd = fd
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # a descriptor per step in flight
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        self.max_active = min(MAX_ACTIVE, max(hard, soft) // 2)
         try:  # the server's log is its stderr (start_server)
             if os.fstat(2).st_size > LOG_CAP:
                 os.ftruncate(2, 0)
@@ -164,6 +183,10 @@ class StepServer:
             try:
                 conn, _ = self._sock.accept()
             except TimeoutError:
+                conn = None
+            except OSError as e:  # out of descriptors, a connection aborted: its launcher runs the step itself
+                self.log(f"accept: {e}")
+                time.sleep(0.1)
                 conn = None
             if conn is not None:
                 with self._count:
@@ -205,12 +228,13 @@ class StepServer:
     def _handle(self, conn: socket.socket) -> None:
         try:
             pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-            if uid != os.getuid():
+            if uid != os.geteuid():
                 self.log(f"closed a connection from uid {uid} (pid {pid}): not this server's user")
                 return
             conn.settimeout(REQUEST_TIMEOUT_S)
             request = read_frame(conn).split(b"\0")
             conn.settimeout(None)  # a compiler may run for long; a launcher that dies closes the connection
+            send_frame(conn, b"A")  # taken: the launcher waits for the rest as long as it takes
             self._requester.pid = pid
             self._step(conn, request)
         except (Gone, OSError):
@@ -227,27 +251,34 @@ class StepServer:
     def _step(self, conn: socket.socket, request: list[bytes]) -> None:
         step = self._accepted(request)
         with self._count:
-            busy = self._active > MAX_ACTIVE
+            busy = self._active > self.max_active
         if step is None or busy:
             send_frame(conn, b"F")
             return
-        self.stderr.capture()
-        store: CacheStore | None = None
-        missed = False
-        try:  # a launcher gone mid-step raises Gone: the step has removed its temporaries on the way out
+        try:
             job = BackendJob.parse(step.command)
-            store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
-            rc, missed = serve(job, store, step.log, (), self._runner(conn))
-        except (ValueError, OSError) as e:
-            if isinstance(e, (BrokenPipeError, ConnectionError)):
-                raise Gone() from e
-            print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
-            rc = 2
+        except ValueError:
+            job = None  # the Python step says what is wrong
+        if job is None or os.sep not in job.argv[0]:
+            send_frame(conn, b"F")  # and a compiler found on PATH: the launcher's PATH, not the server's
+            return
+        store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
+        try:
+            self.stderr.capture()
+            try:  # a launcher gone mid-step raises Gone: the step has removed its temporaries on the way out
+                rc, missed = serve(job, store, step.log, (), self._runner(conn), lambda: _still_connected(conn))
+            except (ValueError, OSError) as e:
+                if isinstance(e, (BrokenPipeError, ConnectionError)):
+                    raise Gone() from e
+                print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
+                rc, missed = 2, False
+            finally:
+                said = self.stderr.captured()
+            send_frame(conn, b"X%d\0" % rc + os.fsencode(said))
+            if rc == 0 and missed and store.root:
+                prune_due(store, step.policy)  # after the answer: no step waits for it
         finally:
-            said = self.stderr.captured()
-        send_frame(conn, b"X%d\0" % rc + os.fsencode(said))
-        if rc == 0 and missed and store is not None and store.root:
-            prune_due(store, step.policy)
+            store.close()
 
     def _accepted(self, request: list[bytes]) -> StepArgs | None:
         """The step REQUEST asks for, when this server serves it as the Python step would; else None."""
@@ -255,7 +286,13 @@ class StepServer:
             return None
         cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[2:-1]]
         script = next((i for i, a in enumerate(args) if a.endswith("/backend.py")), -1)
-        if cwd != self.cwd or script != 2 or args[0] != sys.executable or os.path.realpath(args[2]) != BACKEND_SCRIPT:
+        if script != 2 or args[0] != sys.executable or os.path.realpath(args[2]) != BACKEND_SCRIPT:
+            return None
+        try:  # the same directory, whatever its path now (a build directory moved while its server runs)
+            st = os.stat(cwd)
+        except OSError:
+            return None
+        if (st.st_dev, st.st_ino) != self._cwd_ident:
             return None
         try:
             step = parse_args(args[3:])

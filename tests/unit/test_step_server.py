@@ -234,3 +234,54 @@ def test_another_user_is_not_served(build: Dir) -> None:
     while "closed a connection from uid 65534" not in build.log() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "closed a connection from uid 65534" in build.log()
+
+
+def test_a_compiler_named_without_a_path_is_left_to_the_python_step(build: Dir) -> None:
+    """The server would resolve it on its own PATH, the launcher run it on the edge's: the key could name
+    another compiler than the one that ran."""
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    build.server_up()
+    bin_dir = build.root / "bin"
+    bin_dir.mkdir()
+    os.symlink(build.compiler, bin_dir / "fake-clang")
+    command = build.command("a.o", "tool")
+    command[command.index(str(build.compiler))] = "fake-clang"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GN_THINLTO_STEP_ACCOUNTING": str(build.accounting)}
+    build.served()
+    assert subprocess.run(command, cwd=build.root, env=env, timeout=60).returncode == 0
+    assert build.served() == ["python"]
+
+
+def test_a_moved_build_directory_is_still_served(build: Dir) -> None:
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    pid = build.server_up()
+    moved = build.root.with_name(build.root.name + "-moved")
+    build.root.rename(moved)
+    try:
+        build.root = moved
+        build.accounting, build.compiler = moved / "accounting.txt", moved / "fake-clang"
+        build.served()
+        (moved / "b.o").write_text("B")
+        assert build.step("b.o").returncode == 0 and build.served() == ["server"]
+        assert server_pid(moved) == pid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(moved, ignore_errors=True)
+
+
+def test_a_stopped_server_does_not_stop_the_build(build: Dir) -> None:
+    """A server that takes no request (stopped, wedged) costs each edge the launcher's wait for the
+    request's acknowledgement (10 s), then the Python step runs it."""
+    (build.root / "a.o").write_text("A")
+    assert build.step("a.o").returncode == 0
+    pid = build.server_up()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        build.served()
+        (build.root / "b.o").write_text("B")
+        assert build.step("b.o").returncode == 0 and build.served() == ["python"]
+        assert (build.root / "app/b.o.native.o").read_text() == "native(B)"
+    finally:
+        os.kill(pid, signal.SIGCONT)
