@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import resource
 import select
 import socket
@@ -118,6 +119,8 @@ class StepServer:
         self._cwd_ident = (st.st_dev, st.st_ino)
         self._lock_fd = lock_fd  # the lock start_server took for this server, when it did
         self.max_active = MAX_ACTIVE
+        self._queue: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
+        self._idle_workers = 0
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
         self._code = _code_stamp()
@@ -191,7 +194,11 @@ class StepServer:
             if conn is not None:
                 with self._count:
                     self._active += 1
-                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+                    idle = self._idle_workers > 0
+                    self._idle_workers -= idle
+                self._queue.put(conn)
+                if not idle:  # a thread per step in flight, kept for the next ones (starting one costs ~0.1 ms)
+                    threading.Thread(target=self._work, daemon=True).start()
             now = time.monotonic()
             if conn is None or now - checked >= CHECK_EVERY_S:
                 checked = now
@@ -224,6 +231,15 @@ class StepServer:
                 self._idle_since = now
                 return ""
         return f"idle for {self.idle_s:g} s" if now - self._idle_since >= self.idle_s else ""
+
+    def _work(self) -> None:
+        while True:
+            conn = self._queue.get()
+            if conn is None:
+                return
+            self._handle(conn)
+            with self._count:
+                self._idle_workers += 1
 
     def _handle(self, conn: socket.socket) -> None:
         try:
