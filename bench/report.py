@@ -206,7 +206,54 @@ def goals_block(data: dict[str, Data | None]) -> str:
         if r["action"].startswith("example backends"):
             _goal(rows, "sandbox set-up + tear-down per action, ms (median, bwrap − none)", r["action"], r["cost_ms"],
                   15, True)
+    _lean_goals(rows, data)
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
+
+
+def _lean_goals(rows: list[list[Any]], data: dict[str, Data | None]) -> None:
+    """[lean]'s goals: the step per backend edge, clean builds, the proxy and client per action, scheduling."""
+    for r in (data.get("step") or {}).get("rows", []):
+        if r["variant"] == "server":
+            _goal(rows, f"[lean] our backend step per edge, {r['case']}, ms (median own wall)",
+                  f"example ({r['steps']} steps)", r["wall_ms"], 3, True)
+            _goal(rows, f"[lean] our backend step per edge, {r['case']}, ms (mean CPU, server's share included)",
+                  f"example ({r['steps']} steps)", r["cpu_ms"], 3, True)
+    clean = {r["subject"]: r for r in (data.get("builds") or {}).get("ratios", []) if r["case"] == "clean"}
+    for subject in ("example", "ninja"):
+        _goal(rows, "[lean] clean build wall (c) / (a)", subject, (clean.get(subject) or {}).get("c_vs_a_wall"), 1.0,
+              True)
+    _goal(rows, "[lean] clean build wall (c) / (a)", "a real project of ≥ 400 TUs", None, 0.9, True)
+    proxy = data.get("proxy") or {}
+    _goal(rows, "[lean] proxy CPU per remote action, ms", "proxy load test", proxy.get("proxy_cpu_ms_per_action"), 0.5,
+          True)
+    _goal(rows, "[lean] client CPU per remote action, ms", "proxy load test", proxy.get("client_cpu_ms_per_action"), 5,
+          True)
+    sched = {(r["subject"], r["variant"][:3], r["ninja"].split(".")[1] >= "12"): r
+             for r in (data.get("scheduling") or {}).get("rows", [])}
+    for (subject, variant, newer), r in sorted(sched.items()):
+        old = sched.get((subject, variant, False))
+        if newer and old:
+            _goal(rows, "[lean] clean build wall, ninja with critical-path scheduling / 1.11", f"{subject} {variant}",
+                  ratio(r["wall_s"], old["wall_s"]), 1.0, True)
+
+
+def step_block(d: Data) -> str:
+    if not d["rows"]:
+        return f"{_run_line(d)}\n\nNot measured: {d.get('missing')}."
+    main = render(["variant", "case", "steps", "own wall ms (median)", "own wall ms (mean)", "CPU ms per step",
+                   "of which the server's"],
+                  [[r["variant"], r["case"], r["steps"], r["wall_ms"], r["wall_mean_ms"], r["cpu_ms"],
+                    r["server_cpu_ms"]] for r in d["rows"]], markdown=True)
+    return f"{_run_line(d)} Source: {d.get('source', '?')}.\n\n{main}\n\nCheck: {d.get('check')}."
+
+
+def scheduling_block(d: Data) -> str:
+    main = render(["subject", "variant", "ninja", "clean wall s (median)", "walls s", "critical path s",
+                   "of which waiting s"],
+                  [[r["subject"], r["variant"], r["ninja"], r["wall_s"], ", ".join(f"{w:.1f}" for w in r["walls"]),
+                    r["critical_path_s"], r["waited_s"]] for r in d["rows"]], markdown=True)
+    checks = "".join(f"\n- {c}" for c in d.get("checks", []))
+    return f"{_run_line(d)}\n\n{main}\n\nChecks:{checks}"
 
 
 def _step_hit_ratio(h: dict[str, Any]) -> float | None:
@@ -287,7 +334,7 @@ def regen_block(d: Data) -> str:
 BLOCKS: dict[str, Callable[[Data], str]] = {
     "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
     "builds-chromium": builds_block, "cache": cache_block, "dtlto": dtlto_block, "proxy": proxy_block,
-    "regen": regen_block, "isolation": isolation_block,
+    "regen": regen_block, "isolation": isolation_block, "step": step_block, "scheduling": scheduling_block,
 }
 
 

@@ -46,7 +46,7 @@ class Row:
 def pypi_ninja(cache: Path) -> str:
     """The PyPI ninja binary, installed into CACHE once."""
     target = cache / "ninja-pypi"
-    binary = target / "ninja" / "data" / "bin" / "ninja"
+    binary = target / "bin" / "ninja"  # the wheel's executable itself (a data script), not a Python wrapper
     if not binary.exists():
         run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), PYPI_NINJA])
     return str(binary)
