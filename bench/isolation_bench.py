@@ -10,7 +10,6 @@ sandbox's set-up and tear-down. `/usr/bin/true` gives the same cost with nothing
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -21,10 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import graph_tool, prereqs, results, subjects, variants
+from bench import graph_tool, results, rounds_cli, subjects, variants
 from bench.fsio import remove
 from bench.measure import progress, run
-from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
 
@@ -112,20 +110,10 @@ def measure(out: Path, rounds: int) -> list[Row]:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench isolation", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="one round instead of three")
-    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
-    args = p.parse_args(argv)
-    prereqs.ensure()
-    ctx = results.context()
-    command = "python -m bench isolation" + (" --quick" if args.quick else "")
-    print(f"machine: {ctx['machine'].one_line()}")
+    args, ctx, command = rounds_cli.start("isolation", __doc__ or "", argv)
     missing = graph_tool.available() or (None if shutil.which("bwrap") else "bwrap (Debian bubblewrap) not installed")
     if missing:
-        print(f"not measured: {missing}")
-        results.write(args.results, "isolation", dict(ctx, rows=[], missing=missing, command=command))
-        return 0
+        return rounds_cli.not_measured(args, "isolation", ctx, missing, command)
     subject = subjects.example(args.cache)
     out = args.cache / "isolation" / "out"
     remove(out)

@@ -11,7 +11,6 @@ scheduler can shorten. Each build's binaries pass the subject's own checks.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -20,10 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import prereqs, results, subjects, variants
+from bench import results, rounds_cli, subjects, variants
 from bench.fsio import remove
 from bench.measure import BenchError, progress, run
-from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
 
@@ -67,16 +65,12 @@ def critical_path(out: Path) -> tuple[float, float]:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench scheduling", description=__doc__.splitlines()[0])
+    p = rounds_cli.parser("scheduling", __doc__ or "")
     p.add_argument("--subjects", default="example", help="comma-separated: example, ninja")
     p.add_argument("--variants", default="ac", help="letters of the variants: a (in-process), c (graph)")
     p.add_argument("--repeat", type=int, default=ROUNDS)
-    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
-    prereqs.ensure()
-    ctx = results.context()
-    print(f"machine: {ctx['machine'].one_line()}")
+    ctx = rounds_cli.ready()
     ninjas = {version(DEBIAN_NINJA): DEBIAN_NINJA, version(pypi_ninja(args.cache)): pypi_ninja(args.cache)}
     if len(ninjas) != 2:
         raise BenchError(f"the two ninjas are one version: {sorted(ninjas)}")

@@ -7,7 +7,9 @@ as ninja runs it (`/bin/sh -c` with the rule's command and the edge's argv), is 
 after the other per edge, ROUNDS times:
 - hit rounds: the cache holds every job: the step's whole wall time is its own cost;
 - miss rounds: both caches emptied first: the step's wall time less the compiler's, which the step reports
-  (GN_THINLTO_STEP_ACCOUNTING: the launcher, or the Python step, times the commands it runs).
+  (GN_THINLTO_STEP_ACCOUNTING: the launcher, or the Python step, times the commands it runs);
+- the floor: `/bin/sh -c /bin/true` started the same way, once per edge after each hit round: what any edge
+  that starts one program costs from this harness (ninja's posix_spawn costs less than Python's fork).
 CPU is the step process's own (it reports it, children excluded) plus, for the launcher, the server's CPU
 over the round (/proc/PID/stat) divided by the round's steps. Afterwards both variants' native objects must be
 byte-identical.
@@ -15,7 +17,6 @@ byte-identical.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import statistics
@@ -26,11 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import graph_tool, prereqs, results, subjects
+from bench import graph_tool, results, rounds_cli, subjects
 from bench.fsio import remove
 from bench.isolation_bench import _backend_commands
 from bench.measure import BenchError, progress, run
-from bench.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
 ROUNDS = 3
@@ -46,8 +46,8 @@ class Row:
     steps: int
     wall_ms: float  # median of our own wall per step (miss: less the compiler's)
     wall_mean_ms: float
-    cpu_ms: float  # mean CPU per step: the step process, plus the server's share
-    server_cpu_ms: float  # of which the server's
+    cpu_ms: float | None  # mean CPU per step: the step process, plus the server's share
+    server_cpu_ms: float | None  # of which the server's
 
 
 def _rule_command(out: Path) -> str:
@@ -102,6 +102,7 @@ def measure(outs: dict[str, Path], rounds: int, work: Path) -> list[Row]:
     acct = work / "accounting.txt"
     env = {**os.environ, ACCOUNTING_ENV: str(acct)}
     rows = []
+    floor: list[float] = []
     for case in ("hit", "miss"):
         samples: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
         server_cpu = 0.0
@@ -122,11 +123,18 @@ def measure(outs: dict[str, Path], rounds: int, work: Path) -> list[Row]:
                     samples[v].append((wall - compiler, cpu))
             server_cpu += _cpu_s(pid) - cpu0
             progress(f"  {case} round {r + 1}/{rounds}: {len(edges)} backend steps per variant")
+            if case == "hit":  # the floor: an edge that starts one program and does nothing, started alike
+                for _ in edges:
+                    start = time.perf_counter()
+                    subprocess.run(["/bin/sh", "-c", "/bin/true"], cwd=outs["server"], check=True)
+                    floor.append((time.perf_counter() - start) * 1000)
         for v in VARIANTS:
             walls = [s[0] * 1000 for s in samples[v]]
             share = server_cpu / len(samples[v]) * 1000 if v == "server" else 0.0
             cpu = statistics.mean(s[1] for s in samples[v]) * 1000 + share
             rows.append(Row(v, case, len(walls), statistics.median(walls), statistics.mean(walls), cpu, share))
+    rows.append(Row("empty edge (/bin/sh -c /bin/true)", "floor", len(floor), statistics.median(floor),
+                    statistics.mean(floor), None, None))
     return rows
 
 
@@ -140,20 +148,10 @@ def _same_objects(outs: dict[str, Path]) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench step", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="one round instead of three")
-    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
-    args = p.parse_args(argv)
-    prereqs.ensure()
-    ctx = results.context()
-    command = "python -m bench step" + (" --quick" if args.quick else "")
-    print(f"machine: {ctx['machine'].one_line()}")
+    args, ctx, command = rounds_cli.start("step", __doc__ or "", argv)
     missing = graph_tool.available()
     if missing:
-        print(f"not measured: {missing}")
-        results.write(args.results, "step", dict(ctx, rows=[], missing=missing, command=command))
-        return 0
+        return rounds_cli.not_measured(args, "step", ctx, missing, command)
     subject = subjects.example(args.cache)
     work = (args.cache / "step").resolve()
     remove(work)

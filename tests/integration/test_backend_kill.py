@@ -29,8 +29,8 @@ def _step(out: Path, bitcode: Path, cache: str) -> list[str]:
             CLANG, "-c", "-x", "ir", str(bitcode), "-O2", "-o", str(out / "obj" / "a.native.o")]
 
 
-def test_killed_backend_steps_leave_no_partial_output_and_no_temporaries(tmp_path: Path) -> None:
-    rng = random.Random(SEED)
+def _workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(build directory with obj/, a ThinLTO bitcode object, the native object its backend must make)."""
     out = tmp_path / "out"
     (out / "obj").mkdir(parents=True)
     (tmp_path / "a.c").write_text(SOURCE)
@@ -38,6 +38,12 @@ def test_killed_backend_steps_leave_no_partial_output_and_no_temporaries(tmp_pat
     subprocess.run(["clang-19", "-flto=thin", "-O2", "-c", str(tmp_path / "a.c"), "-o", str(bitcode)], check=True)
     reference = tmp_path / "reference.o"
     subprocess.run(["clang-19", "-c", "-x", "ir", str(bitcode), "-O2", "-o", str(reference)], check=True)
+    return out, bitcode, reference
+
+
+def test_killed_backend_steps_leave_no_partial_output_and_no_temporaries(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    out, bitcode, reference = _workspace(tmp_path)
     native = out / "obj" / "a.native.o"
     killed_with_temporaries = 0
     for n in range(ROUNDS):
@@ -62,13 +68,7 @@ def test_killed_launched_steps_leave_no_partial_output_and_no_temporaries(tmp_pa
     from gn_thinlto.steps.step_server import build_launcher, socket_path
 
     rng = random.Random(SEED)
-    out = tmp_path / "out"
-    (out / "obj").mkdir(parents=True)
-    (tmp_path / "a.c").write_text(SOURCE)
-    bitcode = tmp_path / "a.o"
-    subprocess.run(["clang-19", "-flto=thin", "-O2", "-c", str(tmp_path / "a.c"), "-o", str(bitcode)], check=True)
-    reference = tmp_path / "reference.o"
-    subprocess.run(["clang-19", "-c", "-x", "ir", str(bitcode), "-O2", "-o", str(reference)], check=True)
+    out, bitcode, reference = _workspace(tmp_path)
     assert build_launcher(str(out), "gn-thinlto/step-launcher") == ""
     native = out / "obj" / "a.native.o"
 
