@@ -122,7 +122,8 @@ def step_launcher(out_dir: Path) -> str:
         print(f"gn-thinlto: warning: step launcher not built ({why}); each backend edge runs a Python step "
               "(step_server: false silences this)")
         return ""
-    _add_regeneration_input(out_dir, out_dir / STEP_LAUNCHER)  # deleted, it is built again by `gn gen`
+    if (out_dir / "build.ninja.d").is_file():  # deleted, it is built again by `gn gen` (GN writes the file)
+        _add_regeneration_input(out_dir, out_dir / STEP_LAUNCHER)
     return STEP_LAUNCHER
 
 

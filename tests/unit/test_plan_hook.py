@@ -11,6 +11,7 @@ import pytest
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place, run_hook
 from gn_thinlto.regen import STATE_FILE
+from gn_thinlto.steps.step_server import c_compiler
 
 from .test_plan import BASIC_GN
 
@@ -38,7 +39,8 @@ def test_hook_writes_graph_edits_gn_files_and_marks_project_json(out: Path, tmp_
     assert (out / "gn-thinlto/refused.txt").read_text().startswith("//refused:refused (./refused): ")
     manifest = json.loads((out / "gn-thinlto/app/thinlink.json").read_text())
     assert manifest["final_output"] == "./app" and manifest["target"] == "//app:app"
-    assert (out / "build.ninja.d").read_text() == f"build.ninja.stamp: ../a/BUILD.gn {config.resolve()}\n"
+    launcher = f" {(out / 'gn-thinlto/step-launcher').resolve()}" if c_compiler() else ""
+    assert (out / "build.ninja.d").read_text() == f"build.ninja.stamp: ../a/BUILD.gn {config.resolve()}{launcher}\n"
     # GN's files now carry our edits: running the hook again without a gn gen is refused.
     with pytest.raises(GnThinltoError, match="already carry gn-thinlto edits"):
         run_hook(out / "project.json", config, "/venv/bin/python")
