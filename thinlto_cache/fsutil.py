@@ -112,7 +112,7 @@ def sweep_temporaries(path: str | os.PathLike[str]) -> None:
         return
     for tmp in stale:
         writer = tmp.name[len(prefix):].split(".", 1)[0]
-        if writer.isdigit() and _running(int(writer)):
+        if writer.isdigit() and process_running(int(writer)):
             continue
         try:
             os.unlink(tmp.path)
@@ -120,7 +120,8 @@ def sweep_temporaries(path: str | os.PathLike[str]) -> None:
             pass
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether process PID exists (another user's included)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -13,7 +13,7 @@ from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render, shell_join
 from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
-from gn_thinlto.steps.step_server import socket_path
+from gn_thinlto.steps.step_server import socket_path, step_flags
 from goma_ext import __version__
 
 SHARED_FILE = "gn-thinlto/shared.ninja"
@@ -104,12 +104,10 @@ def render_files(plan: GraphPlan, source: str = "project.json", step_dir: str = 
 def build_files(plan: GraphPlan, source: str = "project.json", step_dir: str = STEP_DIR) -> dict[str, str]:
     """The build-wide files: rules and the list of target files (with shared_files, every file but the links')."""
     ctx = _common(source)
-    cache = ["--cache", plan.cache_dir] if plan.cache_dir else ["--no-cache"]
-    if plan.cache_dir and plan.cache_policy:
-        cache += ["--policy", plan.cache_policy]
-    if plan.cache_dir and plan.cache_trusted_writers:
-        cache += ["--trust", ",".join(plan.cache_trusted_writers)]
-    backend = [*step_command(plan.python, BACKEND_STEP, step_dir), *cache, "--log", plan.backend_log]
+    cached = bool(plan.cache_dir)  # without a cache, no policy and no writers to trust
+    backend = [*step_command(plan.python, BACKEND_STEP, step_dir),
+               *step_flags(plan.cache_dir, plan.backend_log, plan.cache_policy if cached else "",
+                           plan.cache_trusted_writers if cached else ())]
     if plan.step_launcher and plan.remote is None:  # the launcher hands the step to the build dir's server
         sock = socket_path(backend, os.path.dirname(plan.backend_log) or ".")
         backend = [plan.step_launcher, sock, *backend, "--socket", sock]

@@ -61,15 +61,15 @@ def socket_path(step_command: Sequence[str], state_dir: str) -> str:
     return f"{state_dir}/step-{digest}.sock"
 
 
-def settings_argv(step: StepArgs) -> list[str]:
-    """The command-line flags that give a server STEP's settings."""
-    argv = ["--cache", step.cache] if step.cache else ["--no-cache"]
-    argv += ["--log", step.log]
-    if step.policy:
-        argv += ["--policy", step.policy]
-    if step.trust:
-        argv += ["--trust", ",".join(step.trust)]
-    return argv
+def step_flags(cache: str, log: str, policy: str = "", trust: Sequence[str] = ()) -> list[str]:
+    """The backend step's settings as its command line spells them (backend.parse_args reads them): the rule's
+    Python step, and the server started for it."""
+    flags = ["--cache", cache] if cache else ["--no-cache"]
+    if policy:
+        flags += ["--policy", policy]
+    if trust:
+        flags += ["--trust", ",".join(trust)]
+    return [*flags, "--log", log]
 
 
 def start_server(step: StepArgs) -> None:
@@ -97,8 +97,9 @@ def start_server(step: StepArgs) -> None:
             return  # something planted there: no server, every edge runs the step itself
         import subprocess
 
+        flags = step_flags(step.cache, step.log, step.policy, step.trust)
         subprocess.Popen([sys.executable, "-S", os.path.realpath(__file__), "--socket", step.socket, "--lock-fd",
-                          str(lock), *settings_argv(step)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                          str(lock), *flags], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True, close_fds=True, pass_fds=(lock,))
     except OSError:
         return  # a server runs (or is starting); or none can: every edge runs the step itself

@@ -119,7 +119,8 @@ class StepServer:
         self._cwd_ident = (st.st_dev, st.st_ino)
         self._lock_fd = lock_fd  # the lock start_server took for this server, when it did
         self.max_active = MAX_ACTIVE
-        self._queue: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
+        self._scripts: dict[str, bool] = {}  # a request's step script: is it this server's backend.py?
         self._idle_workers = 0
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
@@ -233,11 +234,8 @@ class StepServer:
         return f"idle for {self.idle_s:g} s" if now - self._idle_since >= self.idle_s else ""
 
     def _work(self) -> None:
-        while True:
-            conn = self._queue.get()
-            if conn is None:
-                return
-            self._handle(conn)
+        while True:  # until the process ends (daemon threads)
+            self._handle(self._queue.get())
             with self._count:
                 self._idle_workers += 1
 
@@ -302,7 +300,12 @@ class StepServer:
             return None
         cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[2:-1]]
         script = next((i for i, a in enumerate(args) if a.endswith("/backend.py")), -1)
-        if script != 2 or args[0] != sys.executable or os.path.realpath(args[2]) != BACKEND_SCRIPT:
+        if script != 2 or args[0] != sys.executable:
+            return None
+        ours = self._scripts.get(args[2])
+        if ours is None:  # resolved once per spelling, not per step (an upgrade ends the server: _code_stamp)
+            ours = self._scripts[args[2]] = os.path.realpath(args[2]) == BACKEND_SCRIPT
+        if not ours:
             return None
         try:  # the same directory, whatever its path now (a build directory moved while its server runs)
             st = os.stat(cwd)

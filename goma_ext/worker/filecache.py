@@ -28,6 +28,7 @@ from pathlib import Path
 from goma_ext.errors import GomaExtError
 from goma_ext.remote.digest import Digest
 from goma_ext.worker.forklock import FORK_LOCK
+from thinlto_cache.fsutil import process_running
 
 LOG = logging.getLogger("goma_ext.worker")
 GIB = 1 << 30
@@ -144,7 +145,7 @@ class FileCache:
         """Unlink temp files of dead writers (a killed worker's, never published); a live process's stay."""
         for p in (self.root / TMP).iterdir():
             pid = p.name.split("-", 1)[0]
-            if not pid.isdigit() or int(pid) == os.getpid() or not _alive(int(pid)):
+            if not pid.isdigit() or int(pid) == os.getpid() or not process_running(int(pid)):
                 p.unlink(missing_ok=True)
 
     def _scan(self) -> list[_Entry]:
@@ -165,13 +166,3 @@ class FileCache:
                         LOG.warning("file cache: dropping %s (not a published %s file)", p, kind)
                         p.unlink(missing_ok=True)
         return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
