@@ -146,7 +146,7 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     config = load_config(config_path, root)
     build_text = read_text(out_dir / "build.ninja", GN_NINJA)
     backends_remote = remote_backends(config, remote, os.environ)
-    launcher = step_launcher(out_dir) if config.step_server and backends_remote is None else ""
+    launcher = step_launcher(out_dir) if config.step_server else ""
     regen = regenerate(out_dir, graph, texts, toolchains, config, python, backends_remote, step_launcher=launcher)
     plan, written = regen.plan, regen.written
     for rel, text in edit_gn_target_files(texts, plan).items():

@@ -108,7 +108,7 @@ def build_files(plan: GraphPlan, source: str = "project.json", step_dir: str = S
     backend = [*step_command(plan.python, BACKEND_STEP, step_dir),
                *step_flags(plan.cache_dir, plan.backend_log, plan.cache_policy if cached else "",
                            plan.cache_trusted_writers if cached else ())]
-    if plan.step_launcher and plan.remote is None:  # the launcher hands the step to the build dir's server
+    if plan.step_launcher:  # the launcher hands the step to the build dir's server
         sock = socket_path(backend, os.path.dirname(plan.backend_log) or ".")
         backend = [plan.step_launcher, sock, *backend, "--socket", sock]
     files = {

@@ -92,7 +92,7 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
             record(log, CacheEvent.HIT, key, job.output)
             return 0, False
         if launcher:
-            return run_launched(job, key, content, store, log, launcher), True
+            return run_launched(job, key, content, store, log, launcher, runner, wanted), True
         return run_local(job, key, store, log, runner, wanted), True
 
 
@@ -142,7 +142,7 @@ def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], 
 
 def run_launched(
     job: BackendJob, key: str, content: str, store: CacheStore, log: str | os.PathLike[str],
-    launcher: Sequence[str],
+    launcher: Sequence[str], runner: Runner | None = None, wanted: Callable[[], None] = _wanted,
 ) -> int:
     """A miss through the launcher (remote execution), run under paths named by the job's content key (a
     two-step job is two remote actions, the second reading the module the first wrote).
@@ -169,11 +169,13 @@ def run_launched(
         if job.index:
             write_new(index, read_regular(job.index)[0])
         try:
-            rc = run_commands(job, job.relocated(index, native), job.split_dwarf_args(dwo), module, launcher)
+            rc = run_commands(job, job.relocated(index, native), job.split_dwarf_args(dwo), module, launcher,
+                              runner)
             if rc != 0:
                 return rc
             outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
             store_outputs(store, key, outputs)
+            wanted()
             for kind, path in _dests(job, job.output, job.dwo).items():
                 write_if_changed(path, outputs[kind])
         finally:

@@ -11,7 +11,9 @@
    Python step, which starts a server for the next edges): slower, never wrong.
 
    Frames, both ways: a 4-byte little-endian length, then that many bytes.
-     request:  "gn-thinlto-step-v1" NUL CWD NUL ARG NUL ARG NUL ...   (the step command's arguments)
+     request:  "gn-thinlto-step-v2" NUL CWD NUL COUNT NUL ARG NUL ... ENV NUL ...
+               (COUNT in decimal: how many of the step command's arguments follow; then this process's
+               environment as NAME=VALUE strings, for a remote launcher the server runs in its own process)
      answers:  'A'                      the request is taken (first, within ACK_TIMEOUT_MS, or: run the step)
                'F'                      run STEP_COMMAND instead
                'X' STATUS NUL MESSAGE   print MESSAGE on stderr, exit STATUS
@@ -36,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROTOCOL "gn-thinlto-step-v1"
+#define PROTOCOL "gn-thinlto-step-v2"
 #define MAX_FRAME (16u << 20)
 /* A server that does not take a request this fast is stopped or wedged: the step runs without it (after the
    'A', a step may rightly wait long: on another build's compile of the same job, or on its own compiler). */
@@ -176,14 +178,19 @@ int main(int argc, char **argv) {
 
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) fall_back(sock);
-  size_t size = sizeof PROTOCOL + strlen(cwd) + 1;
+  char count[24];
+  snprintf(count, sizeof count, "%d", argc - 2);
+  size_t size = sizeof PROTOCOL + strlen(cwd) + 1 + strlen(count) + 1;
   for (char **a = step_command; *a; a++) size += strlen(*a) + 1;
+  for (char **e = environ; *e; e++) size += strlen(*e) + 1;
   if (size > MAX_FRAME) fall_back(sock);
   char *request = malloc(size), *p = request;
   if (!request) fall_back(sock);
   p = stpcpy(p, PROTOCOL) + 1;
   p = stpcpy(p, cwd) + 1;
+  p = stpcpy(p, count) + 1;
   for (char **a = step_command; *a; a++) p = stpcpy(p, *a) + 1;
+  for (char **e = environ; *e; e++) p = stpcpy(p, *e) + 1;
   if (send_frame(sock, request, size)) fall_back(sock);
   free(request);
   struct pollfd ready = {.fd = sock, .events = POLLIN};

@@ -18,7 +18,11 @@ Lifetime and safety:
 - The socket is created 0600 in the build directory, and a connection from any other user is closed unread;
   the launcher, in turn, talks only to a server of its own user (SO_PEERCRED both ways).
 - A request whose settings (cache, log, policy, trusted writers), working directory or step script differ from
-  the server's, or that uses a remote launcher, is answered `F`: the launcher runs the Python step itself.
+  the server's is answered `F`: the launcher runs the Python step itself.
+- A remote step (`--launcher`: goma-ext's thin client in front of the compiler) is served too. The thin client
+  is a module of the same install, so the server calls it in its own process (`answer`, with the launcher's
+  environment): a remote action costs the proxy round trip, not an interpreter's start-up. When it hands over
+  (no proxy yet, a remote failure: the full client's cases), the launcher runs the launcher command itself.
 - A launcher that goes away mid-step (ninja interrupted) ends that step's thread: its miss lock is released and
   its temporary files removed. A server killed mid-step leaves what a killed Python step would leave (nothing
   the cache or the next build takes for good: fault-safety is the backend step's), and its launchers run the
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the backend step imports this module: importing it back would run it twice
     from gn_thinlto.steps.backend import StepArgs
 
-PROTOCOL = b"gn-thinlto-step-v1"
+PROTOCOL = b"gn-thinlto-step-v2"
 IDLE_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
 CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from gn_thinlto.steps.backend import StepArgs, parse_args, prune_due, serve
+from gn_thinlto.steps.backend import Runner, StepArgs, parse_args, prune_due, serve
 from gn_thinlto.steps.step_server import CHECK_EVERY_S, LOG_CAP, MAX_ACTIVE, MAX_FRAME, PROTOCOL, REQUEST_TIMEOUT_S
 from thinlto_cache import notices
 from thinlto_cache.keys import BackendJob
@@ -94,11 +94,16 @@ class ThreadStderr:
         self._log.flush()
 
 
-def _code_stamp() -> tuple[tuple[str, int, int], ...]:
-    """The server's own code as (path, size, mtime) of its modules: a change means an upgrade."""
+InProcess = Callable[[list[str], dict[str, str]], "tuple[int, bytes, bytes] | None"]
+
+
+def _code_stamp(extra: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
+    """The server's own code as (path, size, mtime) of its modules (and those in the directories EXTRA: the
+    launchers it loaded): a change means an upgrade."""
     import thinlto_cache
 
-    dirs = (os.path.dirname(os.path.realpath(__file__)), os.path.dirname(os.path.realpath(thinlto_cache.__file__)))
+    dirs = (os.path.dirname(os.path.realpath(__file__)), os.path.dirname(os.path.realpath(thinlto_cache.__file__)),
+            *extra)
     stamp = []
     for d in dirs:
         for name in sorted(os.listdir(d)):
@@ -121,6 +126,8 @@ class StepServer:
         self.max_active = MAX_ACTIVE
         self._queue: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
         self._scripts: dict[str, bool] = {}  # a request's step script: is it this server's backend.py?
+        self._launchers: dict[str, InProcess | None] = {}  # a remote launcher script: its in-process entry
+        self._code_dirs: tuple[str, ...] = ()  # where those launchers live
         self._idle_workers = 0
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
@@ -223,7 +230,7 @@ class StepServer:
         if not self._ours():
             return "the socket was removed or replaced"
         try:
-            if _code_stamp() != self._code:
+            if _code_stamp(self._code_dirs) != self._code:
                 return "the step code changed"
         except OSError:
             return "the step code is gone"
@@ -263,12 +270,13 @@ class StepServer:
                 self._idle_since = time.monotonic()
 
     def _step(self, conn: socket.socket, request: list[bytes]) -> None:
-        step = self._accepted(request)
+        accepted = self._accepted(request)
         with self._count:
             busy = self._active > self.max_active
-        if step is None or busy:
+        if accepted is None or busy:
             send_frame(conn, b"F")
             return
+        step, environment = accepted
         try:
             job = BackendJob.parse(step.command)
         except ValueError:
@@ -280,7 +288,10 @@ class StepServer:
         try:
             self.stderr.capture()
             try:  # a launcher gone mid-step raises Gone: the step has removed its temporaries on the way out
-                rc, missed = serve(job, store, step.log, (), self._runner(conn), lambda: _still_connected(conn))
+                runner = self._runner(conn)
+                if step.launcher:
+                    runner = self._launched(step.launcher, environment, runner)
+                rc, missed = serve(job, store, step.log, step.launcher, runner, lambda: _still_connected(conn))
             except (ValueError, OSError) as e:
                 if isinstance(e, (BrokenPipeError, ConnectionError)):
                     raise Gone() from e
@@ -294,11 +305,15 @@ class StepServer:
         finally:
             store.close()
 
-    def _accepted(self, request: list[bytes]) -> StepArgs | None:
-        """The step REQUEST asks for, when this server serves it as the Python step would; else None."""
-        if len(request) < 4 or request[0] != PROTOCOL or request[-1] != b"":
+    def _accepted(self, request: list[bytes]) -> tuple[StepArgs, list[bytes]] | None:
+        """The step REQUEST asks for and the launcher's environment (NAME=VALUE, undecoded), when this server
+        serves it as the Python step would; else None."""
+        if len(request) < 5 or request[0] != PROTOCOL or request[-1] != b"" or not request[2].isdigit():
             return None
-        cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[2:-1]]
+        count = int(request[2])
+        if 3 + count >= len(request):
+            return None
+        cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[3 : 3 + count]]
         script = next((i for i, a in enumerate(args) if a.endswith("/backend.py")), -1)
         if script != 2 or args[0] != sys.executable:
             return None
@@ -317,11 +332,64 @@ class StepServer:
             step = parse_args(args[3:])
         except ValueError:
             return None  # the step itself says what is wrong, in its own words
-        if step.launcher or step.socket != self.path or step.settings() != self.step.settings():
+        if step.socket != self.path or step.settings() != self.step.settings():
             return None
-        return step
+        return step, request[3 + count : -1]
 
-    def _runner(self, conn: socket.socket) -> Callable[[list[str]], int]:
+    def _launched(self, launcher: list[str], environment: list[bytes], forward: Runner) -> Runner:
+        """The runner of a remote step's commands (LAUNCHER… -- COMMAND): the launcher's in-process entry in this
+        process when it has one (goma-ext's thin client: see _in_process), with the step launcher's ENVIRONMENT;
+        else, or when that entry hands over (no proxy yet, a remote failure: the full client's cases), FORWARD
+        (the step launcher runs the command itself, as the Python step would)."""
+        entry = self._in_process(launcher)
+        if entry is None:
+            return forward
+        env: dict[str, str] = {}
+        for item in environment:
+            name, eq, value = os.fsdecode(item).partition("=")
+            if eq:
+                env[name] = value
+
+        def run(argv: list[str]) -> int:
+            answered = entry(argv[3:], env) if argv[: len(launcher)] == launcher else None
+            if answered is None:
+                return forward(argv)
+            code, stdout, stderr = answered
+            if stdout or stderr:  # ninja shows a command's two streams as one
+                sys.stderr.write(os.fsdecode(stdout + stderr))
+            return code
+
+        return run
+
+    def _in_process(self, launcher: list[str]) -> InProcess | None:
+        """The `answer` function of LAUNCHER when it is a Python script for this interpreter under -S
+        (`python -S …/thin_client.py OPTIONS --`) that this server can import as a module of its own sys.path
+        (the same install); else None. Loaded once per spelling; the server leaves when its code changes."""
+        if len(launcher) < 3 or launcher[0] != sys.executable or launcher[1] != "-S":
+            return None
+        if launcher[2] in self._launchers:
+            return self._launchers[launcher[2]]
+        entry: InProcess | None = None
+        real = os.path.realpath(launcher[2])
+        for root in sys.path:
+            base = os.path.realpath(root or ".") + os.sep
+            if real.startswith(base) and real.endswith(".py"):
+                import importlib
+
+                name = real[len(base) : -3].replace(os.sep, ".")
+                try:
+                    found = getattr(importlib.import_module(name), "answer", None)
+                except ImportError:
+                    found = None
+                if callable(found):
+                    entry = found
+                    self._code_dirs = (*self._code_dirs, os.path.dirname(real))
+                    self._code = _code_stamp(self._code_dirs)
+                break
+        self._launchers[launcher[2]] = entry
+        return entry
+
+    def _runner(self, conn: socket.socket) -> Runner:
         def run(argv: list[str]) -> int:
             send_frame(conn, b"R" + b"".join(os.fsencode(a) + b"\0" for a in argv))
             reply = read_frame(conn)

@@ -66,7 +66,7 @@ def state_dir(env: Mapping[str, str]) -> str:
         return env[STATE_DIR_ENV]
     if env.get("XDG_RUNTIME_DIR"):
         return os.path.join(env["XDG_RUNTIME_DIR"], "goma-ext")
-    return os.path.join(os.path.expanduser("~"), ".cache", "goma-ext", "proxy")
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache", "goma-ext", "proxy")
 
 
 def endpoint_key(cwd: str, endpoint: str, instance: str, ca_file: str | None, token_file: str | None,

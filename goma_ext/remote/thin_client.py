@@ -80,6 +80,22 @@ def _ask(files: Mapping[str, str], message: Mapping[str, Any], silence_s: float)
 
 def fast(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
     """Run the action through the proxy: its exit code, or None to hand over to the full client."""
+    answered = answer(argv, env)
+    if answered is None:
+        return None
+    code, stdout, stderr = answered
+    sys.stdout.buffer.write(stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(stderr)
+    sys.stderr.flush()
+    return code
+
+
+def answer(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes] | None:
+    """fast() without writing the compiler's output: (exit code, stdout, stderr), or None to hand over to the full
+    client. The working directory is the build directory. The backend step server calls this in its own process
+    for each remote backend (gn_thinlto.steps.step_serving: no interpreter start-up per action); it is
+    thread-safe, and says only warnings on sys.stderr."""
     parsed = parse(argv)
     if parsed is None or is_off(env.get(PROXY_ENV, "on")) or is_off(env.get("GOMA_EXT_REMOTE", "on")):
         return None
@@ -114,10 +130,6 @@ def fast(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
     if result.exit_code < 0 or result.exit_code >= 128:
         return None  # the compiler died remotely: the full client retries, then runs it locally
     result.phases["proxy_round_trip"] = time.monotonic() - start
-    sys.stdout.buffer.write(result.stdout)
-    sys.stdout.flush()
-    sys.stderr.buffer.write(result.stderr)
-    sys.stderr.flush()
     line = records.line(records.output_of(command), result.mode, result.exit_code, time.monotonic() - start,
                         result.bytes_uploaded, result.input_bytes, records.naive_bytes(opts.get("naive_inputs"), cwd),
                         result.phases)
@@ -125,7 +137,7 @@ def fast(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
         records.append(os.path.join(cwd, DEFAULT_STATS_LOG), line)
     except OSError as e:
         sys.stderr.write(f"goma-ext: warning: cannot append to {DEFAULT_STATS_LOG}: {e.strerror}\n")
-    return result.exit_code
+    return result.exit_code, result.stdout, result.stderr
 
 
 def main(argv: Sequence[str] | None = None) -> int:

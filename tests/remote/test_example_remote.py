@@ -33,8 +33,10 @@ def _gen(out: Path, endpoint: str | None) -> None:
                    check=True, capture_output=True, env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
 
 
-def _ninja(out: Path, salt: str) -> None:
+def _ninja(out: Path, salt: str, accounting: Path | None = None) -> None:
     env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
+    if accounting is not None:
+        env["GN_THINLTO_STEP_ACCOUNTING"] = str(accounting)
     proc = subprocess.run(["ninja", "-C", str(out), "-j", JOBS], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "goma-ext: warning" not in proc.stdout, proc.stdout[-3000:]
@@ -82,9 +84,15 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
     _self_checks(remote)
 
     _gen(fresh, cluster.endpoint)
-    _ninja(fresh, salt)
+    accounting = tmp_path / "steps.txt"
+    _ninja(fresh, salt, accounting)
     again = stats.report(fresh)
     assert again["remote_executions"] == 0 and again["cache_hits"] == again["runs"] == summary["runs"], again
+    # [lean] the step server runs the thin client in its own process: once it is up (the first edges run the
+    # Python step, which starts it), no backend edge starts a command, remote or not
+    steps = [line.split() for line in accounting.read_text().splitlines()]
+    launched, python = [s for s in steps if s[0] == "launcher"], [s for s in steps if s[0] == "python"]
+    assert len(python) < len(launched) // 4 and [s for s in launched if s[2] != "0"] == [], steps
     assert again["bytes_uploaded"] == 0
     assert _natives(fresh) == got
     print(f"remote build: {summary}\nfresh build: {again}")

@@ -8,10 +8,12 @@ import fcntl
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -285,3 +287,76 @@ def test_a_stopped_server_does_not_stop_the_build(build: Dir) -> None:
         assert (build.root / "app/b.o.native.o").read_text() == "native(B)"
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+class StandInProxy:
+    """Stands in for goma-ext's proxy (unit scope: the cluster tests run the real one) on the socket the thin
+    client looks for under STATE: each `run` request is kept, its output written as a result's would be, and
+    answered with a message on stderr."""
+
+    def __init__(self, state: Path, cwd: Path, endpoint: str) -> None:
+        from goma_ext.remote import proxy_protocol as wire
+
+        self.cwd, self.requests = cwd, []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(wire.paths(str(state), wire.endpoint_key(str(cwd), endpoint, "", "", "", ""))["sock"])
+        self.sock.listen(8)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import base64
+
+        from goma_ext.remote import proxy_protocol as wire
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                msg = wire.receive(conn, 1 << 20)
+                self.requests.append(msg)
+                argv = msg["argv"]
+                (self.cwd / argv[argv.index("-o") + 1]).write_text(f"remote({len(self.requests)})")
+                wire.send(conn, {"type": "result", "exit_code": 0, "stdout": "", "mode": "cache_hit",
+                                 "stderr": base64.b64encode(b"stand-in proxy: done\n").decode(),
+                                 "bytes_uploaded": 0, "input_bytes": 0, "phases": {}})
+
+
+def test_a_remote_step_runs_the_thin_client_in_the_server_with_the_launchers_environment(build: Dir) -> None:
+    """[lean] With goma-ext's thin client as the step's launcher, the server calls it in its own process: no
+    interpreter starts for the action, and the proxy it reaches is the one the launcher's environment names
+    (not the environment the server was started with)."""
+    from goma_ext.remote import identity_cache
+    from goma_ext.remote.names import COMPILER_CACHE
+    from tests.conftest import REPO
+
+    endpoint = "grpc://127.0.0.1:1"
+    compiler = os.path.realpath(build.compiler)
+    identity_cache.store(str(build.root / COMPILER_CACHE),
+                         {identity_cache.key(compiler): {"version": "fake-clang 1", "sha256": "0" * 64}})
+    states = [Path(tempfile.mkdtemp(prefix="gxp-")) for _ in range(2)]
+    proxies = [StandInProxy(state, build.root, endpoint) for state in states]
+    thin = [sys.executable, "-S", str(REPO / "goma_ext/remote/thin_client.py"), "--remote", endpoint,
+            "--exec-root", "."]
+    try:
+        for i, name in enumerate(("a.o", "b.o")):
+            (build.root / name).write_text(name.upper())
+            command = build.command(name)
+            split = command.index("--")
+            command[split:split] = ["--launcher", "--", *thin]
+            env = {**os.environ, "GN_THINLTO_STEP_ACCOUNTING": str(build.accounting),
+                   "GOMA_EXT_PROXY_DIR": str(states[i])}
+            step = subprocess.run(command, cwd=build.root, capture_output=True, text=True, env=env, timeout=60)
+            assert step.returncode == 0 and "stand-in proxy: done" in step.stderr, step.stderr
+            if i == 0:
+                build.server_up()
+        last = build.accounting.read_text().splitlines()[-1].split()
+        assert last[0] == "launcher" and last[2] == "0"  # the served step ran no command through the launcher
+        assert build.served() == ["python", "server"]
+        assert [len(p.requests) for p in proxies] == [1, 1] and build.runs() == 0
+        assert (build.root / "app/b.o.native.o").read_text() == "remote(1)"
+    finally:
+        for proxy, state in zip(proxies, states, strict=True):
+            proxy.sock.close()
+            shutil.rmtree(state, ignore_errors=True)
