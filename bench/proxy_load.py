@@ -1,9 +1,15 @@
-"""The proxy load test: thousands of thin clients, up to hundreds at once, through one proxy to the local cluster.
+"""The proxy load test: thousands of clients, up to hundreds at once, through one proxy to the local cluster.
 
-Workspace: COPIES copies of bench.thin_program (5 modules); each copy runs every distinct action once (5 modules
-× the -O variants), so identical actions arrive concurrently from different directories, as from parallel
-builds. Every output is compared with a local compile of the same command (0 wrong), every client must exit 0
-with a stats record that is not a local fallback (0 lost). CPU is attributed per component from /proc.
+Workspace: COPIES copies of bench.thin_program (5 modules); each copy runs every distinct action REPEATS times
+(5 modules × the -O variants; repeats write outputs of other names), so identical actions arrive concurrently
+from different directories, as from parallel builds. Every output is compared with a local compile of the same
+command (0 wrong), every client must exit 0 with a stats record that is not a local fallback (0 lost). CPU is
+attributed per component from /proc.
+
+Two kinds of client: `thin`, a `python -S …/thin_client.py` process per action (what the Python backend step
+runs in its own process); `steps`, the backend step as a build runs it ([lean]): the step launcher, the copy's
+step server (which calls the thin client in its own process) and, for the edges that come before the server is
+up, the Python step. The client CPU of `steps` is the launchers', the Python steps' and the step servers'.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import hashlib
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -25,12 +32,16 @@ from typing import Any
 
 from bench import thin_program
 from bench.fsio import REPO
+from gn_thinlto.steps.step_server import build_launcher, socket_path
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
+BACKEND_STEP = REPO / "gn_thinlto" / "steps" / "backend.py"
+STEP_SERVER = REPO / "gn_thinlto" / "steps" / "step_server.py"
 VARIANTS = ("-O2", "-O1", "-Os", "-O3")
 COMPONENTS = ("proxy", "buildgrid", "postgres", "workers")
+CLIENTS = ("thin", "steps")
 
 
 @dataclass(frozen=True)
@@ -38,14 +49,27 @@ class Action:
     copy: Path  # a workspace copy
     module: str
     variant: str
+    repeat: int = 0  # the same action again, its output under another name
 
     @property
     def output(self) -> str:
-        return f"obj/{self.module}{self.variant}.native.o"
+        return f"obj/{self.module}{self.variant}{f'.r{self.repeat}' if self.repeat else ''}.native.o"
 
     def argv(self) -> list[str]:
         argv = thin_program.ThinProgram(self.copy).backend(self.module, extra=(self.variant,))
         return [*argv[:-1], self.output]
+
+
+def step_python() -> list[str]:
+    """The Python backend step as the load test's rule spells it: no backend cache, so every step goes remote."""
+    return [sys.executable, "-S", str(BACKEND_STEP), "--no-cache", "--log", "gn-thinlto/backend.log"]
+
+
+def step_argv(launcher: Path, thin: Sequence[str], action: Action) -> list[str]:
+    """ACTION as a build's remote backend edge: the step launcher, the Python step behind it, the thin client."""
+    python = step_python()
+    sock = socket_path(python, "gn-thinlto")
+    return [str(launcher), sock, *python, "--socket", sock, "--launcher", "--", *thin, "--", *action.argv()]
 
 
 @dataclass(frozen=True)
@@ -59,9 +83,12 @@ class LoadResult:
     wall_s: float
     p50_ms: float
     p99_ms: float
-    client_cpu_ms: float  # per action, the thin client processes (rusage of reaped children)
+    client_cpu_ms: float  # per action: the client processes (rusage of reaped children) and the step servers
     cpu_s: dict[str, float]  # per component over the run
     proxy: dict[str, Any]  # the proxy's own figures at the end
+    client: str = "thin"  # one of CLIENTS
+    step_server_cpu_s: float = 0.0  # of client_cpu_ms: the step servers' CPU (from /proc)
+    python_steps: int = 0  # steps the launcher left to the Python step (no server answered in time)
 
     @property
     def throughput(self) -> float:
@@ -71,7 +98,7 @@ class LoadResult:
         return 1000 * self.cpu_s.get(component, 0.0) / self.actions
 
 
-def prepare(work: Path, copies: int) -> tuple[list[Action], dict[tuple[str, str], str]]:
+def prepare(work: Path, copies: int, repeats: int = 1) -> tuple[list[Action], dict[tuple[str, str], str]]:
     """The workspace copies, the actions (copy-major: concurrent clients share actions) and reference digests."""
     template = thin_program.build(work / "template")
     # Each copy is a build directory that has run a backend before: its compiler identity is remembered there.
@@ -86,8 +113,27 @@ def prepare(work: Path, copies: int) -> tuple[list[Action], dict[tuple[str, str]
     actions = []
     for i in range(copies):
         copy = template.copy(work / f"c{i:04d}")
-        actions += [Action(copy.root, m, v) for m in thin_program.MODULES for v in VARIANTS]
+        (copy.out / "gn-thinlto").mkdir(exist_ok=True)
+        actions += [Action(copy.root, m, v, r) for r in range(repeats) for m in thin_program.MODULES for v in VARIANTS]
     return actions, digests
+
+
+def _step_servers(work: Path) -> dict[int, float]:
+    """CPU seconds (self + reaped children) of the step servers running in WORK's copies, by pid."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"step_server.py" not in cmd or not os.readlink(f"/proc/{pid}/cwd").startswith(str(work)):
+                continue
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[int(pid)] = sum(int(f) for f in fields[11:15]) / tick
+    return found
 
 
 def _cpu_by_component() -> dict[str, float]:
@@ -109,9 +155,24 @@ def _cpu_by_component() -> dict[str, float]:
     return out
 
 
-def _one(action: Action, endpoint: str, env: Mapping[str, str]) -> tuple[int, float, str]:
-    cmd = [sys.executable, "-S", str(THIN_CLIENT), "--remote", endpoint, "--exec-root", "..", "--",
-           *action.argv()]
+def start_step_server(out: Path, timeout_s: float = 30.0) -> None:
+    """Start OUT's step server, as the first backend edge of a build there would, and wait until it listens: the
+    load test measures build directories that have run backends before (as their compiler identities say)."""
+    python = step_python()
+    sock = socket_path(python, "gn-thinlto")
+    with open(out / f"{sock}.log", "ab") as log:
+        subprocess.Popen([*python[:2], str(STEP_SERVER), "--socket", sock, *python[3:]], cwd=out,
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while not (out / sock).exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no step server came up in {out}: {(out / f'{sock}.log').read_text()[-500:]}")
+        time.sleep(0.02)
+
+
+def _one(action: Action, endpoint: str, env: Mapping[str, str], launcher: Path | None) -> tuple[int, float, str]:
+    thin = [sys.executable, "-S", str(THIN_CLIENT), "--remote", endpoint, "--exec-root", ".."]
+    cmd = [*thin, "--", *action.argv()] if launcher is None else step_argv(launcher, thin, action)
     t = time.monotonic()
     proc = subprocess.run(cmd, cwd=action.copy / "out", capture_output=True, text=True, env=dict(env), check=False)
     return proc.returncode, time.monotonic() - t, proc.stderr
@@ -125,18 +186,34 @@ def _proxy_status(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], endpoint: str,
-             env: Mapping[str, str], clients: int) -> LoadResult:
-    """Run every action through the thin client, at most `clients` at once; check and measure."""
+             env: Mapping[str, str], clients: int, client: str = "thin") -> LoadResult:
+    """Run every action through CLIENT (one of CLIENTS), at most `clients` at once; check and measure."""
     subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", endpoint],
                    check=True, env=dict(env), capture_output=True)
+    work = Path(os.path.commonpath([str(a.copy) for a in actions]))
+    launcher = None
+    if client == "steps":
+        launcher = work / "step-launcher"
+        why = build_launcher(str(work), launcher.name)
+        if why:
+            raise RuntimeError(f"step launcher: {why}")
+        for copy in dict.fromkeys(a.copy for a in actions):
+            start_step_server(copy / "out")
+    accounting = work / f"steps-{client}.txt"  # one line per launcher and per Python step
+    env = {**env, "GN_THINLTO_STEP_ACCOUNTING": str(accounting)}
+    servers_before = _step_servers(work)
     before_cpu, before_children = _cpu_by_component(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
-        done = list(pool.map(lambda a: _one(a, endpoint, env), actions))
+        done = list(pool.map(lambda a: _one(a, endpoint, env, launcher), actions))
     wall = time.monotonic() - t
     after_children, after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_by_component()
+    servers = _step_servers(work)
+    for pid in servers:  # they would leave when idle; the next run must start its own
+        os.kill(pid, signal.SIGTERM)
+    server_cpu = sum(cpu - servers_before.get(pid, 0.0) for pid, cpu in servers.items())
     client_cpu = (after_children.ru_utime + after_children.ru_stime
-                  - before_children.ru_utime - before_children.ru_stime)
+                  - before_children.ru_utime - before_children.ru_stime) + server_cpu
     wrong = sum(
         1 for a in actions
         if hashlib.sha256((a.copy / "out" / a.output).read_bytes()).hexdigest() != digests[(a.module, a.variant)]
@@ -147,11 +224,14 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
             modes[json.loads(line)["mode"]] += 1
     lost = sum(1 for rc, _, _ in done if rc != 0) + max(0, len(actions) - sum(modes.values())) + modes["fallback"]
     latencies = sorted(s for _, s, _ in done)
+    kinds = Counter(line.split(" ", 1)[0] for line in accounting.read_text().splitlines()) if accounting.exists() \
+        else Counter()
     return LoadResult(
         actions=len(actions), clients=clients, distinct=len(digests), lost=lost, wrong=wrong, modes=dict(modes),
         wall_s=wall, p50_ms=1000 * statistics.median(latencies),
         p99_ms=1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-        client_cpu_ms=1000 * client_cpu / len(actions),
+        client_cpu_ms=1000 * client_cpu / len(actions), client=client, step_server_cpu_s=server_cpu,
+        python_steps=kinds["python"],
         cpu_s={k: after_cpu.get(k, 0.0) - before_cpu.get(k, 0.0) for k in COMPONENTS},
         proxy=_proxy_status(env),
     )
@@ -165,7 +245,9 @@ def stop_proxies(env: Mapping[str, str]) -> None:
 def describe(r: LoadResult) -> str:
     """The load test's table rows as text (also what the benchmark prints)."""
     cpu = ", ".join(f"{c} {r.per_action_ms(c):.1f}" for c in COMPONENTS)
-    return (f"{r.actions} actions ({r.distinct} distinct) from up to {r.clients} clients: {r.lost} lost, "
+    return (f"{r.client}: {r.actions} actions ({r.distinct} distinct) from up to {r.clients} clients: {r.lost} lost, "
             f"{r.wrong} wrong, modes {dict(sorted(r.modes.items()))}; {r.wall_s:.1f} s, {r.throughput:.1f} actions/s, "
             f"latency p50 "
-            f"{r.p50_ms:.0f} ms p99 {r.p99_ms:.0f} ms; CPU ms/action: client {r.client_cpu_ms:.1f}, {cpu}")
+            f"{r.p50_ms:.0f} ms p99 {r.p99_ms:.0f} ms; CPU ms/action: client {r.client_cpu_ms:.1f}, {cpu}"
+            + (f"; {r.python_steps} Python steps, step servers {1000 * r.step_server_cpu_s / r.actions:.2f} ms/action"
+               if r.client == "steps" else ""))

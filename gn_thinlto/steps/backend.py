@@ -295,6 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"gn-thinlto: error: backend: {e} ({USAGE})", file=sys.stderr)
         return 2
+    if args.socket:  # the step launcher found no server: start one for the next edges (before this step, which
+        from gn_thinlto.steps.step_server import start_server  # may wait seconds on a remote action)
+
+        start_server(args)
     try:
         job = BackendJob.parse(args.command)
         store = CacheStore(args.cache, Trust(args.trust), warn_dir=os.path.dirname(os.fspath(args.log)))
@@ -302,10 +306,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"gn-thinlto: error: backend: {e}", file=sys.stderr)
         return 2
-    if args.socket:  # the step launcher found no server: start one for the next edges
-        from gn_thinlto.steps.step_server import start_server
-
-        start_server(args)
     if os.environ.get(ACCOUNTING_ENV):
         account(os.environ[ACCOUNTING_ENV])
     return rc

@@ -61,6 +61,25 @@ def _still_connected(conn: socket.socket) -> None:
         raise Gone()
 
 
+def _environment(items: list[bytes]) -> dict[str, str]:
+    """The launcher's environment from its NAME=VALUE strings."""
+    env = {}
+    for item in items:
+        name, eq, value = os.fsdecode(item).partition("=")
+        if eq:
+            env[name] = value
+    return env
+
+
+def _same_program(name: str, launcher_path: str | None) -> bool:
+    """Whether NAME (a program named without a path) is the same file on the launcher's PATH as on the server's:
+    the step's cache key names the compiler the server finds."""
+    import shutil
+
+    theirs = shutil.which(name, path=launcher_path if launcher_path is not None else os.defpath)
+    return theirs is not None and theirs == shutil.which(name)
+
+
 class ThreadStderr:
     """sys.stderr for the server: what a step's code prints (one-line errors, cache warnings) is kept for the
     step's launcher, which prints it where ninja shows it; anything else goes to the server's log."""
@@ -128,6 +147,7 @@ class StepServer:
         self._scripts: dict[str, bool] = {}  # a request's step script: is it this server's backend.py?
         self._launchers: dict[str, InProcess | None] = {}  # a remote launcher script: its in-process entry
         self._code_dirs: tuple[str, ...] = ()  # where those launchers live
+        self._loading = threading.Lock()  # loading a launcher, and the code stamp that covers it
         self._idle_workers = 0
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
@@ -230,7 +250,9 @@ class StepServer:
         if not self._ours():
             return "the socket was removed or replaced"
         try:
-            if _code_stamp(self._code_dirs) != self._code:
+            with self._loading:
+                dirs, code = self._code_dirs, self._code
+            if _code_stamp(dirs) != code:
                 return "the step code changed"
         except OSError:
             return "the step code is gone"
@@ -281,8 +303,9 @@ class StepServer:
             job = BackendJob.parse(step.command)
         except ValueError:
             job = None  # the Python step says what is wrong
-        if job is None or os.sep not in job.argv[0]:
-            send_frame(conn, b"F")  # and a compiler found on PATH: the launcher's PATH, not the server's
+        env = _environment(environment) if step.launcher or (job is not None and os.sep not in job.argv[0]) else {}
+        if job is None or (os.sep not in job.argv[0] and not _same_program(job.argv[0], env.get("PATH"))):
+            send_frame(conn, b"F")  # and a compiler the launcher's PATH finds elsewhere than the server's
             return
         store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
         try:
@@ -290,7 +313,7 @@ class StepServer:
             try:  # a launcher gone mid-step raises Gone: the step has removed its temporaries on the way out
                 runner = self._runner(conn)
                 if step.launcher:
-                    runner = self._launched(step.launcher, environment, runner)
+                    runner = self._launched(step.launcher, env, runner)
                 rc, missed = serve(job, store, step.log, step.launcher, runner, lambda: _still_connected(conn))
             except (ValueError, OSError) as e:
                 if isinstance(e, (BrokenPipeError, ConnectionError)):
@@ -336,19 +359,14 @@ class StepServer:
             return None
         return step, request[3 + count : -1]
 
-    def _launched(self, launcher: list[str], environment: list[bytes], forward: Runner) -> Runner:
+    def _launched(self, launcher: list[str], env: dict[str, str], forward: Runner) -> Runner:
         """The runner of a remote step's commands (LAUNCHER… -- COMMAND): the launcher's in-process entry in this
-        process when it has one (goma-ext's thin client: see _in_process), with the step launcher's ENVIRONMENT;
+        process when it has one (goma-ext's thin client: see _in_process), with the step launcher's ENV;
         else, or when that entry hands over (no proxy yet, a remote failure: the full client's cases), FORWARD
         (the step launcher runs the command itself, as the Python step would)."""
         entry = self._in_process(launcher)
         if entry is None:
             return forward
-        env: dict[str, str] = {}
-        for item in environment:
-            name, eq, value = os.fsdecode(item).partition("=")
-            if eq:
-                env[name] = value
 
         def run(argv: list[str]) -> int:
             answered = entry(argv[3:], env) if argv[: len(launcher)] == launcher else None
@@ -369,8 +387,14 @@ class StepServer:
             return None
         if launcher[2] in self._launchers:
             return self._launchers[launcher[2]]
+        with self._loading:
+            return self._load(launcher[2])
+
+    def _load(self, script: str) -> InProcess | None:
+        if script in self._launchers:  # loaded by another step while this one waited
+            return self._launchers[script]
         entry: InProcess | None = None
-        real = os.path.realpath(launcher[2])
+        real = os.path.realpath(script)
         for root in sys.path:
             base = os.path.realpath(root or ".") + os.sep
             if real.startswith(base) and real.endswith(".py"):
@@ -383,10 +407,11 @@ class StepServer:
                     found = None
                 if callable(found):
                     entry = found
-                    self._code_dirs = (*self._code_dirs, os.path.dirname(real))
-                    self._code = _code_stamp(self._code_dirs)
+                    if os.path.dirname(real) not in self._code_dirs:
+                        self._code_dirs = (*self._code_dirs, os.path.dirname(real))
+                        self._code = _code_stamp(self._code_dirs)
                 break
-        self._launchers[launcher[2]] = entry
+        self._launchers[script] = entry
         return entry
 
     def _runner(self, conn: socket.socket) -> Runner:

@@ -7,18 +7,19 @@ import json
 import os
 
 
-def which(program: str) -> str | None:
-    """shutil.which for a bare name, without importing shutil."""
-    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+def which(program: str, search: str | None = None) -> str | None:
+    """shutil.which for a bare name on SEARCH (default $PATH), without importing shutil."""
+    for d in (search if search is not None else os.environ.get("PATH", os.defpath)).split(os.pathsep):
         candidate = os.path.join(d or ".", program)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
 
 
-def resolve(program: str, cwd: str) -> str | None:
-    """The real file `program` runs (PATH lookup for bare names, cwd for relative paths, symlinks followed)."""
-    found = os.path.join(cwd, program) if "/" in program else which(program)
+def resolve(program: str, cwd: str, search: str | None = None) -> str | None:
+    """The real file `program` runs (lookup on SEARCH, default $PATH, for bare names; cwd for relative paths;
+    symlinks followed)."""
+    found = os.path.join(cwd, program) if "/" in program else which(program, search)
     if found is None or not os.access(found, os.X_OK):
         return None
     return os.path.realpath(found)

@@ -109,7 +109,7 @@ def answer(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, bytes, byt
     key = wire.endpoint_key(cwd, endpoint, chosen["instance"], chosen["ca_file"], chosen["token_file"], token,
                             client_cert=chosen["client_cert"], client_key=chosen["client_key"])
     files = wire.paths(wire.state_dir(env), key)
-    compiler = identity_cache.resolve(command[0], cwd)
+    compiler = identity_cache.resolve(command[0], cwd, env.get("PATH", os.defpath))
     known = identity_cache.lookup(compiler, os.path.join(cwd, COMPILER_CACHE)) if compiler else None
     if compiler is None or known is None or wire.hung_recently(files["hung"]):
         return None
