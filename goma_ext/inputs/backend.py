@@ -106,7 +106,13 @@ def _imported_modules(index: ThinLtoIndex, cwd: Path, bitcode_path: str, index_p
 
 
 def _own_module(index: ThinLtoIndex, cwd: Path, bitcode_path: str) -> IndexModule | None:
-    """Match the bitcode to its table entry by module hash (path breaks ties); fall back to the path."""
+    """The entry whose path is the bitcode's, spelled the same (both relative to the build directory: what a
+    build's thin link and backends see); else match the bitcode to an entry by module hash (path breaks ties),
+    falling back to the path's longest suffix. Decoding the bitcode for its hash is most of the proxy's work
+    per action ([lean]), so it is done only when the spelling does not decide."""
+    exact = next((m for m in index.modules if m.path == bitcode_path), None)
+    if exact is not None:
+        return exact
     by_path = index.own_module(bitcode_path)
     info = bitcode.inspect(cwd / bitcode_path)
     if info.module_hash is not None:

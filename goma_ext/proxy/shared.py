@@ -6,7 +6,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +38,7 @@ class DigestMemo:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._known: dict[tuple[str, int, int, int, int], Digest] = {}
+        self._hashing: Inflight[Digest] = Inflight()  # concurrent requests for one file hash it once
         self.hits = 0
         self.misses = 0
 
@@ -48,6 +49,13 @@ class DigestMemo:
             if known is not None:
                 self.hits += 1
                 return known
+        digest, joined = self._hashing.once(key, lambda: self._hash(key, path, st))
+        if joined:
+            with self._lock:
+                self.hits += 1
+        return digest
+
+    def _hash(self, key: tuple[str, int, int, int, int], path: Path, st: os.stat_result) -> Digest:
         racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
         digest = Digest.of_file(path)
         with self._lock:
@@ -116,10 +124,10 @@ class Inflight(Generic[T]):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running: dict[Digest, Future[T]] = {}
+        self._running: dict[Hashable, Future[T]] = {}
         self.joined = 0
 
-    def once(self, key: Digest, work: Callable[[], T]) -> tuple[T, bool]:
+    def once(self, key: Hashable, work: Callable[[], T]) -> tuple[T, bool]:
         """(result, whether it came from another caller's run)."""
         with self._lock:
             running = self._running.get(key)

@@ -206,6 +206,7 @@ class ToolchainCache:
         self._digest_of = digest_of
         self._lock = threading.Lock()
         self._memory: dict[str, tuple[list[list[object]], Toolchain]] = {}
+        self._making: dict[str, threading.Lock] = {}  # per key: concurrent first requests hash the files once
 
     @staticmethod
     def key(compiler: Path, name: str, base: Sequence[str]) -> str:
@@ -217,6 +218,16 @@ class ToolchainCache:
             known = self._memory.get(key)
         if known is not None and self._fresh(known[0]):
             return known[1]
+        with self._lock:
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                known = self._memory.get(key)
+            if known is not None and self._fresh(known[0]):
+                return known[1]  # made by the request this one waited for
+            return self._make(key, compiler, name, base)
+
+    def _make(self, key: str, compiler: Path, name: str, base: Sequence[str]) -> Toolchain:
         entry = self._load(key)
         if entry is None:
             files = closure(compiler, name, base)
