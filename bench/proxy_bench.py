@@ -9,7 +9,9 @@
    from a fresh directory (all action-cache hits); c2 and p2 three times, interleaved, median reported. The
    all-hits wall is compared with c2, the local build beside the same idle cluster; per-action overheads (mean
    backend edge, d1 and p1) with c, as [remote]'s benchmark does.
-3. The load test (bench.proxy_load) on that cluster.
+3. The load test (bench.proxy_load) on that cluster, twice: with a thin-client process per action, then ([lean])
+   through the step launcher and each build directory's step server, as a build runs remote backends now. The
+   second gives the client and proxy CPU per action the goals and the scale model use.
 
 Writes bench/results/proxy.json, including the measured costs the scale model (`bench scale-model`) reads.
 """
@@ -132,9 +134,14 @@ def main(argv: Sequence[str]) -> int:
         hits = hit_costs(work, endpoint, env, 4 if args.quick else 20)
         progress("  hit costs: done")
         actions, digests = proxy_load.prepare(work / "load", 10 if args.quick else 100)
-        load = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-load"},
-                                   50 if args.quick else 200)
-        progress("  load test: done")
+        thin_load = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-load"},
+                                        50 if args.quick else 200)
+        progress("  load test, thin clients: done")
+        # as many actions from a tenth of the build directories (a build's step server serves many edges)
+        actions, digests = proxy_load.prepare(work / "steps", 1 if args.quick else 10, 10)
+        load = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-steps"},
+                                   50 if args.quick else 200, "steps")
+        progress("  load test, step launchers: done")
     finally:
         proxy_load.stop_proxies(env)
         cluster_tool.stop(state)
@@ -153,7 +160,10 @@ def main(argv: Sequence[str]) -> int:
     costs = {
         "client_cpu_ms_per_hit": hits["proxy_cpu_ms"],
         "client_cpu_ms_per_action": load.client_cpu_ms,
+        "step_server_cpu_ms_per_action": 1000 * load.step_server_cpu_s / load.actions,
         "proxy_cpu_ms_per_action": load.per_action_ms("proxy"),
+        "thin_client_cpu_ms_per_action": thin_load.client_cpu_ms,
+        "thin_proxy_cpu_ms_per_action": thin_load.per_action_ms("proxy"),
         "server_round_trip_ms_p50": hits["proxy_wall_ms"],
         "server_cpu_ms_per_action": load.per_action_ms("buildgrid") + load.per_action_ms("postgres"),
         "remote_overhead_ms_per_action": overhead_new,
@@ -164,9 +174,11 @@ def main(argv: Sequence[str]) -> int:
     print(render(["client", "CPU ms / hit", "wall ms / hit"],
                  [["in-process", hits["in_process_cpu_ms"], hits["in_process_wall_ms"]],
                   ["thin + proxy", hits["proxy_cpu_ms"], hits["proxy_wall_ms"]]]))
+    print(proxy_load.describe(thin_load))
     print(proxy_load.describe(load))
     print(render(["goal", "value"], [[k, v] for k, v in goals.items()]))
     data: dict[str, Any] = dict(ctx, command=command, rows=rows, hits=hits, load=asdict(load),
+                                thin_load=asdict(thin_load),
                                 wall_samples={k: [r.wall_s for r in v] for k, v in samples.items()},
                                 load_throughput=load.throughput, goals=goals, workers=args.workers,
                                 source=graph_tool.source_state(), **costs)

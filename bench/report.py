@@ -301,15 +301,23 @@ def proxy_block(d: Data) -> str:
                     h["in_process_wall_ms"], h["hits"]],
                    ["thin client + proxy (`python -S …/thin_client.py`)", h["proxy_cpu_ms"], h["proxy_wall_ms"],
                     h["hits"]]], markdown=True)
-    cpu = load["cpu_s"]
-    per = {k: 1000 * v / load["actions"] for k, v in cpu.items()}
+    clients = {"thin": "thin client per action", "steps": "step launcher + step server"}
+
+    def load_row(run: Data) -> list[Any]:
+        per = {k: 1000 * v / run["actions"] for k, v in run["cpu_s"].items()}
+        steps = run.get("client") == "steps"
+        return [clients[run.get("client", "thin")], run["actions"], run["distinct"], run["clients"], run["lost"],
+                run["wrong"], f"{run['modes'].get('remote', 0)} / {run['modes'].get('cache_hit', 0)}", run["wall_s"],
+                run["actions"] / run["wall_s"], run["p50_ms"], run["p99_ms"], run["client_cpu_ms"],
+                1000 * run["step_server_cpu_s"] / run["actions"] if steps else None,
+                run.get("python_steps") if steps else None, per.get("proxy"), per.get("buildgrid"),
+                per.get("postgres"), per.get("workers")]
+
     load_table = render(
-        ["actions", "distinct", "clients", "lost", "wrong", "remote / cache hit", "wall s", "actions / s",
-         "p50 ms", "p99 ms", "client CPU ms / action", "proxy", "BuildGrid", "PostgreSQL", "workers"],
-        [[load["actions"], load["distinct"], load["clients"], load["lost"], load["wrong"],
-          f"{load['modes'].get('remote', 0)} / {load['modes'].get('cache_hit', 0)}", load["wall_s"],
-          d["load_throughput"], load["p50_ms"], load["p99_ms"], load["client_cpu_ms"], per.get("proxy"),
-          per.get("buildgrid"), per.get("postgres"), per.get("workers")]], markdown=True)
+        ["client", "actions", "distinct", "clients", "lost", "wrong", "remote / cache hit", "wall s", "actions / s",
+         "p50 ms", "p99 ms", "client CPU ms / action", "of which step server", "Python steps", "proxy",
+         "BuildGrid", "PostgreSQL", "workers"],
+        [load_row(run) for run in (d.get("thin_load"), load) if run], markdown=True)
     goals = render(["ratio", "value"], [[k.replace("_", " "), v] for k, v in g.items()], markdown=True)
     return "\n\n".join([f"{_run_line(d)} {d.get('workers', '?')} workers on each cluster.",
                           builds, hits, load_table, goals])

@@ -28,10 +28,11 @@ Assumptions (the numbers are options; all are printed with the results):
    action-cache hits. Queueing, worker failures and upload bandwidth are not modelled.
 5. The build machine has 32 cores (`--build-cores`). Every action costs client CPU there:
    bound = jobs × client CPU per action / build cores.
-6. The proxy is one Python process, serialised by the GIL: bound = jobs × proxy CPU per action.
-7. The backend phase takes the largest of the list-scheduling makespan, the proxy bound and the client bound:
-   they overlap, they do not add up. The bound that dominates is the largest of four lower bounds: remote cores
-   (total job time / cores), the longest single job, the proxy, the client CPU.
+6. The proxy is one Python process, serialised by the GIL: bound = jobs × proxy CPU per action. So is the build
+   directory's step server ([lean]), which runs every backend step: bound = jobs × its CPU per action.
+7. The backend phase takes the largest of the list-scheduling makespan, the proxy and step-server bounds and the
+   client bound: they overlap, they do not add up. The bound that dominates is the largest of five lower bounds:
+   remote cores (total job time / cores), the longest single job, the proxy, the step server, the client CPU.
 8. Out of scope: compiling the bitcode, the test binaries' own final links (small and in parallel), and the
    REAPI server's capacity (its CPU per action is printed but not used).
 """
@@ -46,7 +47,7 @@ import os
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ class Bound(enum.Enum):
     REMOTE_CORES = "remote cores"
     LONGEST_BACKEND = "longest backend"
     PROXY = "proxy"
+    STEP_SERVER = "step server"
     CLIENT_CPU = "client CPU"
 
 
@@ -112,6 +114,8 @@ class ProxyCosts:
     server_round_trip_ms_p50: float
     server_cpu_ms_per_action: float
     remote_overhead_ms_per_action: float
+    # [lean] of client_cpu_ms_per_action, the build directory's step server's share: one process (GIL)
+    step_server_cpu_ms_per_action: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,7 @@ def backend_phase(jobs_ms: Sequence[float], cores: int, costs: ProxyCosts, build
     n = len(jobs_ms)
     bounds = {Bound.REMOTE_CORES: sum(jobs_ms) / cores, Bound.LONGEST_BACKEND: max(jobs_ms, default=0.0),
               Bound.PROXY: n * costs.proxy_cpu_ms_per_action,
+              Bound.STEP_SERVER: n * costs.step_server_cpu_ms_per_action,
               Bound.CLIENT_CPU: n * costs.client_cpu_ms_per_action / build_cores}
     ranked = tuple(sorted(bounds.items(), key=lambda kv: -kv[1]))
     return BackendPhase(lpt_makespan(jobs_ms, cores), ranked)
@@ -210,9 +215,10 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
         "every backend starts after the thin link; ninja -j = remote cores; a job holds its slot for compile time "
         "+ remote overhead; largest first; no action-cache hits, queueing or upload limits",
         f"build machine: {shape.build_cores} cores; client bound = jobs × client CPU/action / cores",
-        "proxy: one process (GIL): bound = jobs × proxy CPU/action",
-        "backend phase = max(makespan, proxy bound, client bound); dominant = largest of remote cores "
-        "(work / cores), longest backend, proxy, client CPU",
+        "proxy: one process (GIL): bound = jobs × proxy CPU/action; the build directory's step server likewise: "
+        "bound = jobs × its CPU/action",
+        "backend phase = max(makespan, proxy bound, step-server bound, client bound); dominant = largest of remote "
+        "cores (work / cores), longest backend, proxy, step server, client CPU",
         "not modelled: bitcode compiles, the test binaries' final links, the REAPI server's capacity",
     ]
 
@@ -268,7 +274,8 @@ def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Pa
         path = fallback
     try:
         data = json.loads(path.read_text())
-        return ProxyCosts(**{f.name: float(data[f.name]) for f in fields(ProxyCosts)}), path
+        return ProxyCosts(**{f.name: float(data[f.name]) for f in fields(ProxyCosts)
+                             if f.name in data or f.default is MISSING}), path
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise BenchError(f"{path}: not a proxy-costs file ({type(e).__name__}: {e})") from e
 
@@ -278,6 +285,7 @@ def describe_inputs(inputs: Inputs) -> list[str]:
     every = m.every_thin_link_ms_per_module
     q = statistics.quantiles(m.backend_ms, n=10) if len(m.backend_ms) > 1 else [float(m.backend_ms[0])] * 9
     used = {"client_cpu_ms_per_action": "client bound", "proxy_cpu_ms_per_action": "proxy bound",
+            "step_server_cpu_ms_per_action": "step-server bound",
             "remote_overhead_ms_per_action": "added to every job"}
     return [
         f"backend compile time: {len(m.backend_ms)} jobs, p10 {q[0]:.0f} / p50 {q[4]:.0f} / p90 {q[8]:.0f} / max "
@@ -337,6 +345,7 @@ def write_plot(curves: Mapping[float, Sequence[Prediction]], path: Path) -> Path
                      alpha=0.8)
         lines = (("remote cores alone (list scheduling)", "-.", [p.backends.makespan_ms for p in preds]),
                  ("proxy bound", "--", [p.backends.bound_ms(Bound.PROXY) for p in preds]),
+                 ("step-server bound", "-.", [p.backends.bound_ms(Bound.STEP_SERVER) for p in preds]),
                  ("client CPU bound", ":", [p.backends.bound_ms(Bound.CLIENT_CPU) for p in preds]))
         for label, style, ms in lines:
             ax.plot(xs, [s + b / 60_000 for s, b in zip(serial, ms)], style, color="black",

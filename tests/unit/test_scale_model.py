@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -44,6 +45,13 @@ def test_proxy_bound_dominates_many_cores() -> None:
     assert phase.makespan_ms == 10
     assert phase.bounds_ms[0][0] is Bound.PROXY and phase.bounds_ms[1][0] is Bound.CLIENT_CPU
     assert phase.wall_ms == 8000
+
+
+def test_the_step_server_is_one_process_too() -> None:
+    """[lean] The build directory's step server runs every backend step: its CPU per action bounds like the proxy's."""
+    costs = dataclasses.replace(COSTS, step_server_cpu_ms_per_action=12.0)
+    phase = backend_phase([10.0] * 1000, cores=1000, costs=costs, build_cores=32)
+    assert phase.bounds_ms[0] == (Bound.STEP_SERVER, 12_000) and phase.wall_ms == 12_000
 
 
 def test_remote_cores_and_longest_job_bounds() -> None:
