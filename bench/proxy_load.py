@@ -136,10 +136,11 @@ def _step_servers(work: Path) -> dict[int, float]:
     return found
 
 
-def _cpu_by_component() -> dict[str, float]:
-    """CPU seconds (self + reaped children) of the cluster's processes and the proxy, from /proc."""
+def _cpu_by_component() -> dict[tuple[str, int], float]:
+    """CPU seconds (self + reaped children) of the cluster's processes and the proxy, from /proc, by (component,
+    pid)."""
     tick = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
+    out: dict[tuple[str, int], float] = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -151,7 +152,16 @@ def _cpu_by_component() -> dict[str, float]:
         kind = ("postgres" if cmd.startswith("postgres") else "proxy" if "proxy serve" in cmd
                 else "buildgrid" if "bgd server" in cmd else "workers" if "goma_ext.cli worker" in cmd else None)
         if kind:
-            out[kind] = out.get(kind, 0.0) + sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+            out[kind, int(pid)] = sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    return out
+
+
+def _cpu_between(before: Mapping[tuple[str, int], float], after: Mapping[tuple[str, int], float]) -> dict[str, float]:
+    """CPU seconds per component between two samples: each process's growth (a process that ended in between is
+    not counted: a short-lived PostgreSQL backend's CPU is lost, never negative)."""
+    out = dict.fromkeys(COMPONENTS, 0.0)
+    for (kind, pid), cpu in after.items():
+        out[kind] += cpu - before.get((kind, pid), 0.0)
     return out
 
 
@@ -232,7 +242,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
         p99_ms=1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
         client_cpu_ms=1000 * client_cpu / len(actions), client=client, step_server_cpu_s=server_cpu,
         python_steps=kinds["python"],
-        cpu_s={k: after_cpu.get(k, 0.0) - before_cpu.get(k, 0.0) for k in COMPONENTS},
+        cpu_s=_cpu_between(before_cpu, after_cpu),
         proxy=_proxy_status(env),
     )
 
