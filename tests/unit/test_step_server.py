@@ -238,21 +238,30 @@ def test_another_user_is_not_served(build: Dir) -> None:
     assert "closed a connection from uid 65534" in build.log()
 
 
-def test_a_compiler_named_without_a_path_is_left_to_the_python_step(build: Dir) -> None:
-    """The server would resolve it on its own PATH, the launcher run it on the edge's: the key could name
-    another compiler than the one that ran."""
-    (build.root / "a.o").write_text("A")
-    assert build.step("a.o").returncode == 0
+def test_a_compiler_named_without_a_path_is_served_only_where_both_paths_find_it(build: Dir) -> None:
+    """The server resolves the compiler on its own PATH (the cache key names it), the launcher runs it on the
+    edge's: the step is served only when the launcher's PATH (it sends its environment) finds the same file as
+    the server's; otherwise the Python step runs it."""
+    ours, other = build.root / "bin", build.root / "other-bin"
+    for d in (ours, other):
+        d.mkdir()
+    os.symlink(build.compiler, ours / "fake-clang")
+    shutil.copy(build.compiler, other / "fake-clang")  # another file, the same behaviour
+
+    def step(bitcode: str, bin_dir: Path) -> None:
+        (build.root / bitcode).write_text(bitcode.upper())
+        command = build.command(bitcode)
+        command[command.index(str(build.compiler))] = "fake-clang"
+        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+               "GN_THINLTO_STEP_ACCOUNTING": str(build.accounting)}
+        assert subprocess.run(command, cwd=build.root, env=env, timeout=60).returncode == 0
+
+    step("a.o", ours)  # starts the server, with this PATH
     build.server_up()
-    bin_dir = build.root / "bin"
-    bin_dir.mkdir()
-    os.symlink(build.compiler, bin_dir / "fake-clang")
-    command = build.command("a.o", "tool")
-    command[command.index(str(build.compiler))] = "fake-clang"
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GN_THINLTO_STEP_ACCOUNTING": str(build.accounting)}
-    build.served()
-    assert subprocess.run(command, cwd=build.root, env=env, timeout=60).returncode == 0
-    assert build.served() == ["python"]
+    step("b.o", ours)
+    step("c.o", other)
+    assert build.served() == ["python", "server", "python"]
+    assert (build.root / "app/c.o.native.o").read_text() == "native(C.O)"
 
 
 def test_a_moved_build_directory_is_still_served(build: Dir) -> None:
