@@ -89,10 +89,13 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
     again = stats.report(fresh)
     assert again["remote_executions"] == 0 and again["cache_hits"] == again["runs"] == summary["runs"], again
     # [lean] the step server runs the thin client in its own process: once it is up (the first edges run the
-    # Python step, which starts it), no backend edge starts a command, remote or not
+    # Python step, which starts it), a backend edge starts no command, remote or not. The exception: the edges
+    # that run before the build directory knows the compiler's identity (a fresh directory: the full client
+    # identifies it once), which the server hands back to the launcher, at most one per job slot.
     steps = [line.split() for line in accounting.read_text().splitlines()]
     launched, python = [s for s in steps if s[0] == "launcher"], [s for s in steps if s[0] == "python"]
-    assert len(python) < len(launched) // 4 and [s for s in launched if s[2] != "0"] == [], steps
+    forwarded = [s for s in launched if s[2] != "0"]
+    assert len(python) < len(launched) // 4 and len(forwarded) <= int(JOBS), steps
     assert again["bytes_uploaded"] == 0
     assert _natives(fresh) == got
     print(f"remote build: {summary}\nfresh build: {again}")
