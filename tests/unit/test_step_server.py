@@ -4,6 +4,7 @@ is missing, foreign, of other settings, or dies."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -354,8 +355,8 @@ def test_a_remote_step_runs_the_thin_client_in_the_server_with_the_launchers_env
             command = build.command(name)
             split = command.index("--")
             command[split:split] = ["--launcher", "--", *thin]
-            env = {**os.environ, "GN_THINLTO_STEP_ACCOUNTING": str(build.accounting),
-                   "GOMA_EXT_PROXY_DIR": str(states[i])}
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GOMA_EXT_")}  # e.g. a session's token
+            env.update(GN_THINLTO_STEP_ACCOUNTING=str(build.accounting), GOMA_EXT_PROXY_DIR=str(states[i]))
             step = subprocess.run(command, cwd=build.root, capture_output=True, text=True, env=env, timeout=60)
             assert step.returncode == 0 and "stand-in proxy: done" in step.stderr, step.stderr
             if i == 0:
@@ -368,4 +369,7 @@ def test_a_remote_step_runs_the_thin_client_in_the_server_with_the_launchers_env
     finally:
         for proxy, state in zip(proxies, states, strict=True):
             proxy.sock.close()
+            for pid_file in state.glob("proxy-*.pid"):  # a real proxy the full client started if this failed
+                with contextlib.suppress(ValueError, OSError):
+                    os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
             shutil.rmtree(state, ignore_errors=True)
