@@ -302,10 +302,12 @@ class StepServer:
         try:
             job = BackendJob.parse(step.command)
         except ValueError:
-            job = None  # the Python step says what is wrong
-        env = _environment(environment) if step.launcher or (job is not None and os.sep not in job.argv[0]) else {}
-        if job is None or (os.sep not in job.argv[0] and not _same_program(job.argv[0], env.get("PATH"))):
-            send_frame(conn, b"F")  # and a compiler the launcher's PATH finds elsewhere than the server's
+            send_frame(conn, b"F")  # the Python step says what is wrong
+            return
+        bare = os.sep not in job.argv[0]  # a compiler found on PATH
+        env = _environment(environment) if step.launcher or bare else {}
+        if bare and not _same_program(job.argv[0], env.get("PATH")):
+            send_frame(conn, b"F")  # the launcher's PATH finds it elsewhere than the server's
             return
         store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
         try:
