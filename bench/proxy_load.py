@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import thin_program
+from bench import procs, thin_program
 from bench.fsio import REPO
 from gn_thinlto.steps.step_server import build_launcher, socket_path
 from goma_ext.remote.identity import identify_cached
@@ -120,39 +120,23 @@ def prepare(work: Path, copies: int, repeats: int = 1) -> tuple[list[Action], di
 
 def _step_servers(work: Path) -> dict[int, float]:
     """CPU seconds (self + reaped children) of the step servers running in WORK's copies, by pid."""
-    tick = os.sysconf("SC_CLK_TCK")
-    found = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"step_server.py" not in cmd or not os.readlink(f"/proc/{pid}/cwd").startswith(str(work)):
-                continue
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        found[int(pid)] = sum(int(f) for f in fields[11:15]) / tick
-    return found
+    return {pid: cpu for pid in procs.step_servers(str(work)) if (cpu := procs.cpu_s(pid, children=True)) is not None}
+
+
+def _component(cmd: str) -> str | None:
+    return ("postgres" if cmd.startswith("postgres") else "proxy" if "proxy serve" in cmd
+            else "buildgrid" if "bgd server" in cmd else "workers" if "goma_ext.cli worker" in cmd else None)
 
 
 def _cpu_by_component() -> dict[tuple[str, int], float]:
     """CPU seconds (self + reaped children) of the cluster's processes and the proxy, from /proc, by (component,
     pid)."""
-    tick = os.sysconf("SC_CLK_TCK")
     out: dict[tuple[str, int], float] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        kind = ("postgres" if cmd.startswith("postgres") else "proxy" if "proxy serve" in cmd
-                else "buildgrid" if "bgd server" in cmd else "workers" if "goma_ext.cli worker" in cmd else None)
-        if kind:
-            out[kind, int(pid)] = sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    for pid, cmd in procs.processes():
+        kind = _component(cmd.replace(b"\0", b" ").decode(errors="replace"))
+        cpu = procs.cpu_s(pid, children=True) if kind else None
+        if kind and cpu is not None:
+            out[kind, pid] = cpu
     return out
 
 

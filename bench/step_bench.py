@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import graph_tool, results, rounds_cli, subjects
+from bench import graph_tool, procs, results, rounds_cli, subjects
 from bench.fsio import remove
 from bench.isolation_bench import _backend_commands
 from bench.measure import BenchError, progress, run
@@ -36,7 +36,6 @@ from bench.table import render
 ROUNDS = 3
 VARIANTS = ("server", "python")  # the launcher + step server; the Python step per edge
 ACCOUNTING_ENV = "GN_THINLTO_STEP_ACCOUNTING"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -58,23 +57,16 @@ def _rule_command(out: Path) -> str:
 
 
 def _server_pid(out: Path) -> int:
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().split(b"\0")
-                cwd = os.readlink(proc / "cwd")
-            except OSError:
-                continue
-            if any(c.endswith(b"step_server.py") for c in cmd) and cwd == str(out):
-                return int(proc.name)
-    return 0
+    return next((pid for pid in procs.step_servers(str(out)) if procs.cwd(pid) == str(out)), 0)
 
 
 def _cpu_s(pid: int) -> float:
     if not pid:
         return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    cpu = procs.cpu_s(pid)
+    if cpu is None:
+        raise BenchError(f"the step server (pid {pid}) is gone mid-round")
+    return cpu
 
 
 def _step(command: str, out: Path, env: dict[str, str], acct: Path) -> tuple[float, float, float]:
