@@ -1,4 +1,4 @@
-"""The code bases the build benchmark builds: the example workspace and ninja's own sources.
+"""The code bases the build benchmark builds: the example workspace, ninja's own sources and abseil.
 
 Each is a GN workspace copied into the cache (edits never touch the repository), with the three edits the
 incremental cases make and a correctness check of the built binaries (not timed).
@@ -10,10 +10,11 @@ import os
 import re
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import ninja_workspace, synth
+from bench import absl_workspace, ninja_workspace, synth
 from bench.fsio import EXAMPLE, write_workspace
 from bench.measure import BenchError, run
 
@@ -59,13 +60,20 @@ def ninja(cache: Path) -> Subject:
                    "void CanonicalizePath(char* path, size_t* len, uint64_t* slash_bits) {", "src/ninja.cc")
 
 
+def abseil(cache: Path) -> Subject:
+    """Abseil with its tests (bench/absl_workspace.py): the real project of 400+ TUs and several test binaries."""
+    root = absl_workspace.prepare(cache)
+    return Subject("abseil", root, absl_workspace.GN_ARGS, "absl/strings/str_cat.cc",
+                   "std::string StrCat(const AlphaNum& a, const AlphaNum& b) {", "absl/cleanup/cleanup_test.cc")
+
+
 def tiny(cache: Path) -> Subject:
     """A synthetic 2 binaries x 4 objects workspace: the smallest subject, for the test suite."""
     root = write_workspace(synth.grid(2, 4), cache / "tiny-ws")
     return Subject("tiny", root, "", "lib/o0.cc", "int f0(int x) {", "tests/t0.cc")
 
 
-SUBJECTS = {"example": example, "ninja": ninja, "tiny": tiny}
+SUBJECTS = {"example": example, "ninja": ninja, "abseil": abseil, "tiny": tiny}
 
 
 def check(subject: Subject, out_dir: Path) -> str:
@@ -77,6 +85,8 @@ def check(subject: Subject, out_dir: Path) -> str:
             raise BenchError(f"{out_dir}/ninja_test failed: {s.output.strip().splitlines()[-3:]}")
         passed = re.search(r"(\d+) tests? from .* ran", s.output)
         return f"ninja_test: {passed.group(1) if passed else '?'} tests passed"
+    if subject.name == "abseil":
+        return _gtest_binaries(subject, out_dir)
     exes = run(["gn", "ls", str(out_dir), "--type=executable", "--as=output"], cwd=subject.root).output.split()
     failed = []
     for exe in exes:
@@ -87,3 +97,25 @@ def check(subject: Subject, out_dir: Path) -> str:
     if failed or not exes:
         raise BenchError(f"{out_dir}: self-checks failed: {', '.join(failed) or 'no executables'}")
     return f"{len(exes)}/{len(exes)} self-checks OK"
+
+
+def _gtest_binaries(subject: Subject, out_dir: Path) -> str:
+    """Run every test binary GN builds (4 at a time, each in a scratch directory: many of abseil's tests
+    wait rather than compute); one line: binaries and tests passed. BenchError on the first failure."""
+    exes = run(["gn", "ls", str(out_dir), "--type=executable", "--testonly=true", "--as=output"],
+               cwd=subject.root).output.split()
+    if not exes:
+        raise BenchError(f"{out_dir}: no test binaries")
+
+    def one(exe: str) -> int:
+        with tempfile.TemporaryDirectory() as tmp:
+            s = run([str(out_dir.resolve() / exe), "--gtest_brief=1"], cwd=Path(tmp), check=False,
+                    env={"TEST_TMPDIR": tmp})
+        if s.returncode != 0:
+            raise BenchError(f"{out_dir}/{exe} failed: {s.output.strip().splitlines()[-3:]}")
+        ran = re.search(r"\[  PASSED  \] (\d+) tests?", s.output)
+        return int(ran.group(1)) if ran else 0
+
+    with ThreadPoolExecutor(4) as pool:
+        passed = sum(pool.map(one, exes))
+    return f"{len(exes)} test binaries: {passed} tests passed"
