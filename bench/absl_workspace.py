@@ -46,11 +46,11 @@ ALONE_DIRECTORIES = {"absl/flags", "absl/flags/internal"}
 # globals_test checks the VLOG level other log tests change. Tests that name a test suite another test of their
 # directory names too (with another fixture: gtest fails both) are found by _suites.
 # hash_policy_testing_test counts the hashers the process made.
-ALONE_TESTS = {"log_basic_test", "absl_log_basic_test", "check_test", "absl_check_test", "log_globals_test",
-               "hash_policy_testing_test"}
+ALONE_TESTS = frozenset({"log_basic_test", "absl_log_basic_test", "check_test", "absl_check_test",
+                         "log_globals_test", "hash_policy_testing_test"})
 # Not built: symbolize_test expects symbols for inlined and folded functions, which the official-build link
 # (ThinLTO -O2, --icf=all) removes; it fails the same way in lld's in-process ThinLTO build.
-EXCLUDED_TESTS = {"symbolize_test"}
+EXCLUDED_TESTS = frozenset({"symbolize_test"})
 _TEST = re.compile(r"^\s*((?:TYPED_)?TEST(?:_F|_P)?)\(\s*(\w+)\s*,\s*(\w+)", re.M)
 _CALL = re.compile(r"^(absl_cc_library|absl_cc_test)\((.*?)^\)", re.S | re.M)
 _KEYS = {"NAME", "HDRS", "SRCS", "COPTS", "DEFINES", "DEPS", "LINKOPTS", "LINK_OPTS", "TESTONLY", "PUBLIC",
@@ -138,7 +138,7 @@ def _shared_suites(targets: list[Target], root: Path) -> set[str]:
     rejects: a fixture (any macro but TEST) or a test name both define."""
     seen: dict[tuple[str, str], dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
     for t in targets:
-        if t.kind == "absl_cc_test":
+        if t.kind == "absl_cc_test" and t.wanted():
             for macro, suite, test in _tests(t, root):
                 seen[(t.directory.split("/")[1], suite)][t.name].add((macro, test))
     clash = set()
@@ -150,17 +150,19 @@ def _shared_suites(targets: list[Target], root: Path) -> set[str]:
     return clash
 
 
-def render(targets: list[Target], root: Path) -> tuple[str, list[str]]:
-    """The root BUILD.gn for TARGETS (sources under ROOT) and the test binaries it links (output names)."""
+def render(targets: list[Target], root: Path, alone_tests: frozenset[str] = ALONE_TESTS,
+           excluded: frozenset[str] = EXCLUDED_TESTS) -> tuple[str, list[str]]:
+    """The root BUILD.gn for TARGETS (sources under ROOT) and the test binaries it links (output names);
+    ALONE_TESTS are linked alone, EXCLUDED not built (BenchError if one of them is not in TARGETS)."""
     out = [HEADER]
     groups: dict[str, list[str]] = defaultdict(list)
     binaries = []
-    unknown = (ALONE_TESTS | EXCLUDED_TESTS) - {t.name for t in targets}
+    unknown = (alone_tests | excluded) - {t.name for t in targets}
     if unknown:
         raise BenchError(f"bench/absl_workspace.py: no abseil test named {', '.join(sorted(unknown))}")
-    alone = ALONE_TESTS | _shared_suites(targets, root)
+    alone = alone_tests | _shared_suites(targets, root)
     for t in targets:
-        if not t.wanted() or t.name in EXCLUDED_TESTS:
+        if not t.wanted() or t.name in excluded:
             continue
         testonly = t.kind == "absl_cc_test" or "TESTONLY" in t.fields
         body = ("  testonly = true\n" if testonly else "") + _list("sources", t.sources()) + \

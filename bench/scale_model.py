@@ -2,9 +2,9 @@
 from measured costs.
 
 Measured inputs (nothing is invented; each is printed with where it came from):
-- a clean local build of our graph of ninja's sources (`--build-dir DIR`, or built fresh in
-  CACHE/scale-model/out with `ninja -j<this machine's cores>`, so that jobs do not queue for a core), from its
-  .ninja_log, backend log and thin-link manifests: the duration of every backend edge that ran the compiler (a
+- a clean local build of our graph (`--build-dir DIR`, or `--subject`'s, abseil by default, built fresh in
+  CACHE/scale-model/out-SUBJECT with `ninja -j<this machine's cores>`, so that jobs do not queue for a core), from
+  its .ninja_log, backend log and thin-link manifests: the duration of every backend edge that ran the compiler (a
   backend-cache miss), the thin link's wall time per bitcode module (the median over the build's links), and the
   largest link's final link wall time per native object;
 - RESULTS/proxy.json, written by the proxy benchmark (`--proxy-costs FILE` is read when it is missing): client CPU
@@ -78,7 +78,7 @@ class Bound(enum.Enum):
 
 @dataclass(frozen=True)
 class Measured:
-    """What the local build of ninja's sources measured."""
+    """What the clean local build measured."""
 
     backend_ms: tuple[int, ...]  # every backend edge that ran the compiler
     link: str  # the largest link (most bitcode modules)
@@ -225,12 +225,12 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
 
 # -- measurement and I/O ---------------------------------------------------------------------------------------
 
-def build_fresh(cache: Path) -> Path:
-    """A clean local build of our graph of ninja's sources in CACHE/scale-model/out (checked by ninja_test)."""
-    subject = subjects.ninja(cache)
-    out = cache / "scale-model" / "out"
+def build_fresh(cache: Path, name: str = "abseil") -> Path:
+    """A clean local build of our graph of subject NAME in CACHE/scale-model/out-NAME (checked by its tests)."""
+    subject = subjects.SUBJECTS[name](cache)
+    out = cache / "scale-model" / f"out-{name}"
     remove(out)
-    progress(f"building ninja's sources with our graph in {out} (a few minutes)")
+    progress(f"building {name} with our graph in {out} (minutes)")
     variants.configure(variants.Variant.GRAPH, out, subject.root, subject.gn_args)
     run(["ninja", "-C", str(out), f"-j{os.cpu_count() or 1}"])
     progress(f"  {subjects.check(subject, out)}")
@@ -381,7 +381,9 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench scale-model", description=__doc__.splitlines()[0])
-    p.add_argument("--build-dir", type=Path, help="a clean gn-thinlto build of ninja's sources (default: build one)")
+    p.add_argument("--build-dir", type=Path, help="a clean gn-thinlto build (default: build --subject's)")
+    p.add_argument("--subject", default="abseil", choices=("abseil", "ninja"),
+                   help="the code base built when --build-dir is not given (default: abseil, the larger links)")
     p.add_argument("--proxy-costs", type=Path, help="proxy costs JSON, read when RESULTS/proxy.json is missing")
     p.add_argument("--product-modules", type=int, default=Shape.product_modules)
     p.add_argument("--test-backends", type=int, default=Shape.test_backends)
@@ -401,7 +403,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"machine: {ctx['machine'].one_line()}")
     if args.build_dir is None:
         prereqs.ensure()
-    out = args.build_dir or build_fresh(args.cache)
+    out = args.build_dir or build_fresh(args.cache, args.subject)
     shape = Shape(args.product_modules, args.test_backends, args.build_cores)
     inputs = Inputs(measure(out), costs, costs_source, shape)
     sample = sample_jobs(inputs.measured.backend_ms, shape.backend_jobs, args.seed)
