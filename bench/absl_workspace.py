@@ -192,36 +192,19 @@ config("absl_public") {
 }
 
 """
-GTEST_GN = """config("gtest_public") {
-  include_dirs = [
-    "third_party/googletest/googletest/include",
-    "third_party/googletest/googlemock/include",
-  ]
-}
-
-source_set("gtest") {
-  configs -= [ "//build/config/compiler:no_rtti" ]
-  testonly = true
-  sources = [ "third_party/googletest/googletest/src/gtest-all.cc" ]
-  include_dirs = [ "third_party/googletest/googletest" ]
-  public_configs = [ ":gtest_public" ]
-}
-
-source_set("gmock") {
-  configs -= [ "//build/config/compiler:no_rtti" ]
-  testonly = true
-  sources = [ "third_party/googletest/googlemock/src/gmock-all.cc" ]
-  include_dirs = [ "third_party/googletest/googlemock" ]
-  public_deps = [ ":gtest" ]
-}
-
-source_set("gmock_main") {
-  configs -= [ "//build/config/compiler:no_rtti" ]
-  testonly = true
-  sources = [ "third_party/googletest/googlemock/src/gmock_main.cc" ]
-  public_deps = [ ":gmock" ]
-}
-"""
+_GTEST = "third_party/googletest"
+# (name, source, more lines) of the googletest targets
+_GTEST_TARGETS = (
+    ("gtest", f"{_GTEST}/googletest/src/gtest-all.cc",
+     _list("include_dirs", [f"{_GTEST}/googletest"]) + _list("public_configs", [":gtest_public"])),
+    ("gmock", f"{_GTEST}/googlemock/src/gmock-all.cc",
+     _list("include_dirs", [f"{_GTEST}/googlemock"]) + _list("public_deps", [":gtest"])),
+    ("gmock_main", f"{_GTEST}/googlemock/src/gmock_main.cc", _list("public_deps", [":gmock"])),
+)
+GTEST_GN = 'config("gtest_public") {\n' + \
+    _list("include_dirs", [f"{_GTEST}/googletest/include", f"{_GTEST}/googlemock/include"]) + "}\n\n" + \
+    "".join(_block("source_set", name, "  testonly = true\n" + _list("sources", [source]) + more)
+            for name, source, more in _GTEST_TARGETS)
 DOT_GN = """# GN root of the abseil benchmark subject (written by bench/absl_workspace.py).
 buildconfig = "//build/config/BUILDCONFIG.gn"
 
