@@ -37,15 +37,14 @@ GN_ARGS = "treat_warnings_as_errors=false is_cfi=false"
 # CMake variables with flags that matter for code generation (the others are warnings and MSVC options).
 COPTS_VARIABLES = {"ABSL_RANDOM_RANDEN_COPTS": ("-maes", "-msse4.1")}
 MAINS = {"GTest::gmock_main", "GTest::gtest_main"}
-GTEST_TARGETS = {"GTest::gmock": ":gmock", "GTest::gtest": ":gtest", "GTest::gmock_main": ":gmock_main",
-                 "GTest::gtest_main": ":gmock_main"}
-# Tests linked alone although they use a gtest main: absl/flags's tests define the same flags and share the
-# process's flag registry; the LOG/ABSL_LOG and CHECK/ABSL_CHECK tests include the same test bodies
-# (*_test_impl.inc, duplicate symbols).
+GTEST_TARGETS = {"GTest::gmock": ":gmock", "GTest::gtest": ":gtest"}  # MAINS: see _deps
+# Tests linked alone although they use a gtest main (tests whose suite names gtest would reject in one binary
+# are found by _shared_suites):
+# - absl/flags's tests define the same flags and share the process's flag registry;
+# - the LOG/ABSL_LOG and CHECK/ABSL_CHECK tests include the same test bodies (*_test_impl.inc: duplicate symbols);
+# - log_globals_test checks the VLOG level other log tests change; hash_policy_testing_test counts the hashers the
+#   process made.
 ALONE_DIRECTORIES = {"absl/flags", "absl/flags/internal"}
-# globals_test checks the VLOG level other log tests change. Tests that name a test suite another test of their
-# directory names too (with another fixture: gtest fails both) are found by _suites.
-# hash_policy_testing_test counts the hashers the process made.
 ALONE_TESTS = frozenset({"log_basic_test", "absl_log_basic_test", "check_test", "absl_check_test",
                          "log_globals_test", "hash_policy_testing_test"})
 # Not built: symbolize_test expects symbols for inlined and folded functions, which the official-build link
