@@ -12,15 +12,14 @@ GoogleTest and GoogleMock are Debian's googletest sources (/usr/src/googletest),
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
-import tarfile
 import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import sdists
 from bench.fsio import EXAMPLE, copy_tree, write_if_changed
 from bench.measure import BenchError
 from bench.ninja_workspace import sync
@@ -223,17 +222,7 @@ def fetch(cache: Path) -> Path:
         with urllib.request.urlopen(URL, timeout=120) as r, open(f"{tarball}.tmp", "wb") as f:
             shutil.copyfileobj(r, f)
         Path(f"{tarball}.tmp").replace(tarball)
-    got = hashlib.sha256(tarball.read_bytes()).hexdigest()
-    if got != SHA256:
-        tarball.unlink()
-        raise BenchError(f"{tarball}: sha256 {got}, expected {SHA256} (deleted; run again)")
-    tmp = cache / f"abseil-{VERSION}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    with tarfile.open(tarball) as tf:
-        tf.extractall(tmp, filter="data")
-    shutil.rmtree(top, ignore_errors=True)
-    (tmp / f"abseil-{VERSION}").replace(top)
-    shutil.rmtree(tmp)
+    sdists.unpack(tarball, SHA256, f"abseil-{VERSION}", top)
     return top
 
 
@@ -257,7 +246,3 @@ def prepare(cache: Path) -> Path:
     write_if_changed(root / "BUILD.gn", render(targets_of(src), src)[0])
     return root
 
-
-def test_binaries(cache: Path) -> list[str]:
-    src = fetch(cache)
-    return render(targets_of(src), src)[1]

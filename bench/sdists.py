@@ -53,18 +53,24 @@ def fetch(sdist: Sdist, cache: Path = DEFAULT_CACHE) -> Path:
         # --no-binary for this package only: :all: would also build its build dependencies (cmake!) from source
         run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", sdist.name, "--no-deps",
              f"{sdist.name}=={sdist.version}", "-d", str(cache)])
+    unpack(tarball, sdist.sha256, f"{sdist.name}-{sdist.version}", top)
+    return top / sdist.subdir
+
+
+def unpack(tarball: Path, expected_sha256: str, member: str, top: Path) -> None:
+    """Check TARBALL against EXPECTED_SHA256 (deleted on a mismatch) and make its top directory MEMBER the
+    directory TOP (replaced, through a temporary directory beside it)."""
     got = sha256(tarball)
-    if got != sdist.sha256:
+    if got != expected_sha256:
         tarball.unlink()
-        raise BenchError(f"{tarball}: sha256 {got}, expected {sdist.sha256} (deleted; run again)")
-    tmp = cache / f"{sdist.name}-{sdist.version}.tmp"
+        raise BenchError(f"{tarball}: sha256 {got}, expected {expected_sha256} (deleted; run again)")
+    tmp = top.with_name(f"{top.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(tarball) as tar:
         _extract(tar, tmp)
     shutil.rmtree(top, ignore_errors=True)
-    (tmp / f"{sdist.name}-{sdist.version}").rename(top)
+    (tmp / member).rename(top)
     tmp.rmdir()
-    return top / sdist.subdir
 
 
 def _extract(tar: tarfile.TarFile, dest: Path) -> None:
