@@ -168,11 +168,12 @@ def render(targets: list[Target], root: Path, alone_tests: frozenset[str] = ALON
         if t.kind == "absl_cc_library":
             out.append(_block("source_set", f"absl_{t.name}",
                               body + _list("deps", _deps(t)) + "  public_configs = [ \":absl_public\" ]\n"))
-        elif MAINS & set(t.deps()) and t.directory not in ALONE_DIRECTORIES and t.name not in alone:
+        elif (has_main := bool(MAINS & set(t.deps()))) and t.directory not in ALONE_DIRECTORIES and \
+                t.name not in alone:
             out.append(_block("source_set", f"absl_{t.name}_test", body + _list("deps", _deps(t))))
             groups[t.directory.split("/")[1]].append(f":absl_{t.name}_test")
         else:  # a test with its own main(), or one that cannot share a binary
-            main = [":gmock_main"] if MAINS & set(t.deps()) else []
+            main = [":gmock_main"] if has_main else []
             out.append(_block("executable", f"absl_{t.name}", body + _list("deps", main + _deps(t))))
             binaries.append(f"absl_{t.name}")
     for top, members in sorted(groups.items()):
