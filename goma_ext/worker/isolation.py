@@ -27,13 +27,16 @@ import enum
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from goma_ext.errors import GomaExtError
 from goma_ext.remote.errors import RemoteError
@@ -62,6 +65,10 @@ class SandboxError(GomaExtError):
     """The sandbox itself failed (bwrap could not set up, or the probe failed): never the action's fault."""
 
 
+class StreamTooLarge(GomaExtError):
+    """The action wrote more to stdout or stderr than the worker takes: it was killed (RESOURCE_EXHAUSTED)."""
+
+
 class ExecFailed(GomaExtError):
     """The sandbox started but the action's program could not be executed (missing, wrong format, no loader)."""
 
@@ -72,13 +79,21 @@ class ExecFailed(GomaExtError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-action limits; 0 means unlimited."""
+    """Per-action limits; 0 means unlimited. The first five are the action's rlimits and wall time; the rest bound
+    what an action's inputs and outputs may cost the worker, checked before the work is spent."""
 
     wall_s: float = 600.0
     cpu_s: int = 600
     memory_bytes: int = 4 * GIB  # RLIMIT_AS: clang maps libLLVM (~150 MB) and more; big links need GiBs
     file_size_bytes: int = 4 * GIB
     processes: int = 512  # RLIMIT_NPROC counts threads too (lld runs one per core)
+    tmp_bytes: int = 1 * GIB  # the sandbox's /tmp, a tmpfs: memory the address-space limit does not count
+    stream_bytes: int = 64 << 20  # stdout and stderr, each: past it the action is killed (the worker reads them)
+    input_nodes: int = 500_000  # entries of the input tree once expanded (files, directories, symlinks)
+    input_bytes: int = 32 * GIB  # file bytes of the input tree once expanded
+    input_depth: int = 64
+    outputs: int = 10_000  # declared output paths
+    output_bytes: int = 16 * GIB  # the outputs found, together
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,7 @@ def bwrap_argv(
     inner_wd = os.path.normpath(os.path.join(INPUT_ROOT, workdir))
     args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
     args += ["--ro-bind", str(iso.base_root), "/"] if iso.base_root else _ro_args(iso.ro_paths)
-    tmp_size = ["--size", str(iso.limits.file_size_bytes)] if iso.limits.file_size_bytes else []
+    tmp_size = ["--size", str(iso.limits.tmp_bytes)] if iso.limits.tmp_bytes else []
     args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded
     if exe is not None and not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
         args += ["--ro-bind", str(exe), str(exe)]  # an allow-listed program outside the system paths
@@ -178,9 +193,11 @@ def _kill(proc: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None) -> str:
-    """Wait for proc; past `timeout`, or once `cancel` is set, SIGTERM it, then SIGKILL after a grace period
-    (bwrap's PID namespace dies with it). Returns "" when it ended by itself, else "timeout" or "cancelled"."""
+def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None,
+          over: Callable[[], str] = lambda: "") -> str:
+    """Wait for proc; past `timeout`, once `cancel` is set, or once `over()` names a bound the action passed, SIGTERM
+    it, then SIGKILL after a grace period (bwrap's PID namespace dies with it). Returns "" when it ended by itself,
+    else "timeout", "cancelled" or what `over()` said."""
     finished = threading.Event()
     deadline = time.monotonic() + timeout if timeout else None
     why: list[str] = []
@@ -191,6 +208,8 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event
                 why.append("cancelled")
             elif deadline is not None and time.monotonic() >= deadline:
                 why.append("timeout")
+            elif passed := over():
+                why.append(passed)
             else:
                 continue
             _kill(proc, signal.SIGTERM)
@@ -239,6 +258,29 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _read_capped(f: IO[bytes], cap: int) -> bytes:
+    f.seek(0)
+    return f.read(cap) if cap else f.read()
+
+
+def _args_fd(args: Sequence[str]) -> int:
+    """An anonymous file holding bwrap's options, NUL-separated, for `bwrap --args FD`: the sandbox's paths and the
+    action's environment never appear on a command line (/proc/PID/cmdline is readable by every local user; the
+    action's own argv is, as any process's)."""
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    data = b"".join(a.encode() + b"\0" for a in args)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _tool(name: str) -> str:
+    """An absolute path for a tool named on PATH (bwrap runs with an empty environment, so no PATH search)."""
+    return name if os.path.isabs(name) else shutil.which(name) or name
+
+
 MEMORY_SIGNS = (b"out of memory", b"Cannot allocate memory", b"failed to map segment", b"bad_alloc")
 
 
@@ -259,19 +301,20 @@ def _limit_note(iso: Isolation, code: int, stderr: bytes) -> bytes:
 
 def run(
     iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
-    timeout: float, logs: Path, cancel: threading.Event | None = None,
+    timeout: float, spool: Path, cancel: threading.Event | None = None,
 ) -> Completed:
     """Run argv (argv[0] served by `exe`, or run as it is when None) in workdir under root; stdout/stderr go
-    through files in `logs`. Raises RemoteError(DEADLINE_EXCEEDED) past `timeout`, RemoteError(CANCELLED) once
-    `cancel` is set, ExecFailed when the program could not be executed (after one retry on ETXTBSY),
-    SandboxError when bwrap could not start the command."""
+    through unnamed files in `spool` (a directory only the worker can write). Raises RemoteError(DEADLINE_EXCEEDED)
+    past `timeout`, RemoteError(CANCELLED) once `cancel` is set, StreamTooLarge when stdout or stderr passed the
+    limit, ExecFailed when the program could not be executed (after one retry on ETXTBSY), SandboxError when bwrap
+    could not start the command."""
     try:
-        return _run_once(iso, argv, exe, root, workdir, env, timeout, logs, cancel)
+        return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
     except ExecFailed as e:
         if not e.text_busy:
             raise
     time.sleep(TEXT_BUSY_RETRY_S)
-    return _run_once(iso, argv, exe, root, workdir, env, timeout, logs, cancel)
+    return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
 
 
 def _exec_failure(stderr: bytes) -> ExecFailed | None:
@@ -286,20 +329,35 @@ def _exec_failure(stderr: bytes) -> ExecFailed | None:
 
 def _run_once(
     iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
-    timeout: float, logs: Path, cancel: threading.Event | None = None,
+    timeout: float, spool: Path, cancel: threading.Event | None = None,
 ) -> Completed:
-    out_path, err_path = logs / "stdout", logs / "stderr"
     status_r, status_w = os.pipe()
+    args_fd = -1
+    cap = iso.limits.stream_bytes
     try:
         if iso.mode is IsolationMode.BWRAP:
-            cmd = [*prlimit_argv(iso), *bwrap_argv(iso, argv, exe, root, workdir, env, status_w)]
-            popen_kw: dict[str, object] = {"pass_fds": (status_w,)}
+            inner = bwrap_argv(iso, argv, exe, root, workdir, env, status_w)
+            split = inner.index("--")  # bwrap takes options from the file, the command from its own argv
+            args_fd = _args_fd(inner[1:split])
+            bwrap = [_tool(inner[0]), "--args", str(args_fd), *inner[split:]]
+            cmd = [_tool(iso.prlimit), *prlimit_argv(iso)[1:], *bwrap]
+            # bwrap's own environment is empty: its init (PID 1 in the sandbox, whose /proc/1/environ the action
+            # can read) must not carry the worker's HOME or settings
+            popen_kw: dict[str, object] = {"pass_fds": (status_w, args_fd), "env": {}}
         elif exe is None:
             raise SandboxError("--isolation none never runs a program that is not an allow-listed host compiler")
         else:
             cmd = list(argv)  # debugging only: no sandbox, no rlimits; argv[0] kept, `exe` runs
             popen_kw = {"executable": str(exe), "cwd": root / workdir, "env": dict(env)}
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        # stdout and stderr: unnamed files in the worker's own directory (nothing at a path for anyone to open)
+        with tempfile.TemporaryFile(dir=spool) as out, tempfile.TemporaryFile(dir=spool) as err:
+
+            def over() -> str:
+                for name, f in (("stdout", out), ("stderr", err)):
+                    if cap and os.fstat(f.fileno()).st_size > cap:
+                        return name
+                return ""
+
             with FORK_LOCK:  # held until the child has exec'd: it inherits no fd a writer has open (ETXTBSY)
                 proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode
                     cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, close_fds=True,
@@ -307,17 +365,21 @@ def _run_once(
                 )
             os.close(status_w)
             status_w = -1
-            stopped = _wait(proc, timeout, cancel)
+            stopped = _wait(proc, timeout, cancel, over)
+            stdout, stderr = _read_capped(out, cap), _read_capped(err, cap)
         status = _read_all(status_r)
     finally:
         os.close(status_r)
-        if status_w >= 0:
-            os.close(status_w)
+        for fd in (status_w, args_fd):
+            if fd >= 0:
+                os.close(fd)
     if stopped == "timeout":
         raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
     if stopped == "cancelled":
         raise RemoteError("action cancelled; every process of it was killed", temporary=True, code="CANCELLED")
-    stderr = err_path.read_bytes()
+    if stopped:
+        raise StreamTooLarge(f"the action wrote more than {cap} bytes to its {stopped} (the worker's "
+                             "--max-stream-bytes) and was killed")
     if iso.mode is IsolationMode.BWRAP and not _command_ran(status):
         failed = _exec_failure(stderr)
         if failed is not None:
@@ -326,4 +388,4 @@ def _run_once(
         raise SandboxError(f"the sandbox failed to start (bwrap exit {proc.returncode}): {why[-1] if why else '?'}")
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
     stderr += _limit_note(iso, code, stderr)
-    return Completed(code, out_path.read_bytes(), stderr)
+    return Completed(code, stdout, stderr)

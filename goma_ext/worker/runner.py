@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
+import secrets
 import shutil
 import stat
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -21,11 +25,12 @@ from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
-from goma_ext.worker import isolation, sandbox
+from goma_ext.worker import beneath, isolation, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.isolation import ExecFailed, Isolation
+from goma_ext.worker.inputtree import Deadline, TreeBounds, too_large
+from goma_ext.worker.isolation import ExecFailed, Isolation, StreamTooLarge
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
 
 DEFAULT_TIMEOUT_S = 600
@@ -62,37 +67,72 @@ def _parse(message: Message, data: bytes, what: str) -> None:
         raise Refusal(f"{what} blob does not decode: {e}", code_pb2.INVALID_ARGUMENT) from e
 
 
-def _hand_over(root: Path, iso: Isolation, outputs: Sequence[Path] = ()) -> None:
+def _hand_over(root_fd: int, iso: Isolation, outputs: Sequence[str] = ()) -> None:
     """Make the input root's DIRECTORIES the runner uid's (it writes outputs there, and may replace an input by a
     new file); input files stay the worker's and read-only to the action: many are hard links to the shared file
     cache, whose inodes an action must never own. An input at a declared output path (ranlib, strip in place)
-    becomes a private copy the runner owns. The worker, root, still reads and deletes everything afterwards."""
+    becomes a private copy the runner owns. `outputs` are relative to the input root, their parents exist. Every
+    step goes through descriptors and follows no link (goma_ext/worker/beneath.py): the tree's names came from the
+    action. The worker, root, still reads and deletes everything afterwards."""
     if iso.run_as is None:
         return
     uid, gid = iso.run_as.uid, iso.run_as.gid
-    os.chown(root, uid, gid)
-    for top, dirs, _files in os.walk(root):
-        for name in dirs:
-            os.chown(os.path.join(top, name), uid, gid)
     for out in outputs:
-        if out.is_file() and not out.is_symlink():
-            own = out.with_name(f".{out.name}.gx-own")
+        _own_copy(root_fd, out, uid, gid)
+    beneath.chown_dirs(root_fd, uid, gid)
+
+
+def hand_over(root: Path, iso: Isolation) -> None:
+    """_hand_over for a tree named by path (the probe, tests)."""
+    with beneath.root_dir(root) as root_fd:
+        _hand_over(root_fd, iso)
+
+
+def _own_copy(root_fd: int, out: str, uid: int, gid: int) -> None:
+    """Replace the regular file at `out` (if any) by a copy that uid:gid owns, with the same execute bit."""
+    parent, name = beneath.parent_and_name(out, "output path")
+    with beneath.opened_dir(root_fd, parent, "output path") as dir_fd:
+        try:
+            src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return  # absent, or a symlink (refused when outputs are collected): nothing to own
+        try:
+            st = os.fstat(src)
+            if not stat.S_ISREG(st.st_mode):
+                return
+            own = f".{name}.{secrets.token_hex(8)}.gx-own"
+            mode = 0o755 if st.st_mode & stat.S_IXUSR else 0o644
             with FORK_LOCK:
-                shutil.copyfile(out, own)
-            os.chmod(own, 0o755 if os.access(out, os.X_OK) else 0o644)
-            os.chown(own, uid, gid)
-            os.replace(own, out)
+                dst = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                              dir_fd=dir_fd)
+                try:
+                    beneath.copy_fd(src, dst)
+                    os.fchmod(dst, mode)
+                    os.fchown(dst, uid, gid)
+                finally:
+                    os.close(dst)
+            os.replace(own, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            os.close(src)
 
 
 def remove_box(box: Path) -> None:
-    """Delete a sandbox directory, also when the action left directories without write or search permission."""
+    """Delete a sandbox directory, also when the action left directories without write or search permission (a
+    worker that is not root needs them back). shutil.rmtree walks by descriptors and follows no link; the retry
+    opens what it chmods with O_NOFOLLOW."""
 
     def retry(_fn: object, path: str, _exc: object) -> None:
         try:
-            parent = os.path.dirname(path)
-            os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, stat.S_IRWXU)
+            for d in (os.path.dirname(path), path):
+                try:
+                    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    os.fchmod(fd, stat.S_IRWXU)
+                finally:
+                    os.close(fd)
+            if stat.S_ISDIR(os.lstat(path).st_mode):
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.unlink(path)
@@ -103,11 +143,12 @@ def remove_box(box: Path) -> None:
 
 
 def _new_box(scratch: Path) -> Path:
-    box = scratch / f"sb-{os.getpid()}-{time.monotonic_ns()}"
-    box.mkdir(mode=0o711, parents=True)  # searchable, not listable: the runner uid reaches box/root only
+    """A per-action directory with an unpredictable name: BOX (0711, the worker's: the runner uid reaches BOX/root
+    only, nobody lists it) and BOX/root (0700; the runner uid's once handed over, so no other local user reads an
+    action's inputs or outputs). Streams are unnamed files in BOX itself."""
+    box = Path(tempfile.mkdtemp(prefix="sb-", dir=scratch))
     os.chmod(box, 0o711)
-    (box / "logs").mkdir(mode=0o700)
-    (box / "root").mkdir(mode=0o755)
+    (box / "root").mkdir(mode=0o700)
     return box
 
 
@@ -131,8 +172,8 @@ def probe(iso: Isolation, scratch: Path) -> str | None:
     try:
         argv = probe_command(iso)
         box = _new_box(scratch)
-        _hand_over(box / "root", iso)
-        done = isolation.run(iso, argv, None, box / "root", ".", {}, 30.0, box / "logs")
+        hand_over(box / "root", iso)
+        done = isolation.run(iso, argv, None, box / "root", ".", {}, 30.0, box)
         if done.exit_code != 0:
             why = done.stderr.decode(errors="replace").strip()
             return f"{' '.join(argv)} exited with {done.exit_code} in the sandbox: {why}"
@@ -175,6 +216,28 @@ def _metadata(result: re_pb2.ActionResult, placed: sandbox.Materialised) -> None
     LOG.info("inputs: %s", " ".join(f"{k}={v}" for k, v in counts.items()))
 
 
+def _bounds(limits: isolation.Limits) -> TreeBounds:
+    return TreeBounds(nodes=limits.input_nodes or sys.maxsize, file_bytes=limits.input_bytes or sys.maxsize,
+                      depth=limits.input_depth or sandbox.MAX_DEPTH)
+
+
+def _check_outputs(command: re_pb2.Command, limits: isolation.Limits) -> dict[str, str]:
+    """The declared outputs: each one's path relative to the input root -> its name as declared (relative to the
+    working directory). Refused before any work: too many, or escaping the input root."""
+    outputs = list(command.output_paths) or list(command.output_files)
+    if limits.outputs and len(outputs) > limits.outputs:
+        raise too_large(f"the action declares {len(outputs)} outputs, more than {limits.outputs} (the worker's "
+                        "--max-outputs)")
+    workdir = command.working_directory
+    beneath.components(workdir, "working directory")
+    found = {}
+    for out in outputs:
+        rel = posixpath.join(workdir, out)
+        sandbox.inside(Path("/"), rel, "output path")  # textual: '..' out of the tree, absolute
+        found[posixpath.normpath(rel)] = out
+    return found
+
+
 def execute_lease(
     cas: Cas, payload: re_pb2.Action | Digest, allow: Allowlist, scratch: Path, iso: Isolation,
     cancel: threading.Event | None = None, file_cache: FileCache | None = None, offer: Offer = NO_OFFER,
@@ -182,41 +245,43 @@ def execute_lease(
     """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
     box: Path | None = None
     exe: Path | None = None
+    collected: sandbox.Outputs | None = None
     try:
         action, command = load_action(cas, payload)
         offer.check(requested(action, command))
         exe = _program(command, action, allow, iso)
-        outputs = list(command.output_paths) or list(command.output_files)
-        box = _new_box(scratch)
-        root = box / "root"
-        sandbox.inside(root, command.working_directory, "working directory")
-        for out in outputs:
-            sandbox.inside(root, os.path.join(command.working_directory, out), "output path")
-        fetch_start = time.time()
-        placed = sandbox.materialise(
-            cas, Digest.from_proto(action.input_root_digest), root, file_cache, share=iso.run_as is not None)
-        fetch_done = time.time()
-        workdir = sandbox.inside(root, command.working_directory, "working directory")
-        workdir.mkdir(parents=True, exist_ok=True)
-        if exe is None:
-            sandbox.input_program(root, command.working_directory, command.arguments[0])
-        for out in outputs:
-            (workdir / out).parent.mkdir(parents=True, exist_ok=True)
-        _hand_over(root, iso, [workdir / out for out in outputs])
-        env = {v.name: v.value for v in command.environment_variables}
+        outputs = _check_outputs(command, iso.limits)
         timeout = float(action.timeout.seconds or DEFAULT_TIMEOUT_S)
         timeout = min(timeout, iso.limits.wall_s) if iso.limits.wall_s else timeout
-        start = time.time()
-        rel = os.path.relpath(workdir, root)
-        done = isolation.run(iso, list(command.arguments), exe, root, rel, env, timeout, box / "logs", cancel)
-        result = re_pb2.ActionResult(exit_code=done.exit_code)
-        _metadata(result, placed)
-        result.execution_metadata.input_fetch_start_timestamp.FromNanoseconds(int(fetch_start * 1e9))
-        result.execution_metadata.input_fetch_completed_timestamp.FromNanoseconds(int(fetch_done * 1e9))
-        files, blobs = sandbox.collect_outputs(workdir, root, outputs)
-        result.output_files.extend(files)
+        deadline = Deadline(time.monotonic() + timeout)  # materialising counts against the action's time
+        box = _new_box(scratch)
+        root = box / "root"
+        fetch_start = time.time()
+        placed = sandbox.materialise(
+            cas, Digest.from_proto(action.input_root_digest), root, file_cache, share=iso.run_as is not None,
+            bounds=_bounds(iso.limits), deadline=deadline)
+        fetch_done = time.time()
+        workdir = command.working_directory
+        with beneath.root_dir(root) as root_fd:
+            os.close(beneath.open_dir(root_fd, workdir, "working directory", create=True))
+            for out in outputs:
+                os.close(beneath.open_dir(root_fd, posixpath.dirname(out), "output path", create=True))
+            if exe is None:
+                sandbox.input_program(root, workdir, command.arguments[0])
+            _hand_over(root_fd, iso, list(outputs))
+            env = {v.name: v.value for v in command.environment_variables}
+            start = time.time()
+            rel = posixpath.normpath(workdir) if workdir else "."
+            done = isolation.run(iso, list(command.arguments), exe, root, rel, env, deadline.remaining() or 0.001,
+                                 box, cancel)
+            result = re_pb2.ActionResult(exit_code=done.exit_code)
+            _metadata(result, placed)
+            result.execution_metadata.input_fetch_start_timestamp.FromNanoseconds(int(fetch_start * 1e9))
+            result.execution_metadata.input_fetch_completed_timestamp.FromNanoseconds(int(fetch_done * 1e9))
+            collected = sandbox.collect_outputs(root_fd, outputs, iso.limits.output_bytes)
+        result.output_files.extend(collected.files)
         out_d, err_d = (Digest.of_bytes(b) for b in (done.stdout, done.stderr))
-        cas.upload({**blobs, out_d: BlobSource(data=done.stdout), err_d: BlobSource(data=done.stderr)})
+        cas.upload({**collected.blobs, out_d: BlobSource(data=done.stdout), err_d: BlobSource(data=done.stderr)})
         result.stdout_digest.CopyFrom(out_d.to_proto())
         result.stderr_digest.CopyFrom(err_d.to_proto())
         result.execution_metadata.worker_start_timestamp.FromSeconds(int(start))
@@ -224,6 +289,8 @@ def execute_lease(
         return LeaseOutcome(_status(code_pb2.OK, iso.note), result)
     except Refusal as e:
         return LeaseOutcome(_status(e.code, _with_note(f"goma-ext worker refused the action: {e}", iso)), None)
+    except StreamTooLarge as e:
+        return LeaseOutcome(_status(code_pb2.RESOURCE_EXHAUSTED, _with_note(f"goma-ext worker: {e}", iso)), None)
     except ExecFailed as e:
         code = code_pb2.INVALID_ARGUMENT if exe is None else code_pb2.INTERNAL  # an uploaded program: its fault
         return LeaseOutcome(_status(code, _with_note(f"goma-ext worker: {e}", iso)), None)
@@ -234,5 +301,8 @@ def execute_lease(
     except (GomaExtError, OSError) as e:
         return LeaseOutcome(_status(code_pb2.INTERNAL, _with_note(f"worker failure: {e}", iso)), None)
     finally:
+        if collected is not None:
+            collected.close()
         if box is not None:
             remove_box(box)
+

@@ -19,7 +19,7 @@ from goma_ext.worker import sandbox
 from goma_ext.worker.filecache import TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.isolation import Isolation, IsolationMode, Limits, RunAs
-from goma_ext.worker.runner import _hand_over
+from goma_ext.worker.runner import hand_over
 
 
 def _blob(n: int, fill: bytes = b"x") -> tuple[Digest, bytes]:
@@ -189,13 +189,13 @@ def test_materialise_survives_a_cache_too_small_for_its_inputs(tmp_path: Path) -
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing the input root to a runner uid needs root")
-def test_hand_over_gives_the_runner_directories_never_files(tmp_path: Path) -> None:
+def testhand_over_gives_the_runner_directories_never_files(tmp_path: Path) -> None:
     cache = FileCache(tmp_path / "c")
     cas, root = _tree({"cc": (b"binary", True)})
     box = tmp_path / "root"
     sandbox.materialise(cas, root, box, cache, True)  # type: ignore[arg-type]
     (box / "sub").mkdir()
-    _hand_over(box, Isolation(IsolationMode.BWRAP, Limits(), RunAs("nobody", 65534, 65534)))
+    hand_over(box, Isolation(IsolationMode.BWRAP, Limits(), RunAs("nobody", 65534, 65534)))
     assert box.stat().st_uid == 65534 and (box / "sub").stat().st_uid == 65534
     assert (box / "cc").stat().st_uid == 0 and stat.S_IMODE((box / "cc").stat().st_mode) == 0o555
     probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -48,14 +47,6 @@ def test_paths_escaping_the_sandbox_are_refused(tmp_path: Path, rel: str) -> Non
     with pytest.raises(Refusal) as e:
         inside(tmp_path, rel, "output")
     assert e.value.code == code_pb2.INVALID_ARGUMENT
-
-
-def test_symlinks_out_of_the_sandbox_are_refused(tmp_path: Path) -> None:
-    (tmp_path / "box").mkdir()
-    os.symlink("/tmp", tmp_path / "box" / "link")
-    with pytest.raises(Refusal, match="symlink"):
-        inside(tmp_path / "box", "link/x.o", "output")
-    assert inside(tmp_path / "box", "out/obj/x.o", "output") == tmp_path / "box" / "out/obj/x.o"
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\0b"])
