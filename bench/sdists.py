@@ -66,20 +66,33 @@ def unpack(tarball: Path, expected_sha256: str, member: str, top: Path) -> None:
         raise BenchError(f"{tarball}: sha256 {got}, expected {expected_sha256} (deleted; run again)")
     tmp = top.with_name(f"{top.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    with tarfile.open(tarball) as tar:
+    with _OwnTarFile.open(tarball) as tar:
         _extract(tar, tmp)
     shutil.rmtree(top, ignore_errors=True)
     (tmp / member).rename(top)
     tmp.rmdir()
 
 
-def _extract(tar: tarfile.TarFile, dest: Path) -> None:
-    """Extract only regular files and directories inside DEST (the sha256 is pinned; this is belt and braces).
+class _OwnTarFile(tarfile.TarFile):
+    """A tar reader whose extracted files belong to whoever extracts them (as `tar --no-same-owner`): as root,
+    tarfile would give each file the archive's uid/gid, i.e. to whichever local user has that uid."""
 
-    tarfile's extraction filters need Python 3.11.4; Debian 12 ships 3.11.2, so the check is done here.
+    def chown(self, tarinfo: tarfile.TarInfo, targetpath: str, numeric_owner: bool) -> None:
+        return None
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Extract only regular files and directories inside DEST, owned by the extracting user, without set-id or
+    group/world write bits (the sha256 is pinned; this is belt and braces).
+
+    tarfile's extraction filters need Python 3.11.4; Debian 12 ships 3.11.2, so the checks are done here.
     """
-    for member in tar.getmembers():
+    if not isinstance(tar, _OwnTarFile):
+        raise BenchError(f"{tar.name!r}: open archives with _OwnTarFile (it keeps no owner)")
+    members = tar.getmembers()
+    for member in members:
         parts = Path(member.name).parts
         if member.name.startswith("/") or ".." in parts or not (member.isfile() or member.isdir()):
             raise BenchError(f"{tar.name!r}: unexpected member {member.name!r} (absolute, outside, or not a file)")
-    tar.extractall(dest)  # every member checked above
+        member.mode &= 0o755
+    tar.extractall(dest, members=members)  # every member checked above

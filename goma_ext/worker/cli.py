@@ -105,6 +105,23 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--max-procs", type=int, default=lim.processes, metavar="N",
                    help="processes and threads of the runner uid (RLIMIT_NPROC, counted per uid across workers "
                    "sharing it; default: %(default)s; 0 = unlimited)")
+    p.add_argument("--tmp-size", type=_size, default=lim.tmp_bytes, metavar="SIZE",
+                   help="the sandbox's /tmp, a tmpfs in memory that --memory does not count (default: 1G; "
+                   "0 = half the RAM, tmpfs's own default)")
+    p.add_argument("--max-stream-bytes", type=_size, default=lim.stream_bytes, metavar="SIZE",
+                   help="stdout and stderr of an action, each; past it the action is killed and fails with "
+                   "RESOURCE_EXHAUSTED (default: 64M; 0 = unlimited)")
+    p.add_argument("--max-input-nodes", type=int, default=lim.input_nodes, metavar="N",
+                   help="entries of an input tree once expanded, checked before anything is written "
+                   "(default: %(default)s; 0 = unlimited)")
+    p.add_argument("--max-input-bytes", type=_size, default=lim.input_bytes, metavar="SIZE",
+                   help="file bytes of an input tree once expanded (default: 32G; 0 = unlimited)")
+    p.add_argument("--max-input-depth", type=int, default=lim.input_depth, metavar="N",
+                   help="directory levels of an input tree (default: %(default)s)")
+    p.add_argument("--max-outputs", type=int, default=lim.outputs, metavar="N",
+                   help="output paths an action may declare (default: %(default)s; 0 = unlimited)")
+    p.add_argument("--max-output-bytes", type=_size, default=lim.output_bytes, metavar="SIZE",
+                   help="bytes of an action's outputs together (default: 16G; 0 = unlimited)")
     p.add_argument(
         "--file-cache", type=Path, metavar="DIR",
         help="worker-local cache of input files by digest, shared by the --count workers (default: "
@@ -203,7 +220,9 @@ def isolation_from_args(args: argparse.Namespace) -> Isolation:
             if shutil.which(tool) is None:
                 pkg = "bubblewrap" if tool == "bwrap" else "util-linux"
                 raise WorkerConfigError(f"--isolation bwrap needs {tool} (Debian package {pkg}), not on PATH")
-    limits = Limits(args.wall_time, args.cpu_time, args.memory, args.file_size, args.max_procs)
+    limits = Limits(args.wall_time, args.cpu_time, args.memory, args.file_size, args.max_procs, args.tmp_size,
+                    args.max_stream_bytes, args.max_input_nodes, args.max_input_bytes, args.max_input_depth,
+                    args.max_outputs, args.max_output_bytes)
     return Isolation(mode, limits, _run_as(args), DEFAULT_RO_PATHS + tuple(args.ro_path), base_root=_base_root(args))
 
 
