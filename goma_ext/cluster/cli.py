@@ -11,6 +11,7 @@ from goma_ext.cluster import manager, pki, roles, tokens
 from goma_ext.cluster.roles import Role
 
 DEFAULT_STATE = Path(".state/cluster")
+TOKEN_FOR = {tokens.Role.CLIENT: "client", tokens.Role.CACHE_WRITER: "cache-writer", tokens.Role.WORKER: "worker"}
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -46,7 +47,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     start.add_argument("--worker-key", type=Path, help="private key of --worker-cert")
     start.add_argument(
         "--auth", choices=[a.value for a in manager.Auth], default=manager.Auth.JWT.value,
-        help="client and worker authentication: jwt (tokens in STATE/auth, default) or none",
+        help="authentication: jwt (a token per role in STATE/auth, each refused outside its role; default) or none "
+             "(anyone who reaches the port may do anything: a single trusted user only)",
     )
     start.add_argument(
         "--compiler", action="append", default=[], help="allow-listed compiler for the workers (repeatable)"
@@ -63,12 +65,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     stop = sub.add_parser("stop", help="stop what this host runs (workers, cleanup, BuildGrid, redis, PostgreSQL)")
     stop.add_argument("--role", choices=[r.value for r in Role],
                       help="stop only the server side or only the workers (default: everything this host runs)")
-    for q in (
-        start,
-        stop,
-        sub.add_parser("status", help="show each component and probe the endpoint"),
-        sub.add_parser("token", help="print the client token file (0600), renewed when it expires within 30 days"),
-    ):
+    token = sub.add_parser("token", help="print a token file (0600), renewed when it expires within 30 days")
+    token.add_argument(
+        "--for", dest="token_for", choices=[TOKEN_FOR[r] for r in tokens.Role], default=TOKEN_FOR[tokens.Role.CLIENT],
+        help="whose token: client (runs actions, reads the cache; default), cache-writer (a client that may also "
+             "write the action cache: trusted writers only) or worker",
+    )
+    for q in (start, stop, sub.add_parser("status", help="show each component and probe the endpoint"), token):
         q.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state directory (default: %(default)s)")
         q.set_defaults(run=run)
     made = sub.add_parser(
@@ -163,9 +166,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.cluster_command == "token":
         found = manager.load(state)
-        token = found.token_file(tokens.Role.CLIENT) if found is not None else None
+        whose = next(r for r, name in TOKEN_FOR.items() if name == args.token_for)
+        # a worker host only holds the worker token it was given: it mints none (it has no secret to sign with)
+        token = found.token_file(whose) if found is not None and found.host_role.runs_server else None
         if found is None or token is None:
-            raise manager.ClusterError(f"no cluster with authentication in {state} (`cluster start` makes one)")
+            raise manager.ClusterError(f"no cluster server with authentication in {state} (`cluster start` makes one)")
         manager.ensure_tokens(found)
         print(token)
         return 0
@@ -200,6 +205,10 @@ def _print_started(st: manager.ClusterState, state: Path) -> None:
     token = st.token_file(tokens.Role.CLIENT)
     if token is not None:
         print(f"        export GOMA_EXT_REMOTE_TOKEN_FILE={token}   (client token, mode 0600)")
+    writer = st.token_file(tokens.Role.CACHE_WRITER)
+    if writer is not None:
+        print(f"cache writer token (a client token that may also write the action cache; trusted writers only): "
+              f"{writer}")
 
 
 def _print_server(st: manager.ClusterState) -> None:

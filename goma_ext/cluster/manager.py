@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from goma_ext.cluster import procs, redis_server, roles, sandboxing, secretfiles, tokens
+from goma_ext.cluster import acl, procs, redis_server, roles, sandboxing, secretfiles, tokens
 from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir
 from goma_ext.cluster.roles import Role, parse_size, probe_host
 from goma_ext.cluster.server import (
@@ -32,6 +32,8 @@ from goma_ext.remote.names import ENV_VARS, TOKEN_ENV
 from goma_ext.worker.bots import SESSION_FILE
 
 STATE_FILE = "cluster.json"
+SERVER_CONFIG = "buildgrid.yml"
+ACL_FILE = "buildgrid-acl.yml"  # beside SERVER_CONFIG: which RPCs each token's role may call (no secret in it)
 READY_TIMEOUT_S = 90.0
 CLEANUP_INTERVAL_S = 10
 DEFAULT_CAS_MAX_SIZE = parse_size(roles.DEFAULT_CAS_MAX_SIZE)
@@ -161,20 +163,27 @@ class ClusterState:
             return Path(self.worker_token_file) if role is tokens.Role.WORKER else None
         if self.auth != Auth.JWT.value:
             return None
-        return self.auth_dir / (secretfiles.WORKER_TOKEN if role is tokens.Role.WORKER else secretfiles.CLIENT_TOKEN)
+        return self.auth_dir / secretfiles.token_name(role)
 
     def client_config(self, rpc_timeout_s: float = 30.0, max_attempts: int = 4) -> RemoteConfig:
         """Settings for a client of this cluster: its endpoint, CA and client token, and the workers' certificate
-        when there is one (what the cluster's own readiness probe and `status` present: a cluster that requires
-        client certificates refuses a probe without one)."""
+        when there is one (a cluster that requires client certificates refuses a probe without one). Never the
+        worker token: BuildGrid refuses it Execute and the action cache. A worker host holds no client token (None
+        here): whoever builds there uses a client token of their own, from the server host."""
         tls = self.endpoint.startswith("grpcs://")
         return RemoteConfig(
             endpoint=self.endpoint, instance=self.instance, ca_file=self.ca_file,
             client_cert=Path(self.worker_cert) if tls and self.worker_cert else None,
             client_key=Path(self.worker_key) if tls and self.worker_key else None,
-            token_file=self.token_file(tokens.Role.CLIENT) or self.token_file(tokens.Role.WORKER),  # a worker host's
+            token_file=self.token_file(tokens.Role.CLIENT),
             rpc_timeout_s=rpc_timeout_s, max_attempts=max_attempts,
         )
+
+    def probe_config(self, rpc_timeout_s: float = 30.0, max_attempts: int = 4) -> RemoteConfig:
+        """What `start` waits with and `status` probes with (GetCapabilities only, which every role may call): the
+        client settings, or on a worker host, which holds no client token, its worker token."""
+        cfg = self.client_config(rpc_timeout_s, max_attempts)
+        return cfg if cfg.token_file else replace(cfg, token_file=self.token_file(tokens.Role.WORKER))
 
     @property
     def ca_file(self) -> Path | None:
@@ -209,7 +218,7 @@ def load(state: Path) -> ClusterState | None:
 
 
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
-    cfg = st.client_config(rpc_timeout_s=2.0, max_attempts=1)
+    cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
     instance = st.instance
     deadline = time.monotonic() + READY_TIMEOUT_S
     last = "no answer"
@@ -292,6 +301,7 @@ def _server_settings(st: ClusterState) -> ServerSettings:
         tls_client_ca=Path(st.tls_client_ca) if st.tls_client_ca else None,
         keepalive_s=st.keepalive_s, plaintext=st.plaintext,
         jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
+        acl_file=state / ACL_FILE if st.auth == Auth.JWT.value else None,
         listen=st.listen, store=st.store,
     )
 
@@ -319,8 +329,11 @@ def start_server(st: ClusterState) -> ClusterState:
     """(Re)start BuildGrid on the recorded ports; returns the state with its pid."""
     state = Path(st.state)
     bgd = ensure_venv(Path(st.server_venv))
-    config = state / "buildgrid.yml"  # no secret in it: files named by path (`!read-file`, passfile=)
-    config.write_text(render_config(_server_settings(st)))
+    settings = _server_settings(st)
+    if settings.acl_file is not None:
+        _write_atomically(settings.acl_file, acl.render(st.instance))
+    config = state / SERVER_CONFIG  # no secret in it: files named by path (`!read-file`, passfile=)
+    _write_atomically(config, render_config(settings))
     log = state / "logs" / "buildgrid.log"
     pid = procs.spawn([str(bgd), "server", "start", str(config)], log)
     try:
@@ -329,6 +342,13 @@ def start_server(st: ClusterState) -> ClusterState:
         procs.stop(pid)  # not recorded anywhere yet: nothing else would ever stop it
         raise
     return replace(st, server_pid=pid)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """PATH with TEXT, through a temp file renamed over it: BuildGrid never reads half a config."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _start_redis(st: ClusterState) -> ClusterState:
@@ -449,8 +469,9 @@ def _start_server_side(st: ClusterState) -> ClusterState:
 
 
 def ensure_tokens(st: ClusterState) -> None:
-    """The HS256 secret (made once) and a worker and a client token signed with it (made again when missing,
-    signed with another key or expiring within tokens.RENEW_BEFORE_S). All 0600 in the 0700 STATE/auth."""
+    """The HS256 secret (made once) and a token per role signed with it: worker, client and cache writer (made
+    again when missing, signed with another key or expiring within tokens.RENEW_BEFORE_S). All 0600 in the 0700
+    STATE/auth."""
     d = secretfiles.auth_dir(Path(st.state))
     secret_file = d / secretfiles.JWT_SECRET
     if not secret_file.exists():
@@ -509,18 +530,19 @@ def status(state: Path) -> dict[str, object]:
     probe = "down"
     if procs.alive(st.server_pid) or st.host_role is Role.WORKER:
         try:
-            cfg = st.client_config(rpc_timeout_s=2.0, max_attempts=1)
+            cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
             with open_channel(cfg) as ch:
                 t = time.monotonic()
                 capabilities.fetch(ch, st.instance, cfg.metadata(), retry.RetryPolicy(1, timeout_s=2.0))
                 probe = f"ok ({(time.monotonic() - t) * 1000:.0f} ms)"
         except RemoteError as e:
-            probe = f"error: {explain_failure(st.client_config(), str(e))}"
+            probe = f"error: {explain_failure(st.probe_config(), str(e))}"
     info: dict[str, object] = {
         "state": st.state, "started": True, "role": st.role, "endpoint": st.endpoint, "instance": st.instance,
         "plaintext_endpoint": st.plaintext_endpoint, "tls_endpoint": st.tls_endpoint, "ca_file": st.tls_ca,
         "tls_client_ca": st.tls_client_ca, "worker_cert": st.worker_cert,
         "auth": st.auth, "client_token": str(st.token_file(tokens.Role.CLIENT) or "") or None,
+        "cache_writer_token": str(st.token_file(tokens.Role.CACHE_WRITER) or "") or None,
         "capabilities": probe,
     }
     if st.host_role.runs_server:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import assert_never
 
+from goma_ext.cluster import tokens
 from goma_ext.cluster.postgres import ClusterError
 
 AUTH_DIR = "auth"
@@ -13,7 +15,19 @@ PG_PASSFILE = "pgpass"  # libpq's password file: BuildGrid's connection string n
 JWT_SECRET = "jwt-hs256.secret"
 WORKER_TOKEN = "worker.token"
 CLIENT_TOKEN = "client.token"
+CACHE_WRITER_TOKEN = "cache-writer.token"
 REDIS_PASSWORD = "redis.password"  # redis `requirepass`; BuildGrid reads it with `!read-file`
+
+
+def token_name(role: tokens.Role) -> str:
+    """The file in STATE/auth that holds ROLE's bearer token."""
+    if role is tokens.Role.WORKER:
+        return WORKER_TOKEN
+    if role is tokens.Role.CLIENT:
+        return CLIENT_TOKEN
+    if role is tokens.Role.CACHE_WRITER:
+        return CACHE_WRITER_TOKEN
+    assert_never(role)
 
 
 def auth_dir(state: Path) -> Path:

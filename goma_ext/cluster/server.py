@@ -43,6 +43,7 @@ class ServerSettings:
     tls_client_ca: Path | None = None  # mTLS: the TLS channel requires client certificates signed by this CA
     plaintext: bool = True  # with TLS, also the grpc:// channel on `port` (only when asked for)
     jwt_secret_file: Path | None = None  # None: no authentication (`cluster start --auth none`)
+    acl_file: Path | None = None  # with JWT: which RPCs each token's subject may call (acl.render)
     thread_pool_size: int = 64
     keepalive_s: int = 30
     listen: tuple[str, ...] = ("127.0.0.1",)  # the addresses every channel binds
@@ -231,11 +232,17 @@ def render_cleanup_config(s: ServerSettings, marks: Watermarks) -> str:
 
 
 def _authorization(s: ServerSettings) -> dict[str, object]:
-    """JWT (HS256, the secret from a 0600 file) on every instanced RPC, workers' included. Localhost requests are
-    NOT exempt (BuildGrid's `allow-localhost-requests` would let any local user in: the cluster is on 127.0.0.1)."""
+    """JWT (HS256, the secret from a 0600 file) on every instanced RPC, workers' included, and an ACL by the token's
+    role: without one any valid token could call any RPC (a client could open a bot session or write the action
+    cache). Localhost requests are NOT exempt (BuildGrid's `allow-localhost-requests` would let any local user in:
+    the cluster is on 127.0.0.1). The action caches keep `allow-updates: true` because BuildGrid's scheduler writes
+    completed results through it; the ACL is what keeps clients from calling UpdateActionResult."""
     if s.jwt_secret_file is None:
         return {"method": "none"}
-    return {"method": "jwt", "algorithm": "hs256", "secret": str(s.jwt_secret_file), "allow-localhost-requests": False}
+    if s.acl_file is None:
+        raise ClusterError("JWT authentication without an ACL would let any token call any RPC")
+    return {"method": "jwt", "algorithm": "hs256", "secret": str(s.jwt_secret_file), "acl-config": str(s.acl_file),
+            "allow-localhost-requests": False}
 
 
 def migrate(bgd: Path, db_url: str, log: Path) -> None:

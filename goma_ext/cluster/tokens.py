@@ -1,6 +1,6 @@
-"""HS256 JSON Web Tokens for the cluster's clients and workers (RFC 7519; what BuildGrid 0.4.4's `jwt` method
-checks with PyJWT: the signature with the shared secret, and an `exp` claim it requires). Standard library only:
-minting needs nothing more than HMAC-SHA256, so goma-ext takes no PyJWT dependency for it."""
+"""HS256 JSON Web Tokens for the cluster's workers, clients and cache writers (RFC 7519; what BuildGrid 0.4.4's `jwt`
+method checks with PyJWT: the signature with the shared secret, and an `exp` claim it requires). Standard library
+only: minting needs nothing more than HMAC-SHA256, so goma-ext takes no PyJWT dependency for it."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ RENEW_BEFORE_S = 30 * 24 * 3600  # `cluster start` mints new tokens when the old
 
 
 class Role(Enum):
-    """Who a token is for: its `sub` claim (BuildGrid logs it as the request's subject)."""
+    """Who a token is for: its `sub` claim, the subject BuildGrid's ACL grants RPCs to (goma_ext/cluster/acl.py)."""
 
-    WORKER = "goma-ext-worker"
-    CLIENT = "goma-ext-client"
+    WORKER = "goma-ext-worker"  # the Bots API and the CAS: takes and answers actions
+    CLIENT = "goma-ext-client"  # runs actions and reads the action cache
+    CACHE_WRITER = "goma-ext-cache-writer"  # a client that may also write the action cache (UpdateActionResult)
 
 
 def _b64(data: bytes) -> str:

@@ -69,14 +69,14 @@ def test_secrets_are_0600_in_a_0700_directory_and_on_no_command_line(cluster: Cl
     d = st.auth_dir
     assert stat.S_IMODE(d.stat().st_mode) == 0o700 and d.stat().st_uid == os.geteuid()
     names = sorted(p.name for p in d.iterdir())
-    assert names == sorted([secretfiles.CLIENT_TOKEN, secretfiles.JWT_SECRET, secretfiles.PG_PASSFILE,
-                            secretfiles.WORKER_TOKEN])
+    assert names == sorted([secretfiles.CACHE_WRITER_TOKEN, secretfiles.CLIENT_TOKEN, secretfiles.JWT_SECRET,
+                            secretfiles.PG_PASSFILE, secretfiles.WORKER_TOKEN])
     for p in d.iterdir():
         assert stat.S_IMODE(p.stat().st_mode) == 0o600 and p.stat().st_uid == os.geteuid(), p
     password = (d / secretfiles.PG_PASSFILE).read_text().strip().rsplit(":", 1)[1]
     secret = (d / secretfiles.JWT_SECRET).read_text().strip()
     assert len(password) >= 43 and len(secret) >= 43
-    public = [Path(st.state) / manager.STATE_FILE, Path(st.state) / "buildgrid.yml"]
+    public = [Path(st.state) / name for name in (manager.STATE_FILE, manager.SERVER_CONFIG, manager.ACL_FILE)]
     public += list((Path(st.state) / "logs").iterdir())
     for f in public:
         text = f.read_text(errors="replace")

@@ -53,11 +53,13 @@ def test_no_channel_at_all_is_refused() -> None:
         _render(plaintext=False)
 
 
-def test_jwt_authorization_does_not_exempt_localhost() -> None:
-    auth = _render(jwt_secret_file=Path("/s/jwt-hs256.secret"))["authorization"]
+def test_jwt_authorization_does_not_exempt_localhost_and_names_the_acl() -> None:
+    auth = _render(jwt_secret_file=Path("/s/jwt-hs256.secret"), acl_file=Path("/s/buildgrid-acl.yml"))["authorization"]
     assert auth == {"method": "jwt", "algorithm": "hs256", "secret": "/s/jwt-hs256.secret",
-                    "allow-localhost-requests": False}
-    assert _render()["authorization"] == {"method": "none"}
+                    "acl-config": "/s/buildgrid-acl.yml", "allow-localhost-requests": False}
+    with pytest.raises(ClusterError, match="any token call any RPC"):  # JWT alone: any token, any RPC
+        _render(jwt_secret_file=Path("/s/jwt-hs256.secret"))
+    assert _render()["authorization"] == {"method": "none"}  # --auth none: no identities, so no ACL
 
 
 def test_tokens_verify_with_their_key_only_and_carry_an_expiry() -> None:

@@ -144,7 +144,8 @@ def test_every_listen_address_gets_the_tls_channel() -> None:
 
 
 def test_the_config_names_secret_files_and_holds_no_secret() -> None:
-    text = server.render_config(_settings(store=STORE, jwt_secret_file=Path("/s/auth/jwt"), **TLS))
+    settings = _settings(store=STORE, jwt_secret_file=Path("/s/auth/jwt"), acl_file=Path("/s/acl.yml"), **TLS)
+    text = server.render_config(settings)
     assert "/s/auth/redis.password" in text and "/s/auth/pgpass" in text and "requirepass" not in text
 
 
@@ -206,7 +207,8 @@ def test_a_worker_host_uses_its_servers_endpoint_and_the_token_it_was_given(tmp_
                 tls_ca="/k/ca.pem", worker_token_file="/t/worker.token", auth="jwt", workers=2)
     assert st.endpoint == "grpcs://10.0.0.5:2000" and st.ca_file == Path("/k/ca.pem")
     assert st.token_file(tokens.Role.WORKER) == Path("/t/worker.token") and st.token_file(tokens.Role.CLIENT) is None
-    assert st.client_config().token_file == Path("/t/worker.token")  # `status` probes with it
+    assert st.probe_config().token_file == Path("/t/worker.token")  # `status` probes with it (GetCapabilities)
+    assert st.client_config().token_file is None  # a worker host is no client: BuildGrid refuses it Execute
     assert st.plaintext_endpoint is None and st.tls_endpoint is None and st.store is None
 
 
