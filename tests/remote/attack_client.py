@@ -1,7 +1,11 @@
 """An attacker's REAPI client: run as an unprivileged local user by test_sandbox_attacks.py, it sends one hand-made
 action (any argv, absolute paths included: it skips the checks of goma-ext's own client) and prints the outcome as
-JSON. Usage: python attack_client.py SPEC.json (endpoint, instance, salt, argv, files {name: path}, outputs,
-token_file: the attacker's own copy of the cluster's client token, as a user the cluster admits would have)."""
+JSON. Usage: python attack_client.py SPEC.json, where SPEC holds: endpoint, instance, salt, argv, outputs,
+token_file (the attacker's own copy of the cluster's client token, as a user the cluster admits would have), and
+the input tree: files {tree path: local path} (paths may hold '/'), executable [tree paths], links {tree path:
+target}, bomb [width, depth] (a directory `bomb` whose every level names the one below `width` times), plus
+optional workdir, env {name: value} and timeout_s. An argv[0] holding '/' is a program from the input root (a
+hermetic action: no compiler identity is asked for)."""
 
 from __future__ import annotations
 
@@ -9,32 +13,84 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from goma_ext.remote import action, execution
 from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.identity import identify
+from goma_ext.remote.identity import OS_FAMILY, PROP_OS, identify
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
 
 
-def attack(spec: dict[str, object]) -> dict[str, object]:
+def _dir(spec: dict[str, Any], blobs: dict[Digest, BlobSource]) -> Digest:
+    """The input root of SPEC's files, links and bomb, its blobs added to BLOBS."""
+    tree: dict[str, Any] = {}
+
+    def place(path: str, node: object) -> None:
+        *parents, name = path.split("/")
+        d = tree
+        for p in parents:
+            d = d.setdefault(p, {})
+        d[name] = node
+
+    executable = set(spec.get("executable", []))
+    for path, local in spec.get("files", {}).items():
+        data = Path(local).read_bytes()
+        blobs[Digest.of_bytes(data)] = BlobSource(data=data)
+        place(path, ("file", Digest.of_bytes(data), path in executable))
+    for path, target in spec.get("links", {}).items():
+        place(path, ("link", target))
+    if "bomb" in spec:
+        width, depth = spec["bomb"]
+        below = _put(re_pb2.Directory(), blobs)
+        for _ in range(depth):
+            below = _put(re_pb2.Directory(directories=[re_pb2.DirectoryNode(name=f"c{i}", digest=below.to_proto())
+                                                       for i in range(width)]), blobs)
+        place("bomb", ("digest", below))
+
+    def build(d: dict[str, Any]) -> Digest:
+        msg = re_pb2.Directory()
+        for name in sorted(d):
+            node = d[name]
+            if isinstance(node, dict):
+                msg.directories.add(name=name, digest=build(node).to_proto())
+            elif node[0] == "digest":
+                msg.directories.add(name=name, digest=node[1].to_proto())
+            elif node[0] == "file":
+                msg.files.add(name=name, digest=node[1].to_proto(), is_executable=node[2])
+            else:
+                msg.symlinks.add(name=name, target=node[1])
+        return _put(msg, blobs)
+
+    return build(tree)
+
+
+def _put(msg: re_pb2.Directory, blobs: dict[Digest, BlobSource]) -> Digest:
+    d = Digest.of_message(msg)
+    blobs[d] = BlobSource(data=serialize(msg))
+    return d
+
+
+def attack(spec: dict[str, Any]) -> dict[str, object]:
     token = spec.get("token_file")
     cfg = RemoteConfig(endpoint=str(spec["endpoint"]), instance=str(spec["instance"]), cache_salt=str(spec["salt"]),
                        max_attempts=1, token_file=Path(str(token)) if token else None)
     ex = RemoteExecutor(cfg)
     try:
-        files = {name: Path(path).read_bytes() for name, path in dict(spec["files"]).items()}  # type: ignore[call-overload]
-        nodes = [re_pb2.FileNode(name=n, digest=Digest.of_bytes(b).to_proto()) for n, b in sorted(files.items())]
-        root = re_pb2.Directory(files=nodes)
-        blobs = {Digest.of_bytes(b): BlobSource(data=b) for b in files.values()}
-        blobs[Digest.of_message(root)] = BlobSource(data=serialize(root))
-        argv = tuple(str(a) for a in spec["argv"])  # type: ignore[attr-defined]
-        clang = identify(argv[0], Path(tempfile.gettempdir()))
-        built = action.build(action.ActionSpec(argv, "", tuple(spec["outputs"]), clang.properties(),  # type: ignore[arg-type]
-                                               Digest.of_message(root), timeout_s=120, salt=cfg.cache_salt.encode()))
+        blobs: dict[Digest, BlobSource] = {}
+        root = _dir(spec, blobs)
+        argv = tuple(str(a) for a in spec["argv"])
+        if "/" in argv[0]:
+            props: tuple[tuple[str, str], ...] = ((PROP_OS, OS_FAMILY),)
+        else:
+            props = identify(argv[0], Path(tempfile.gettempdir())).properties()
+        built = action.build(action.ActionSpec(
+            argv, spec.get("workdir", ""), tuple(spec["outputs"]), props, root,
+            timeout_s=int(spec.get("timeout_s", 120)), salt=cfg.cache_salt.encode(),
+            environment=tuple(sorted(spec.get("env", {}).items()))))
         blobs[built.command_digest] = BlobSource(data=built.command)
         blobs[built.action_digest] = BlobSource(data=built.action)
         ex.cas.upload(blobs)
@@ -45,7 +101,9 @@ def attack(spec: dict[str, object]) -> dict[str, object]:
             return ex.cas.read(Digest.from_proto(d)).decode(errors="replace") if d.hash else ""
 
         return {"exit_code": res.exit_code, "stdout": read(res.stdout_digest), "stderr": read(res.stderr_digest),
-                "outputs": sorted(f.path for f in res.output_files), "worker": res.execution_metadata.worker}
+                "outputs": sorted(f.path for f in res.output_files),
+                "output_data": {f.path: read(f.digest) for f in res.output_files},
+                "worker": res.execution_metadata.worker}
     except RemoteError as e:
         return {"error_code": e.code, "error": str(e)}
     finally:

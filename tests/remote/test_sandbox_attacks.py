@@ -5,27 +5,19 @@ Needs root (as CI runs): the workers then run actions as the cluster's runner us
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.remote.conftest import INSTANCE, Cluster
-from tests.system_users import User, temporary_user
+from tests.remote.attacker import Attacker
+from tests.remote.conftest import Cluster
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attack suite plays a second local user: needs root")
 
-CLIENT = Path(__file__).with_name("attack_client.py")
-REPO = Path(__file__).resolve().parents[2]
 SLEEP_MARK = "4242"  # `sleep 4242`: the plugin's background process, looked for after the lease
 EVIL_C = r"""
 #include <arpa/inet.h>
@@ -61,57 +53,6 @@ __attribute__((constructor)) static void evil(void) {
 #endif
 }
 """
-
-
-class Attacker:
-    """An unprivileged local user with a private directory, sending actions to the cluster."""
-
-    def __init__(self, user: User, home: Path, cluster: Cluster) -> None:
-        self.user, self.home, self.cluster = user, home, cluster
-        self.n = 0
-        self.python = _python_for(user)
-        self.token = self.put("client.token", cluster.token_file.read_bytes())  # admitted: the attacks are on workers
-        self.token.chmod(0o600)
-
-    def put(self, name: str, data: bytes) -> Path:
-        path = self.home / name
-        path.write_bytes(data)
-        os.chown(path, self.user.uid, self.user.gid)
-        return path
-
-    def send(self, argv: list[str], files: dict[str, Path], outputs: tuple[str, ...] = ("a.o",)) -> dict[str, Any]:
-        self.n += 1
-        salt = f"attack-{os.getpid()}-{time.time_ns()}"  # never an action-cache hit
-        spec = {"endpoint": self.cluster.endpoint, "instance": INSTANCE, "salt": salt, "argv": argv,
-                "files": {k: str(v) for k, v in files.items()}, "outputs": list(outputs), "token_file": str(self.token)}
-        spec_file = self.put(f"spec{self.n}.json", json.dumps(spec).encode())
-        proc = self.user.run([*self.python, str(CLIENT), str(spec_file)])
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        out: dict[str, Any] = json.loads(proc.stdout)
-        print(f"{argv[1:]} -> {out}")
-        return out
-
-
-def _python_for(user: User) -> list[str]:
-    """The venv's interpreter when the user can run it, else Debian's python3 (same minor version) with the venv's
-    packages: the venv's interpreter may live under /root (pyenv), which the attacker cannot reach."""
-    if user.run([sys.executable, "-c", "import grpc, goma_ext"]).returncode == 0:
-        return [sys.executable]
-    import grpc
-
-    return ["env", f"PYTHONPATH={Path(grpc.__file__).parent.parent}:{REPO}", "/usr/bin/python3"]
-
-
-@pytest.fixture(scope="module")
-def attacker(cluster: Cluster) -> Iterator[Attacker]:
-    assert cluster.runner is not None
-    with temporary_user("gxatk") as user:
-        home = Path(tempfile.mkdtemp(prefix="gx-attacker-"))
-        try:
-            os.chown(home, user.uid, user.gid)
-            yield Attacker(user, home, cluster)
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture

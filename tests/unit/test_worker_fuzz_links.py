@@ -1,0 +1,172 @@
+"""A seeded fuzzer of input trees with symlinks against the real worker ([harden]): random trees (links with
+relative and absolute targets, chains through other links, links to directories, `..` after links), random
+outputs through them, and an action (dash in a real bubblewrap sandbox, as the runner uid when root) that plants
+more links, FIFOs and directories at its outputs and their parents. Around each lease a sacrificial parent
+directory (holding the sandboxes, a root-only decoy and an open decoy) and every directory up to / are
+snapshotted; any change outside the sandbox fails, and so does any lease status but OK or INVALID_ARGUMENT (a
+clear refusal), or a box left behind. GX_FUZZ_SEED and GX_FUZZ_COUNT choose the run; the seed is printed."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import stat
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from goma_ext.remote.digest import Digest, serialize
+from goma_ext.remote.proto import code_pb2, re_pb2
+from goma_ext.worker.filecache import FileCache
+from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.runner import execute_lease
+from tests.unit.test_worker_runner import _DictCas, _sandboxed
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
+
+SEED = int(os.environ.get("GX_FUZZ_SEED", "20261126"))
+COUNT = int(os.environ.get("GX_FUZZ_COUNT", "120"))
+DASH = Path("/usr/bin/dash").read_bytes()
+NAMES = ("a", "b", "d", "out", "obj", "decoy", "open", "gx")
+
+
+@dataclass(frozen=True)
+class Place:
+    """The sacrificial parent: BASE/sandboxes holds the boxes (the input root is three levels below BASE)."""
+
+    base: Path
+    scratch: Path
+    outside: tuple[Path, ...]  # watched: BASE's tree but the sandboxes, and every directory above BASE
+
+
+def _snapshot(place: Place) -> dict[str, tuple[int, int, int, int, bytes]]:
+    out: dict[str, tuple[int, int, int, int, bytes]] = {}
+    for p in place.outside:  # owner and mode (their link counts move with anything else on the machine)
+        st = os.lstat(p)
+        out[str(p)] = (st.st_uid, st.st_gid, st.st_mode, 0, b"")
+    for top, dirs, files in os.walk(place.base):
+        if Path(top) == place.scratch:
+            dirs.clear()
+            continue
+        for name in dirs + files:
+            p = Path(top) / name
+            st = os.lstat(p)
+            data = p.read_bytes() if stat.S_ISREG(st.st_mode) else os.readlink(p).encode() if stat.S_ISLNK(
+                st.st_mode) else b""
+            out[str(p)] = (st.st_uid, st.st_gid, st.st_mode, st.st_nlink, data)
+    return out
+
+
+@pytest.fixture
+def place() -> Iterator[Place]:
+    base = Path(tempfile.mkdtemp(prefix="gx-fuzz-"))
+    try:
+        os.chmod(base, 0o711)
+        scratch = base / "sandboxes"
+        scratch.mkdir(mode=0o711)
+        (base / "decoy").mkdir(mode=0o700)
+        (base / "decoy" / "keep").write_text("root only\n")
+        (base / "open").mkdir(mode=0o777)
+        (base / "open" / "keep").write_text("open\n")
+        yield Place(base, scratch, (base, *base.parents))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _target(rng: random.Random, place: Place) -> str:
+    """A link target: absolute (into the decoys or the system), or a relative walk of names, `.` and `..`."""
+    if rng.random() < 0.04:
+        return rng.choice([str(place.base / "decoy"), str(place.base / "open" / "keep"), "/etc", "/", "/tmp"])
+    parts = [rng.choice(("..", ".", *NAMES, *NAMES)) for _ in range(rng.randint(1, 4))]
+    return "/".join(parts)
+
+
+def _path(rng: random.Random) -> str:
+    return "/".join(rng.choice(NAMES) for _ in range(rng.randint(1, 3)))
+
+
+def _case(rng: random.Random, place: Place) -> tuple[_DictCas, Digest]:
+    """A random input tree with links, outputs through them, and a script that plants more at run time."""
+    tree: dict[str, object] = {}
+    for _ in range(rng.randint(1, 8)):
+        *parents, name = _path(rng).split("/")
+        d = tree
+        for p in parents:
+            nxt = d.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                break
+            d = nxt
+        else:
+            if name not in d:
+                d[name] = ("link", _target(rng, place)) if rng.random() < 0.4 else ("file", b"data %d\n" % len(d))
+    if rng.random() < 0.3:  # a chain whose every link stays inside as text: `c0 -> .`, `c1 -> c0/..`, …
+        d = tree.setdefault("gx", {}) if rng.random() < 0.5 else tree
+        if isinstance(d, dict) and "c0" not in d:
+            d["c0"] = ("link", ".")
+            for k in range(1, rng.randint(2, 6)):
+                d[f"c{k}"] = ("link", f"c{k - 1}/..")
+    tree["sh"] = ("file", DASH)
+    cas = _DictCas({})
+
+    def build(d: dict[str, object]) -> Digest:
+        msg = re_pb2.Directory()
+        for name in sorted(d):
+            node = d[name]
+            if isinstance(node, dict):
+                msg.directories.add(name=name, digest=build(node).to_proto())
+            elif node[0] == "file":  # type: ignore[index]
+                data: bytes = node[1]  # type: ignore[index, assignment]
+                cas.blobs[Digest.of_bytes(data)] = data
+                msg.files.add(name=name, digest=Digest.of_bytes(data).to_proto(), is_executable=name == "sh")
+            else:
+                msg.symlinks.add(name=name, target=node[1])  # type: ignore[index]
+        cas.blobs[Digest.of_message(msg)] = serialize(msg)
+        return Digest.of_message(msg)
+
+    root = build(tree)
+    picked = sorted({_path(rng) for _ in range(rng.randint(1, 4))})
+    outputs = [o for o in picked if not any(other.startswith(o + "/") for other in picked)]  # no output a parent
+    plants = []
+    for out in outputs:
+        parent = os.path.dirname(out) or "."
+        kind = rng.choice(("write",) * 6 + ("link", "parent-link", "fifo", "dir"))
+        if kind == "write":
+            plants.append(f"echo x > {out}")
+        elif kind == "link":
+            plants.append(f"rm -rf {out}; ln -s {_target(rng, place)} {out}")
+        elif kind == "parent-link" and parent != ".":
+            plants.append(f"rm -rf {parent}; ln -s {_target(rng, place)} {parent}")
+        elif kind == "fifo":
+            plants.append(f"rm -rf {out}; mkfifo {out}")
+        else:
+            plants.append(f"rm -rf {out}; mkdir -p {out}")
+    command = re_pb2.Command(arguments=["./sh", "-c", "; ".join(plants) + "; true"], output_paths=outputs)
+    action = re_pb2.Action(command_digest=Digest.of_message(command).to_proto(), input_root_digest=root.to_proto())
+    cas.blobs[Digest.of_message(command)] = serialize(command)
+    cas.blobs[Digest.of_message(action)] = serialize(action)
+    return cas, Digest.of_message(action)
+
+
+def test_random_link_trees_never_change_anything_outside_the_sandbox(place: Place, tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    iso = _sandboxed()
+    cache = FileCache(tmp_path / "file-cache")
+    codes: Counter[str] = Counter()
+    before = _snapshot(place)
+    for i in range(COUNT):
+        cas, digest = _case(rng, place)
+        out = execute_lease(cas, digest, Allowlist({}), place.scratch, iso, file_cache=cache)  # type: ignore[arg-type]
+        code = code_pb2.Code.Name(out.status.code)
+        codes[code] += 1
+        assert out.status.code in (code_pb2.OK, code_pb2.INVALID_ARGUMENT), f"case {i} (seed {SEED}): {out.status}"
+        assert out.status.code != code_pb2.INVALID_ARGUMENT or out.status.message.startswith("goma-ext worker")
+        assert list(place.scratch.iterdir()) == [], f"case {i} (seed {SEED}) left its box"
+        assert _snapshot(place) == before, f"case {i} (seed {SEED}) changed something outside the sandbox"
+    print(f"fuzz: seed {SEED}, {COUNT} input trees with links: outside unchanged after each; statuses "
+          f"{dict(sorted(codes.items()))}")
+    assert codes["OK"] > 0 and codes["INVALID_ARGUMENT"] > 0  # the generator reaches both sides
