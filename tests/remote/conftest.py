@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +21,9 @@ from goma_ext.cluster import manager, procs, tokens
 from goma_ext.remote import stats
 from tests.conftest import REPO
 from tests.system_users import User, temporary_user
+
+if TYPE_CHECKING:
+    from tests.remote.attacker import Attacker
 
 SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
 # A shell script cannot travel as a toolchain: actions of the slow clang use the worker's own (toolchain: host).
@@ -107,7 +111,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
                        str(slow), "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
             keepalive_s=20, run_as=runner.name if runner else None, sandbox_dir=reachable / "sandboxes",
-            worker_args=("--max-procs", "256", "--cpu-time", "120"), also_plaintext=True,
+            worker_args=("--max-procs", "256", "--cpu-time", "120", "--max-stream-bytes", "8M", "--tmp-size", "64M"),
+            also_plaintext=True,
         )
         stack.callback(manager.destroy, base / "state")
         st = manager.start(spec)
@@ -181,3 +186,19 @@ def records(program: ThinProgram) -> list[stats.RunRecord]:
 
 def no_temp_files(program: ThinProgram) -> list[str]:
     return sorted(p.name for p in (program.out / "obj").iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.fixture(scope="module")
+def attacker(cluster: Cluster) -> Iterator[Attacker]:
+    """A local user made for the module (removed after), admitted to the cluster with its own copy of the client
+    token, with a private directory: the attack suites' player."""
+    from tests.remote.attacker import Attacker
+
+    assert cluster.runner is not None
+    with temporary_user("gxatk") as user:
+        home = Path(tempfile.mkdtemp(prefix="gx-attacker-"))
+        try:
+            os.chown(home, user.uid, user.gid)
+            yield Attacker(user, home, cluster)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
