@@ -6,6 +6,9 @@ command (what the REAPI action runs: `clang … -fthinlto-index=… -c … -o �
 `isolation.run`, alternately bare and sandboxed, ROUNDS times, with the build directory as the input root. The
 input root's materialisation and the uploads are the same in both modes and are left out: the difference is the
 sandbox's set-up and tear-down. `/usr/bin/true` gives the same cost with nothing to hide it.
+
+Then, side by side in the same run, the worker's own steps around each backend sent with its toolchain as inputs
+(bench/lease_phases.py): what [harden]'s checks cost per action against the whole lease.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import graph_tool, results, rounds_cli, subjects, variants
+from bench import graph_tool, lease_phases, results, rounds_cli, subjects, variants
 from bench.fsio import remove
 from bench.measure import progress, run
 from bench.table import render
@@ -120,11 +123,16 @@ def main(argv: Sequence[str]) -> int:
     variants.configure(Variant.GRAPH, out, subject.root, subject.gn_args)
     run(["ninja", "-C", str(out)])
     os.chmod(out, 0o755)
-    rows = measure(out, 1 if args.quick else ROUNDS)
+    rounds = 1 if args.quick else ROUNDS
+    rows = measure(out, rounds)
     print(render(["action", "runs", "none ms (median)", "bwrap ms (median)", "cost ms (median of pairs)",
                   "none ms (mean)", "bwrap ms (mean)"],
                  [[r.action, r.runs, r.none_ms, r.bwrap_ms, r.cost_ms, r.none_mean_ms, r.bwrap_mean_ms] for r in rows]))
-    path = results.write(args.results, "isolation", dict(ctx, rows=rows, source=graph_tool.source_state(),
-                                                         command=command))
+    phases = lease_phases.measure(out, _backend_commands(out), rounds)
+    print(render(["worker step (per backend lease, toolchain as inputs)", "leases", "ms (median)", "ms (mean)",
+                  "share of the lease (means)"],
+                 [[p.phase, p.actions, p.median_ms, p.mean_ms, p.share_of_lease] for p in phases]))
+    path = results.write(args.results, "isolation", dict(ctx, rows=rows, phases=phases,
+                                                         source=graph_tool.source_state(), command=command))
     print(f"results: {path}")
     return 0

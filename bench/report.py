@@ -333,7 +333,14 @@ def isolation_block(d: Data) -> str:
                    "none ms (mean)", "bwrap ms (mean)"],
                   [[r["action"], r["runs"], r["none_ms"], r["bwrap_ms"], r["cost_ms"], r["none_mean_ms"],
                     r["bwrap_mean_ms"]] for r in d["rows"]], markdown=True)
-    return f"{_run_line(d)} Source: {d.get('source', '?')}.\n\n{main}"
+    phases = d.get("phases") or []
+    if not phases:
+        return f"{_run_line(d)} Source: {d.get('source', '?')}.\n\n{main}"
+    steps = render(["worker step (per backend lease, toolchain as inputs)", "leases", "ms (median)", "ms (mean)",
+                    "share of the lease (means)"],
+                   [[p["phase"], p["actions"], p["median_ms"], p["mean_ms"], p["share_of_lease"]] for p in phases],
+                   markdown=True)
+    return f"{_run_line(d)} Source: {d.get('source', '?')}.\n\n{main}\n\n{steps}"
 
 
 def regen_block(d: Data) -> str:

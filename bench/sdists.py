@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sys
 import tarfile
@@ -77,7 +78,8 @@ class _OwnTarFile(tarfile.TarFile):
     """A tar reader whose extracted files belong to whoever extracts them (as `tar --no-same-owner`): as root,
     tarfile would give each file the archive's uid/gid, i.e. to whichever local user has that uid."""
 
-    def chown(self, tarinfo: tarfile.TarInfo, targetpath: str, numeric_owner: bool) -> None:
+    def chown(self, tarinfo: tarfile.TarInfo, targetpath: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+              numeric_owner: bool) -> None:
         return None
 
 
