@@ -58,7 +58,9 @@ def _backend_commands(out: Path) -> list[list[str]]:
                 for var, val in scope.items():
                     value = value.replace(f"${var}", val)
                 argv = shlex.split(value)
-                if "-c" in argv and "ir" in argv:  # a backend (`clang -c -x ir …`), not a link
+                # a one-step backend (`clang -c -x ir …`): not a link, nor a two-step one (`--cg-opt-level=N clang …`,
+                # the backend step's option: two compiler runs)
+                if "-c" in argv and "ir" in argv and not argv[0].startswith("-"):
                     cmds.append(argv)
     return cmds
 

@@ -325,6 +325,12 @@ def _check_client_certs(spec: ClusterSpec) -> None:
             raise ClusterError(f"{flag} {path}: no such file")
 
 
+def private_dir(path: Path) -> None:
+    """PATH, made when missing, 0700 (also when an older goma-ext made it world-readable)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
 def start_server(st: ClusterState) -> ClusterState:
     """(Re)start BuildGrid on the recorded ports; returns the state with its pid."""
     state = Path(st.state)
@@ -334,6 +340,7 @@ def start_server(st: ClusterState) -> ClusterState:
         _write_atomically(settings.acl_file, acl.render(st.instance))
     config = state / SERVER_CONFIG  # no secret in it: files named by path (`!read-file`, passfile=)
     _write_atomically(config, render_config(settings))
+    private_dir(settings.cas_dir)  # blobs are every build's inputs and outputs: no other local user reads them
     log = state / "logs" / "buildgrid.log"
     pid = procs.spawn([str(bgd), "server", "start", str(config)], log)
     try:

@@ -18,11 +18,12 @@ from typing import Any
 from goma_ext.remote import action, execution
 from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest, serialize
+from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import OS_FAMILY, PROP_OS, identify
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
+from tests import input_trees
 
 
 def _dir(spec: dict[str, Any], blobs: dict[Digest, BlobSource]) -> Digest:
@@ -36,42 +37,22 @@ def _dir(spec: dict[str, Any], blobs: dict[Digest, BlobSource]) -> Digest:
             d = d.setdefault(p, {})
         d[name] = node
 
+    def put(d: Digest, data: bytes) -> None:
+        blobs[d] = BlobSource(data=data)
+
     executable = set(spec.get("executable", []))
     for path, local in spec.get("files", {}).items():
-        data = Path(local).read_bytes()
-        blobs[Digest.of_bytes(data)] = BlobSource(data=data)
-        place(path, ("file", Digest.of_bytes(data), path in executable))
+        place(path, ("file", Path(local).read_bytes(), path in executable))
     for path, target in spec.get("links", {}).items():
         place(path, ("link", target))
     if "bomb" in spec:
         width, depth = spec["bomb"]
-        below = _put(re_pb2.Directory(), blobs)
+        below = input_trees.stored(re_pb2.Directory(), put)
         for _ in range(depth):
-            below = _put(re_pb2.Directory(directories=[re_pb2.DirectoryNode(name=f"c{i}", digest=below.to_proto())
-                                                       for i in range(width)]), blobs)
+            below = input_trees.stored(re_pb2.Directory(directories=[
+                re_pb2.DirectoryNode(name=f"c{i}", digest=below.to_proto()) for i in range(width)]), put)
         place("bomb", ("digest", below))
-
-    def build(d: dict[str, Any]) -> Digest:
-        msg = re_pb2.Directory()
-        for name in sorted(d):
-            node = d[name]
-            if isinstance(node, dict):
-                msg.directories.add(name=name, digest=build(node).to_proto())
-            elif node[0] == "digest":
-                msg.directories.add(name=name, digest=node[1].to_proto())
-            elif node[0] == "file":
-                msg.files.add(name=name, digest=node[1].to_proto(), is_executable=node[2])
-            else:
-                msg.symlinks.add(name=name, target=node[1])
-        return _put(msg, blobs)
-
-    return build(tree)
-
-
-def _put(msg: re_pb2.Directory, blobs: dict[Digest, BlobSource]) -> Digest:
-    d = Digest.of_message(msg)
-    blobs[d] = BlobSource(data=serialize(msg))
-    return d
+    return input_trees.build(tree, put)
 
 
 def attack(spec: dict[str, Any]) -> dict[str, object]:

@@ -99,6 +99,16 @@ def _execute(cfg: RemoteConfig) -> None:
         execution.execute(ch, cfg.instance, cfg.metadata(), Digest.of_bytes(b"no such action"), ONCE, 10.0)
 
 
+def test_the_cas_and_the_workers_file_cache_are_private_to_the_cluster(cluster: Cluster) -> None:
+    """Blobs are every build's inputs and outputs: 0700 directories (what lies under them is then unreachable for
+    other local users, whatever the modes BuildGrid gives its files)."""
+    state = Path(cluster.st.state)
+    for d in (state / "cas", state / "workers" / "file-cache"):
+        st = d.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.geteuid(), (d, oct(st.st_mode))
+    assert any((state / "cas").iterdir())  # BuildGrid writes there
+
+
 def test_requests_without_the_clusters_token_are_unauthenticated(cluster: Cluster) -> None:
     st = cluster.st
     forged = tokens.mint(secretfiles.new_secret(), tokens.Role.CLIENT)  # right shape, another key

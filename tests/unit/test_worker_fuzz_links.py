@@ -25,6 +25,7 @@ from goma_ext.remote.proto import code_pb2, re_pb2
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import execute_lease
+from tests import input_trees
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
@@ -103,32 +104,17 @@ def _case(rng: random.Random, place: Place) -> tuple[_DictCas, Digest]:
             d = nxt
         else:
             if name not in d:
-                d[name] = ("link", _target(rng, place)) if rng.random() < 0.4 else ("file", b"data %d\n" % len(d))
+                link = rng.random() < 0.4
+                d[name] = ("link", _target(rng, place)) if link else ("file", b"data %d\n" % len(d), False)
     if rng.random() < 0.3:  # a chain whose every link stays inside as text: `c0 -> .`, `c1 -> c0/..`, …
-        d = tree.setdefault("gx", {}) if rng.random() < 0.5 else tree
-        if isinstance(d, dict) and "c0" not in d:
-            d["c0"] = ("link", ".")
+        at = tree.setdefault("gx", {}) if rng.random() < 0.5 else tree
+        if isinstance(at, dict) and "c0" not in at:
+            at["c0"] = ("link", ".")
             for k in range(1, rng.randint(2, 6)):
-                d[f"c{k}"] = ("link", f"c{k - 1}/..")
-    tree["sh"] = ("file", DASH)
+                at[f"c{k}"] = ("link", f"c{k - 1}/..")
+    tree["sh"] = ("file", DASH, True)
     cas = _DictCas({})
-
-    def build(d: dict[str, object]) -> Digest:
-        msg = re_pb2.Directory()
-        for name in sorted(d):
-            node = d[name]
-            if isinstance(node, dict):
-                msg.directories.add(name=name, digest=build(node).to_proto())
-            elif node[0] == "file":  # type: ignore[index]
-                data: bytes = node[1]  # type: ignore[index, assignment]
-                cas.blobs[Digest.of_bytes(data)] = data
-                msg.files.add(name=name, digest=Digest.of_bytes(data).to_proto(), is_executable=name == "sh")
-            else:
-                msg.symlinks.add(name=name, target=node[1])  # type: ignore[index]
-        cas.blobs[Digest.of_message(msg)] = serialize(msg)
-        return Digest.of_message(msg)
-
-    root = build(tree)
+    root = input_trees.build(tree, cas.blobs.__setitem__)
     picked = sorted({_path(rng) for _ in range(rng.randint(1, 4))})
     outputs = [o for o in picked if not any(other.startswith(o + "/") for other in picked)]  # no output a parent
     plants = []
@@ -161,7 +147,7 @@ def test_random_link_trees_never_change_anything_outside_the_sandbox(place: Plac
     for i in range(COUNT):
         cas, digest = _case(rng, place)
         out = execute_lease(cas, digest, Allowlist({}), place.scratch, iso, file_cache=cache)  # type: ignore[arg-type]
-        code = code_pb2.Code.Name(out.status.code)
+        code = code_pb2.Code.Name(out.status.code)  # type: ignore[arg-type]
         codes[code] += 1
         assert out.status.code in (code_pb2.OK, code_pb2.INVALID_ARGUMENT), f"case {i} (seed {SEED}): {out.status}"
         assert out.status.code != code_pb2.INVALID_ARGUMENT or out.status.message.startswith("goma-ext worker")
