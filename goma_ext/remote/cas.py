@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -117,7 +118,7 @@ class Cas:
             self._batch_update({d: todo[d].read() for d in batch})
             self.calls["BatchUpdateBlobs"] += 1
         for d in sorted(d for d in missing if not self._fits_batch(d)):
-            self._write_stream(d, todo[d].read())
+            self._write_stream(d, todo[d])
             self.calls["ByteStream.Write"] += 1
         self._present.update(missing)
         self.bytes_uploaded += sum(d.size for d in missing)
@@ -158,16 +159,43 @@ class Cas:
         if lost := set(data) - seen:
             raise RemoteError(f"BatchUpdateBlobs: no status for {len(lost)} blob(s), e.g. {min(lost)}", temporary=True)
 
-    def _write_stream(self, digest: Digest, data: bytes) -> None:
-        verify(digest, data)
+    def _write_stream(self, digest: Digest, source: BlobSource) -> None:
+        """ByteStream.Write of one blob. A file source is read chunk by chunk (a worker's memory holds one chunk
+        of an output, not the output) and hashed on the way; the last chunk (finish_write) is sent only when the
+        bytes match the digest, else the stream is abandoned with DigestMismatchError."""
+        if source.data is not None:
+            verify(digest, source.data)
+
+        def chunks() -> Iterator[bytes]:
+            if source.data is not None:
+                data = source.data
+                yield from (data[off : off + STREAM_CHUNK] for off in range(0, len(data), STREAM_CHUNK))
+                return
+            if source.path is None:
+                raise RemoteError(f"ByteStream.Write {digest}: a blob source with neither data nor path",
+                                  temporary=False)
+            h = hashlib.sha256()
+            size = 0
+            with open(source.path, "rb") as f:
+                while chunk := f.read(STREAM_CHUNK):
+                    h.update(chunk)
+                    size += len(chunk)
+                    if size > digest.size:
+                        break
+                    yield chunk
+            if Digest(h.hexdigest(), size) != digest:
+                raise DigestMismatchError(f"blob {digest}: {source.path} changed while it was uploaded")
 
         def requests(name: str) -> Iterator[bs_pb2.WriteRequest]:
-            for off in range(0, max(1, len(data)), STREAM_CHUNK):
-                chunk = data[off : off + STREAM_CHUNK]
-                last = off + STREAM_CHUNK >= len(data)
-                yield bs_pb2.WriteRequest(
-                    resource_name=name if off == 0 else "", write_offset=off, data=chunk, finish_write=last
-                )
+            off = 0
+            pending: bytes | None = None
+            for chunk in chunks():  # one chunk held back: the last one carries finish_write
+                if pending is not None:
+                    yield bs_pb2.WriteRequest(resource_name=name if off == 0 else "", write_offset=off, data=pending)
+                    off += len(pending)
+                pending = chunk
+            yield bs_pb2.WriteRequest(resource_name=name if off == 0 else "", write_offset=off, data=pending or b"",
+                                      finish_write=True)
 
         def attempt(timeout: float) -> bs_pb2.WriteResponse:
             name = self._resource(f"uploads/{uuid.uuid4()}/blobs/{digest.hash}/{digest.size}")

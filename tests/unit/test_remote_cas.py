@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import pytest
@@ -120,3 +121,24 @@ def test_a_per_blob_failure_is_an_error_not_silence(fake: tuple[FakeCas, Cas]) -
     f.fail_update = True
     with pytest.raises(RemoteError, match="INVALID_ARGUMENT"):
         cas.upload(_blobs(b"x"))
+
+
+def test_a_large_file_streams_in_chunks_and_a_file_that_changed_is_never_committed(
+    fake: tuple[FakeCas, Cas], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's output goes up chunk by chunk from its file (its memory holds a chunk, not the output); the
+    chunk that finishes the write is sent only when the bytes hashed on the way match the digest."""
+    f, cas = fake
+    monkeypatch.setattr(cas_mod, "STREAM_CHUNK", 4096)
+    out = tmp_path / "big.o"
+    out.write_bytes(bytes(range(256)) * 100)  # 25,600 bytes: 7 chunks
+    d = Digest.of_file(out)
+    assert cas.upload({d: BlobSource(path=out)}) == d.size
+    assert f.blobs[d.hash] == out.read_bytes() and len(f.stream_writes) == 1
+    changed = tmp_path / "changed.o"
+    changed.write_bytes(b"a" * 20_000)
+    stale = Digest.of_file(changed)
+    changed.write_bytes(b"b" * 20_000)
+    with pytest.raises(RemoteError):
+        cas.upload({stale: BlobSource(path=changed)})
+    assert stale.hash not in f.blobs  # the stream was abandoned before finish_write
