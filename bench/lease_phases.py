@@ -46,22 +46,21 @@ class PhaseRow:
     share_of_lease: float  # mean phase / mean lease
 
 
-class _DictCas:
-    """What execute_lease reads and writes, in memory."""
+class _SourceCas:
+    """What execute_lease reads and writes, from the blobs' own sources (files read when asked for: the toolchain,
+    which every action carries, is held once, on disk), shared by every lease."""
 
-    def __init__(self, blobs: dict[Any, bytes]) -> None:
-        self.blobs = blobs
+    def __init__(self) -> None:
+        self.sources: dict[Any, Any] = {}
 
     def read(self, d: Any) -> bytes:
-        return self.blobs[d]
+        return bytes(self.sources[d].read())
 
     def read_many(self, ds: Any) -> dict[Any, bytes]:
-        return {d: self.blobs[d] for d in ds}
+        return {d: self.read(d) for d in ds}
 
     def upload(self, blobs: dict[Any, Any]) -> int:
-        for d, src in blobs.items():
-            self.blobs[d] = src.read()
-        return len(blobs)
+        return len(blobs)  # outputs and streams: not kept
 
 
 @contextmanager
@@ -93,7 +92,7 @@ def _timed(spent: dict[str, float]) -> Iterator[None]:
             setattr(mod, name, fn)
 
 
-def _prepared(out: Path, cmds: Sequence[list[str]]) -> list[tuple[_DictCas, Any]]:
+def _prepared(out: Path, cmds: Sequence[list[str]]) -> tuple[_SourceCas, list[Any]]:
     from goma_ext.remote.client import prepare_action
     from goma_ext.remote.config import RemoteConfig
     from goma_ext.remote.identity import identify
@@ -102,14 +101,17 @@ def _prepared(out: Path, cmds: Sequence[list[str]]) -> list[tuple[_DictCas, Any]
 
     cfg = RemoteConfig(endpoint="grpc://127.0.0.1:1", exec_root=out)
     cache = ToolchainCache()
-    leases = []
+    cas = _SourceCas()
+    actions = []
+    compilers: dict[str, Any] = {}
     for argv in cmds:
-        compiler = identify(argv[0], out)
+        compiler = compilers.get(argv[0]) or compilers.setdefault(argv[0], identify(argv[0], out))
         toolchain = cache.get(compiler.path, Path(argv[0]).name, cfg.base_system)
         files = action_files(argv, out)
         prepared = prepare_action(cfg, argv, out, files.inputs, files.outputs, compiler, toolchain=toolchain)
-        leases.append((_DictCas({d: s.read() for d, s in prepared.blobs().items()}), prepared.built.action_digest))
-    return leases
+        cas.sources.update(prepared.blobs())
+        actions.append(prepared.built.action_digest)
+    return cas, actions
 
 
 def measure(out: Path, cmds: Sequence[list[str]], rounds: int) -> list[PhaseRow]:
@@ -121,7 +123,7 @@ def measure(out: Path, cmds: Sequence[list[str]], rounds: int) -> list[PhaseRow]
     from goma_ext.worker.policy import Allowlist
     from goma_ext.worker.runner import execute_lease
 
-    leases = _prepared(out, cmds)
+    cas, leases = _prepared(out, cmds)
     work = Path(tempfile.mkdtemp(prefix="gx-bench-lease-"))
     os.chmod(work, 0o711)
     run_as = RunAs("nobody", 65534, 65534) if os.geteuid() == 0 else None
@@ -132,7 +134,7 @@ def measure(out: Path, cmds: Sequence[list[str]], rounds: int) -> list[PhaseRow]
         scratch = work / "sandboxes"
         scratch.mkdir(mode=0o711)
         for r in range(rounds + 1):
-            for cas, digest in leases:
+            for digest in leases:
                 spent: dict[str, float] = defaultdict(float)
                 with _timed(spent):
                     t = time.perf_counter()
