@@ -56,6 +56,9 @@ class Deadline:
         return None if self.at is None else max(0.0, self.at - time.monotonic())
 
 
+NO_DEADLINE = Deadline()
+
+
 def check_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
         raise bad_path(f"input tree holds an invalid name {name!r}")
@@ -78,10 +81,10 @@ def fetch(cas: Cas, root: Digest, bounds: TreeBounds, deadline: Deadline) -> dic
     with more entries than `bounds` once expanded."""
     dirs: dict[Digest, re_pb2.Directory] = {}
     level = {root}
-    for _ in range(bounds.depth + 1):
-        if not level:
-            measure(dirs, root, bounds)
-            return dirs
+    depth = 0  # of `level`'s directories below the root
+    while level:
+        if depth > bounds.depth:
+            raise too_large(f"input tree is deeper than {bounds.depth} levels (the worker's --max-input-depth)")
         deadline.check("fetching the input tree")
         if len(dirs) + len(level) > bounds.nodes:
             raise too_large(f"input tree has more than {bounds.nodes} entries (the worker's --max-input-nodes)")
@@ -96,7 +99,9 @@ def fetch(cas: Cas, root: Digest, bounds: TreeBounds, deadline: Deadline) -> dic
             dirs[d] = msg
             nxt.update(Digest.from_proto(c.digest) for c in msg.directories)
         level = nxt - set(dirs)
-    raise too_large(f"input tree is deeper than {bounds.depth} levels (the worker's --max-input-depth)")
+        depth += 1
+    measure(dirs, root, bounds)
+    return dirs
 
 
 def measure(dirs: dict[Digest, re_pb2.Directory], root: Digest, bounds: TreeBounds) -> tuple[int, int]:

@@ -24,7 +24,16 @@ from goma_ext.worker import beneath
 from goma_ext.worker.errors import bad_path
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.inputtree import Deadline, TreeBounds, check_name, disk_lookup, fetch, resolve_link, too_large
+from goma_ext.worker.inputtree import (
+    NO_DEADLINE,
+    Deadline,
+    TreeBounds,
+    check_name,
+    disk_lookup,
+    fetch,
+    resolve_link,
+    too_large,
+)
 
 MAX_DEPTH = 64
 DEFAULT_TREE_BOUNDS = TreeBounds(nodes=500_000, file_bytes=32 << 30, depth=MAX_DEPTH)
@@ -32,7 +41,6 @@ FETCH_GROUP_BYTES = 64 << 20  # fetched and placed before the next group is read
 # Smaller blobs are written directly, never cached. 0: measured, linking 1000 cached 4 KiB headers took 35 ms,
 # writing them from memory 390 ms (copying from the cache 640 ms), before counting their download.
 CACHE_MIN_BYTES = 0
-NO_DEADLINE = Deadline()
 DEADLINE_EVERY = 1024  # entries placed between two looks at the deadline
 
 __all__ = ["Outputs", "check_name", "collect_outputs", "input_program", "inside", "materialise"]

@@ -18,7 +18,7 @@ from goma_ext.worker import baseroot, isolation
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.isolation import ExecFailed, Isolation, IsolationMode, Limits, bwrap_argv, run
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, PlatformError, requested
-from goma_ext.worker.runner import LeaseOutcome, hand_over, execute_lease, probe, probe_command
+from goma_ext.worker.runner import LeaseOutcome, execute_lease, hand_over, probe, probe_command
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 DASH = Path("/usr/bin/dash").read_bytes()

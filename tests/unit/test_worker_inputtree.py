@@ -101,8 +101,20 @@ def test_no_operation_follows_a_link_planted_on_the_way(tmp_path: Path) -> None:
             beneath.open_regular(fd, "obj/a.o", "output")
         with pytest.raises(Refusal, match="not a regular file"):
             beneath.open_regular(fd, "obj/fifo", "output")  # returns at once: no writer is waited for
-        with pytest.raises(Refusal, match="'..'"):
+        with pytest.raises(Refusal, match=r"holds '\.\.'"):
             beneath.open_dir(fd, "obj/../..", "output path")
         assert beneath.open_regular(fd, "obj/missing.o", "output") is None
         beneath.chown_dirs(fd, os.getuid(), os.getgid())
     assert sorted(p.name for p in outside.iterdir()) == ["secret"]  # nothing created through the links
+
+
+def test_depth_is_counted_below_the_root_and_refused_past_the_bound() -> None:
+    from goma_ext.worker.inputtree import NO_DEADLINE, fetch
+    from tests.unit.test_worker_runner import _DictCas
+
+    dirs, root = _bomb(1, 5)  # the root, then 5 levels below it
+    cas = _DictCas({d: serialize(m) for d, m in dirs.items()})
+    assert len(fetch(cas, root, TreeBounds(nodes=100, file_bytes=10**6, depth=5), NO_DEADLINE)) == 6  # type: ignore[arg-type]
+    with pytest.raises(Refusal, match="deeper than 4 levels") as e:
+        fetch(cas, root, TreeBounds(nodes=100, file_bytes=10**6, depth=4), NO_DEADLINE)  # type: ignore[arg-type]
+    assert e.value.code == code_pb2.RESOURCE_EXHAUSTED

@@ -31,7 +31,7 @@ from goma_ext.worker.isolation import (
     run,
 )
 from goma_ext.worker.policy import Allowlist
-from goma_ext.worker.runner import hand_over, execute_lease, probe, remove_box
+from goma_ext.worker.runner import execute_lease, hand_over, probe, remove_box
 
 BARE = Isolation(IsolationMode.NONE, Limits(), None)
 SH = Path("/usr/bin/dash")
