@@ -8,9 +8,11 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 
@@ -24,7 +26,8 @@ class User:
     def run(self, argv: Sequence[str], **kw: object) -> subprocess.CompletedProcess[str]:
         """ARGV as this user (runuser: no password, no login shell), from /, with a minimal environment."""
         env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}
-        return subprocess.run([RUNUSER, "-u", self.name, "--", *argv], cwd="/", env=env, capture_output=True,
+        kw.setdefault("cwd", "/")
+        return subprocess.run([RUNUSER, "-u", self.name, "--", *argv], env=env, capture_output=True,
                               text=True, timeout=300, **kw)  # type: ignore[call-overload]
 
 
@@ -41,3 +44,15 @@ def temporary_user(prefix: str = "gnt") -> Iterator[User]:
     finally:
         subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
         subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
+def python_for(user: User) -> list[str]:
+    """An interpreter USER can run that imports this repository and its venv's packages: the venv's own when the
+    user can run it, else Debian's python3 (same minor version) with the venv's site-packages and the repository
+    on PYTHONPATH (the venv's interpreter may live under /root, with pyenv)."""
+    repo = Path(__file__).resolve().parents[1]
+    if user.run([sys.executable, "-c", "import grpc, goma_ext"]).returncode == 0:
+        return ["env", f"PYTHONPATH={repo}", sys.executable]
+    import grpc
+
+    return ["env", f"PYTHONPATH={Path(grpc.__file__).parent.parent}:{repo}", "/usr/bin/python3"]

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from tests.remote.conftest import INSTANCE, Cluster
-from tests.system_users import User
+from tests.system_users import User, python_for
 
 CLIENT = Path(__file__).with_name("attack_client.py")
-REPO = Path(__file__).resolve().parents[2]
 
 
 class Attacker:
@@ -23,7 +21,7 @@ class Attacker:
     def __init__(self, user: User, home: Path, cluster: Cluster) -> None:
         self.user, self.home, self.cluster = user, home, cluster
         self.n = 0
-        self.python = _python_for(user)
+        self.python = python_for(user)
         self.token = self.put("client.token", cluster.token_file.read_bytes())  # admitted: the attacks are on workers
         self.token.chmod(0o600)
 
@@ -49,15 +47,3 @@ class Attacker:
         out: dict[str, Any] = json.loads(proc.stdout)
         print(f"{argv[1:]} -> {json.dumps(out)[:600]}")
         return out
-
-
-def _python_for(user: User) -> list[str]:
-    """The venv's interpreter when the user can run it, else Debian's python3 (same minor version) with the venv's
-    packages: the venv's interpreter may live under /root (pyenv), which the attacker cannot reach."""
-    if user.run([sys.executable, "-c", "import grpc, goma_ext"]).returncode == 0:
-        return [sys.executable]
-    import grpc
-
-    return ["env", f"PYTHONPATH={Path(grpc.__file__).parent.parent}:{REPO}", "/usr/bin/python3"]
-
-

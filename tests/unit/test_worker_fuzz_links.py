@@ -8,6 +8,7 @@ clear refusal), or a box left behind. GX_FUZZ_SEED and GX_FUZZ_COUNT choose the 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -26,6 +27,7 @@ from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.runner import execute_lease
 from tests import input_trees
+from tests.system_users import python_for, temporary_user
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
@@ -38,11 +40,22 @@ NAMES = ("a", "b", "d", "out", "obj", "decoy", "open", "gx")
 
 @dataclass(frozen=True)
 class Place:
-    """The sacrificial parent: BASE/sandboxes holds the boxes (the input root is three levels below BASE)."""
+    """The sacrificial parent: BASE/sandboxes holds the boxes (the input root is three levels below BASE), and
+    BASE/file-cache the worker's file cache; BASE/decoy is root's (0700), BASE/open anybody's."""
 
     base: Path
-    scratch: Path
-    outside: tuple[Path, ...]  # watched: BASE's tree but the sandboxes, and every directory above BASE
+
+    @property
+    def scratch(self) -> Path:
+        return self.base / "sandboxes"
+
+    @property
+    def cache(self) -> Path:
+        return self.base / "file-cache"
+
+    @property
+    def outside(self) -> tuple[Path, ...]:  # watched: BASE's tree but the worker's own, and every directory above
+        return (self.base, *self.base.parents)
 
 
 def _snapshot(place: Place) -> dict[str, tuple[int, int, int, int, bytes]]:
@@ -50,33 +63,48 @@ def _snapshot(place: Place) -> dict[str, tuple[int, int, int, int, bytes]]:
     for p in place.outside:  # owner and mode (their link counts move with anything else on the machine)
         st = os.lstat(p)
         out[str(p)] = (st.st_uid, st.st_gid, st.st_mode, 0, b"")
-    for top, dirs, files in os.walk(place.base):
-        if Path(top) == place.scratch:
+    for top, dirs, files in os.walk(place.base):  # what this uid cannot list is left out (an ordinary user's view)
+        if Path(top) in (place.scratch, place.cache):
             dirs.clear()
             continue
         for name in dirs + files:
             p = Path(top) / name
+            if p in (place.scratch, place.cache):  # the worker's own: its link count moves with its contents
+                continue
             st = os.lstat(p)
-            data = p.read_bytes() if stat.S_ISREG(st.st_mode) else os.readlink(p).encode() if stat.S_ISLNK(
-                st.st_mode) else b""
+            try:
+                data = p.read_bytes() if stat.S_ISREG(st.st_mode) else os.readlink(p).encode() if stat.S_ISLNK(
+                    st.st_mode) else b""
+            except PermissionError:
+                data = b"(unreadable)"
             out[str(p)] = (st.st_uid, st.st_gid, st.st_mode, st.st_nlink, data)
     return out
 
 
+def make_place(owner: tuple[int, int] | None = None) -> Place:
+    """A new sacrificial parent; OWNER (uid, gid) gets BASE, the sandboxes and the open decoy (a worker run as
+    that user), root keeps the decoy."""
+    place = Place(Path(tempfile.mkdtemp(prefix="gx-fuzz-")))
+    os.chmod(place.base, 0o711)
+    place.scratch.mkdir(mode=0o711)
+    place.cache.mkdir(mode=0o700)
+    (place.base / "decoy").mkdir(mode=0o700)
+    (place.base / "decoy" / "keep").write_text("root only\n")
+    (place.base / "open").mkdir(mode=0o777)
+    (place.base / "open" / "keep").write_text("open\n")
+    if owner is not None:
+        for p in (place.base, place.scratch, place.cache, place.base / "open", place.base / "open" / "keep"):
+            os.chown(p, *owner)
+    return place
+
+
 @pytest.fixture
 def place() -> Iterator[Place]:
-    base = Path(tempfile.mkdtemp(prefix="gx-fuzz-"))
+    made = make_place()
     try:
-        os.chmod(base, 0o711)
-        scratch = base / "sandboxes"
-        scratch.mkdir(mode=0o711)
-        (base / "decoy").mkdir(mode=0o700)
-        (base / "decoy" / "keep").write_text("root only\n")
-        (base / "open").mkdir(mode=0o777)
-        (base / "open" / "keep").write_text("open\n")
-        yield Place(base, scratch, (base, *base.parents))
+        yield made
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(made.base, ignore_errors=True)
 
 
 def _target(rng: random.Random, place: Place) -> str:
@@ -138,21 +166,57 @@ def _case(rng: random.Random, place: Place) -> tuple[_DictCas, Digest]:
     return cas, Digest.of_message(action)
 
 
-def test_random_link_trees_never_change_anything_outside_the_sandbox(place: Place, tmp_path: Path) -> None:
-    rng = random.Random(SEED)
+def fuzz(place: Place, seed: int, count: int) -> Counter[str]:
+    """COUNT random cases from SEED through the real worker (as the runner uid `nobody` when root, else as this
+    user in a user namespace); after each, the outside as this uid sees it must be unchanged, the box gone and the
+    status OK or a clear INVALID_ARGUMENT. Returns the statuses counted."""
+    rng = random.Random(seed)
     iso = _sandboxed()
-    cache = FileCache(tmp_path / "file-cache")
+    cache = FileCache(place.cache)
     codes: Counter[str] = Counter()
     before = _snapshot(place)
-    for i in range(COUNT):
+    for i in range(count):
         cas, digest = _case(rng, place)
         out = execute_lease(cas, digest, Allowlist({}), place.scratch, iso, file_cache=cache)  # type: ignore[arg-type]
         code = code_pb2.Code.Name(out.status.code)  # type: ignore[arg-type]
         codes[code] += 1
-        assert out.status.code in (code_pb2.OK, code_pb2.INVALID_ARGUMENT), f"case {i} (seed {SEED}): {out.status}"
+        assert out.status.code in (code_pb2.OK, code_pb2.INVALID_ARGUMENT), f"case {i} (seed {seed}): {out.status}"
         assert out.status.code != code_pb2.INVALID_ARGUMENT or out.status.message.startswith("goma-ext worker")
-        assert list(place.scratch.iterdir()) == [], f"case {i} (seed {SEED}) left its box"
-        assert _snapshot(place) == before, f"case {i} (seed {SEED}) changed something outside the sandbox"
-    print(f"fuzz: seed {SEED}, {COUNT} input trees with links: outside unchanged after each; statuses "
-          f"{dict(sorted(codes.items()))}")
+        assert list(place.scratch.iterdir()) == [], f"case {i} (seed {seed}) left its box"
+        assert _snapshot(place) == before, f"case {i} (seed {seed}) changed something outside the sandbox"
+    return codes
+
+
+def test_random_link_trees_never_change_anything_outside_the_sandbox(place: Place) -> None:
+    codes = fuzz(place, SEED, COUNT)
+    print(f"fuzz: seed {SEED}, {COUNT} input trees with links (root worker, runner uid): outside unchanged after "
+          f"each; statuses {dict(sorted(codes.items()))}")
     assert codes["OK"] > 0 and codes["INVALID_ARGUMENT"] > 0  # the generator reaches both sides
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="plays an ordinary user: needs root to create one")
+def test_a_worker_run_by_an_ordinary_user_is_held_to_the_same() -> None:
+    """The same cases through a worker started by an ordinary user (its actions run as itself, in a user
+    namespace): nothing of that user's own outside the sandbox changes either, nor root's decoy."""
+    with temporary_user("gxfuzz") as user:
+        place = make_place((user.uid, user.gid))
+        try:
+            before = _snapshot(place)  # root's view, the decoy's contents included
+            run = user.run([*python_for(user), "-c", CHILD, str(place.base), str(SEED), str(COUNT)])
+            assert run.returncode == 0, run.stderr[-3000:]
+            codes = json.loads(run.stdout.strip().splitlines()[-1])
+            assert _snapshot(place) == before
+        finally:
+            shutil.rmtree(place.base, ignore_errors=True)
+    print(f"fuzz: seed {SEED}, {COUNT} input trees with links (worker run by an ordinary user): outside unchanged; "
+          f"statuses {codes}")
+    assert codes.get("OK", 0) > 0 and codes.get("INVALID_ARGUMENT", 0) > 0
+
+
+CHILD = """
+import json, sys
+from pathlib import Path
+from tests.unit.test_worker_fuzz_links import Place, fuzz
+codes = fuzz(Place(Path(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]))
+print(json.dumps(dict(sorted(codes.items()))))
+"""
