@@ -1,7 +1,7 @@
 """Abseil (Chromium's C++ base library) as a GN workspace in the cache: a real project of 400+ TUs with tests.
 
 The sources are Debian's abseil source package (the orig tarball of trixie's 20240722.0, pinned by sha256,
-fetched from deb.debian.org once). Abseil ships no GN files, so this module writes them from abseil's own
+fetched once from the Debian mirror this machine's apt uses). Abseil ships no GN files, so this module writes them from abseil's own
 CMakeLists.txt files: every `absl_cc_library` becomes a source_set, every `absl_cc_test` a test source_set,
 and the tests are linked into one gtest binary per top directory of absl/ (absl_strings_tests, ...), the
 way Chromium links abseil's tests into a few binaries rather than CMake's one per test. Tests with their
@@ -26,7 +26,7 @@ from bench.ninja_workspace import sync
 
 VERSION = "20240722.0"
 TARBALL = f"abseil_{VERSION}.orig.tar.gz"
-URL = f"http://deb.debian.org/debian/pool/main/a/abseil/{TARBALL}"
+POOL_PATH = f"pool/main/a/abseil/{TARBALL}"  # below the Debian archive of the machine's apt sources
 SHA256 = "df6d1f5ef540725f3851201176a60486aab332410788465c9877910bb471c34a"
 GOOGLETEST = Path("/usr/src/googletest")
 # RTTI is on for the whole subject (see _block). Abseil is not -Wall -Wextra -Werror clean with clang 19.
@@ -220,7 +220,7 @@ def fetch(cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     tarball = cache / TARBALL
     if not tarball.is_file():
-        with urllib.request.urlopen(URL, timeout=120) as r, open(f"{tarball}.tmp", "wb") as f:
+        with urllib.request.urlopen(f"{sdists.debian_mirror()}/{POOL_PATH}", timeout=120) as r, open(f"{tarball}.tmp", "wb") as f:
             shutil.copyfileobj(r, f)
         Path(f"{tarball}.tmp").replace(tarball)
     sdists.unpack(tarball, SHA256, f"abseil-{VERSION}", top)

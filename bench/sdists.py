@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
@@ -33,6 +34,26 @@ class Sdist:
 NINJA = Sdist("ninja", "1.13.0", "4a40ce995ded54d9dc24f8ea37ff3bf62ad192b547f6c7126e7e25045e76f978", "ninja-upstream")
 # libdeflate 1.26 (C) with its CMakeLists.txt and its test programs (ctest), as the `deflate` package bundles it.
 LIBDEFLATE = Sdist("deflate", "0.9.0", "962e0a6f1ea3a94b900a8ea0ce138fa92bfcbafda5b86367104a259ffcd3462b", "libdeflate")
+
+
+def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
+    """The Debian archive this machine's apt uses (deb822 `URIs:` or one-line `deb` sources), without a trailing /:
+    no registry's address is written in the repository, every machine here has its own mirror configured."""
+    uris: list[str] = []
+    for path in sorted(glob.glob(str(apt / "sources.list.d" / "*.sources"))):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith("URIs:"):
+                uris += line.split()[1:]
+    for path in [str(apt / "sources.list"), *sorted(glob.glob(str(apt / "sources.list.d" / "*.list")))]:
+        if os.path.isfile(path):
+            for line in Path(path).read_text().splitlines():
+                words = line.split()
+                if words[:1] == ["deb"]:
+                    uris += [w for w in words[1:] if w.startswith(("http:", "https:"))][:1]
+    for uri in uris:
+        if uri.rstrip("/").endswith("/debian"):
+            return uri.rstrip("/")
+    raise BenchError(f"{apt}/sources.list*: no Debian archive (a URI ending in /debian) to fetch sources from")
 
 
 def sha256(path: Path) -> str:

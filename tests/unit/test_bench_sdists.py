@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import sdists
+from bench.measure import BenchError
 
 
 def _archive(path: Path) -> str:
@@ -48,3 +49,18 @@ def test_a_member_outside_the_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(sdists.BenchError, match=r"unexpected member '\.\./escape'"):
         sdists.unpack(tarball, hashlib.sha256(tarball.read_bytes()).hexdigest(), "evil-1", tmp_path / "evil")
     assert not (tmp_path / "escape").exists()
+
+
+def test_the_debian_mirror_is_the_machines_own(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "other.sources").write_text("Types: deb\nURIs: https://mirror.example/node_20.x\n")
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian-security\n")
+    assert sdists.debian_mirror(tmp_path) == "http://mirror.example/debian"
+    (tmp_path / "sources.list.d" / "debian.sources").unlink()
+    (tmp_path / "sources.list").write_text("# one-line form\ndeb [arch=amd64] http://one.example/debian bookworm main\n")
+    assert sdists.debian_mirror(tmp_path) == "http://one.example/debian"
+    (tmp_path / "sources.list").unlink()
+    with pytest.raises(BenchError, match="no Debian archive"):
+        sdists.debian_mirror(tmp_path)
