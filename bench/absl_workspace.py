@@ -1,8 +1,8 @@
 """Abseil (Chromium's C++ base library) as a GN workspace in the cache: a real project of 400+ TUs with tests.
 
 The sources are Debian's abseil source package (the orig tarball of trixie's 20240722.0, pinned by sha256,
-fetched once from the Debian mirror this machine's apt uses). Abseil ships no GN files, so this module writes them from abseil's own
-CMakeLists.txt files: every `absl_cc_library` becomes a source_set, every `absl_cc_test` a test source_set,
+fetched once from the Debian mirror this machine's apt uses). Abseil ships no GN files, so this module writes them
+from abseil's own CMakeLists.txt files: every `absl_cc_library` becomes a source_set, every `absl_cc_test` a test source_set,
 and the tests are linked into one gtest binary per top directory of absl/ (absl_strings_tests, ...), the
 way Chromium links abseil's tests into a few binaries rather than CMake's one per test. Tests with their
 own main() stay binaries of their own. Benchmarks (Google Benchmark, not packaged here) are left out.
@@ -220,7 +220,8 @@ def fetch(cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     tarball = cache / TARBALL
     if not tarball.is_file():
-        with urllib.request.urlopen(f"{sdists.debian_mirror()}/{POOL_PATH}", timeout=120) as r, open(f"{tarball}.tmp", "wb") as f:
+        url = f"{sdists.debian_mirror()}/{POOL_PATH}"
+        with urllib.request.urlopen(url, timeout=120) as r, open(f"{tarball}.tmp", "wb") as f:
             shutil.copyfileobj(r, f)
         Path(f"{tarball}.tmp").replace(tarball)
     sdists.unpack(tarball, SHA256, f"abseil-{VERSION}", top)

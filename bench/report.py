@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import results
+from bench import registry, results
 from bench.fsio import REPO, write_if_changed
 from bench.measure import ratio
 from bench.table import render
@@ -351,10 +351,11 @@ def regen_block(d: Data) -> str:
     return f"{_run_line(d)} Source: {d.get('source', '?')}.\n\n{main}"
 
 
-BLOCKS: dict[str, Callable[[Data], str]] = {
-    "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block, "index": index_block,
-    "builds-chromium": builds_block, "builds-abseil": builds_block, "cache": cache_block, "dtlto": dtlto_block, "proxy": proxy_block,
-    "regen": regen_block, "isolation": isolation_block, "step": step_block, "scheduling": scheduling_block,
+# a run's `renders_as` (bench/registry.py) -> the function that renders its block
+RENDERERS: dict[str, Callable[[Data], str]] = {
+    "scale": scale_block, "builds": builds_block, "sharing": sharing_block, "remote": remote_block,
+    "index": index_block, "cache": cache_block, "dtlto": dtlto_block, "proxy": proxy_block, "regen": regen_block,
+    "isolation": isolation_block, "step": step_block, "scheduling": scheduling_block,
 }
 
 
@@ -372,17 +373,13 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--doc", type=Path, default=DOC)
     p.add_argument("--plots", type=Path, default=DOC.parent, help="directory for bench-*.png")
     args = p.parse_args(argv)
-    data = {name: results.read(args.results, name) for name in BLOCKS}
-    blocks = {name: BLOCKS[name](d) for name, d in data.items() if d is not None}
-    large = results.read(args.results, "scale-large")
-    quiet = results.read(args.results, "builds-quiet")
-    if quiet is not None:
-        blocks["builds-quiet"] = builds_block(quiet)
-    blocks["goals"] = goals_block(dict(data, **{"scale-large": large, "builds-quiet": quiet}))
-    if large is not None:
-        blocks["scale-large"] = scale_block(large)
-        if data["scale"] is not None:
-            data["scale"] = dict(data["scale"], rows=data["scale"]["rows"] + large["rows"])
+    data = {r.name: results.read(args.results, r.name) for r in registry.RUNS}
+    blocks = {r.name: RENDERERS[r.renders_as](d) for r in registry.RUNS
+              if r.renders_as and (d := data[r.name]) is not None}
+    blocks["goals"] = goals_block(data)
+    large = data.pop("scale-large")  # the plots draw the large graphs on the scale plot
+    if large is not None and data["scale"] is not None:
+        data["scale"] = dict(data["scale"], rows=data["scale"]["rows"] + large["rows"])
     write_if_changed(args.doc, fill(args.doc.read_text(), blocks))
     try:
         from bench import plots

@@ -59,7 +59,7 @@ def test_the_debian_mirror_is_the_machines_own(tmp_path: Path) -> None:
         "Types: deb\nURIs: http://mirror.example/debian-security\n")
     assert sdists.debian_mirror(tmp_path) == "http://mirror.example/debian"
     (tmp_path / "sources.list.d" / "debian.sources").unlink()
-    (tmp_path / "sources.list").write_text("# one-line form\ndeb [arch=amd64] http://one.example/debian bookworm main\n")
+    (tmp_path / "sources.list").write_text("# one-line\ndeb [arch=amd64] http://one.example/debian bookworm main\n")
     assert sdists.debian_mirror(tmp_path) == "http://one.example/debian"
     (tmp_path / "sources.list").unlink()
     with pytest.raises(BenchError, match="no Debian archive"):
