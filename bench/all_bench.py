@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench import prereqs, registry, results
 from bench.fsio import REPO
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 
 
 def run_captured(name: str, extra: Sequence[str], results_dir: Path) -> int:

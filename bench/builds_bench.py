@@ -28,8 +28,8 @@ from pathlib import Path
 from bench import cluster_tool, prereqs, results, subjects, variants
 from bench.fsio import remove
 from bench.measure import Sample, progress, ratio, run
-from bench.ninja_sdist import DEFAULT_CACHE
 from bench.subjects import Subject
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
 from gn_thinlto.plan.links import inner_command

@@ -23,7 +23,7 @@ from pathlib import Path
 from bench import prereqs, results, subjects
 from bench.fsio import remove
 from bench.measure import progress, ratio, run
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from thinlto_cache.fsutil import read_bytes, write_if_changed
 from thinlto_cache.policy import CachePolicy

@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import cluster_tool, cmake_projects, prereqs, results
-from bench.cmake_projects import CMakeProject
+from bench import cluster_tool, prereqs, results
 from bench.fsio import remove
 from bench.measure import Sample, progress, ratio
-from bench.sdists import DEFAULT_CACHE
+from bench.subjects import cmake_projects
+from bench.subjects.cmake_projects import CMakeProject
+from bench.subjects.sdists import DEFAULT_CACHE
 from bench.table import render
 from goma_ext.remote import stats
 

@@ -8,8 +8,10 @@ import shutil
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench.synth import Workspace
+if TYPE_CHECKING:  # bench.subjects writes its workspaces with this module
+    from bench.subjects.synth import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "chromium_style"

@@ -18,8 +18,8 @@ from pathlib import Path
 from bench import cluster_tool, graph_tool, prereqs, results, subjects
 from bench.fsio import remove
 from bench.measure import progress, ratio
-from bench.ninja_sdist import DEFAULT_CACHE
 from bench.remote_bench import Row, one_build
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bench.synth import Link
+from bench.subjects.synth import Link
 
 RULES = """\
 rule cc

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import ninja_sdist
 from bench.measure import run
+from bench.subjects import ninja_sdist
 
 CXX = "/usr/lib/llvm-19/bin/clang++"
 CXXFLAGS = ("-O2", "-std=c++17", "-DNDEBUG", "-DUSE_PPOLL=1", "-D_FILE_OFFSET_BITS=64", "-fno-rtti",

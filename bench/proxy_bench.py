@@ -31,10 +31,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import cluster_tool, graph_tool, prereqs, proxy_load, results, subjects, thin_program
+from bench import cluster_tool, graph_tool, prereqs, proxy_load, results, subjects
 from bench.fsio import remove
 from bench.measure import progress, ratio
 from bench.remote_bench import Row, one_build
+from bench.subjects import thin_program
 from bench.table import render
 from bench.variants import Variant
 from goma_ext.remote import proxy_protocol as wire

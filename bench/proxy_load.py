@@ -1,6 +1,6 @@
 """The proxy load test: thousands of clients, up to hundreds at once, through one proxy to the local cluster.
 
-Workspace: COPIES copies of bench.thin_program (5 modules); each copy runs every distinct action REPEATS times
+Workspace: COPIES copies of bench.subjects.thin_program (5 modules); each copy runs every distinct action REPEATS times
 (5 modules × the -O variants; repeats write outputs of other names), so identical actions arrive concurrently
 from different directories, as from parallel builds. Every output is compared with a local compile of the same
 command (0 wrong), every client must exit 0 with a stats record that is not a local fallback (0 lost). CPU is
@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import procs, thin_program
+from bench import procs
 from bench.fsio import REPO
+from bench.subjects import thin_program
 from gn_thinlto.steps.step_server import build_launcher, socket_path
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE

@@ -1,6 +1,6 @@
 """`python -m bench regen`: the hook after a one-line BUILD.gn edit, incremental against a full run ([hook-perf]).
 
-On the Chromium-shaped workspace (bench.synth.chromium), in its default mode (test executables on shared
+On the Chromium-shaped workspace (bench.subjects.synth.chromium), in its default mode (test executables on shared
 null-index backends, gn_thinlto.yaml `testonly: shared_null_index`) and with every link thin-linked. For each
 kind of edit, REPEAT edits of that kind, each on another target: apply the edit (one new source in one
 target's `sources`), run `gn gen` (GN alone: its --json-ide-script is a script that does nothing, so that the
@@ -19,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import graph_tool, prereqs, results, scale_bench, synth
+from bench import graph_tool, prereqs, results, scale_bench
 from bench.fsio import remove, write_if_changed, write_workspace
 from bench.measure import BenchError, Sample, progress, ratio, run
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects import synth
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
 STATE_FILE = "gn-thinlto/hook_state.pickle"

@@ -19,7 +19,7 @@ from pathlib import Path
 from bench import cluster_tool, graph_tool, prereqs, results, subjects, variants
 from bench.fsio import remove
 from bench.measure import progress, ratio, run
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
 

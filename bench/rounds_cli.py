@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import prereqs, results
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 
 
 def parser(name: str, doc: str) -> argparse.ArgumentParser:

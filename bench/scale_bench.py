@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench import graph_tool, naive, ninja_tools, prereqs, results, synth
+from bench import graph_tool, naive, ninja_tools, prereqs, results
 from bench.fsio import ninja_files, remove, write_if_changed, write_workspace
 from bench.measure import BenchError, Sample, progress, ratio, run
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects import synth
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
 FULL_SIZES = ((100, 1000), (1000, 1000))
@@ -176,7 +177,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--sizes", help="M×N grids as M:N,M:N ('' for none; default: 100:1000,1000:1000)")
     p.add_argument("--mix", default="20:40", help="Chromium-like mix as COMPONENTS:OBJECTS_EACH ('' to skip)")
     p.add_argument("--chromium", type=int, default=0, metavar="OBJECTS",
-                   help="also the Chromium-shaped workspace of about OBJECTS objects (bench.synth.chromium)")
+                   help="also the Chromium-shaped workspace of about OBJECTS objects (bench.subjects.synth.chromium)")
     p.add_argument("--naive-max-links", type=int, default=20, help="cap on the naive baseline's links")
     p.add_argument("--repeat", type=int, default=3, help="no-op runs per directory (median)")
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)

@@ -54,7 +54,7 @@ from typing import Any
 from bench import graph_tool, prereqs, results, subjects, variants
 from bench.fsio import REPO, remove
 from bench.measure import BenchError, progress, run
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from gn_thinlto.cli import trace
 from gn_thinlto.errors import GnThinltoError

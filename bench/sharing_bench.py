@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import graph_tool, prereqs, results, subjects, synth, variants
+from bench import graph_tool, prereqs, results, subjects, variants
 from bench.fsio import remove, write_if_changed, write_workspace
 from bench.measure import progress, ratio, run
-from bench.ninja_sdist import DEFAULT_CACHE
+from bench.subjects import synth
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
 FULL = ("grid:10:100", "mix:6:20", "example")

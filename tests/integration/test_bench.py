@@ -120,7 +120,7 @@ def test_cache_smallest(tmp_path: Path) -> None:
 def test_ninja_code_base_generates(tmp_path: Path) -> None:
     """The pinned sdist is fetched and checked, and the GN files for ninja's sources generate a full graph."""
     sys.path.insert(0, str(REPO))
-    from bench import ninja_workspace
+    from bench.subjects import ninja_workspace
 
     root = ninja_workspace.prepare(CACHE)
     out = tmp_path / "out"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import cmake_projects, prereqs
-from bench.cmake_projects import CMakeProject
+from bench import prereqs
+from bench.subjects import cmake_projects
+from bench.subjects.cmake_projects import CMakeProject
 from goma_ext.remote import stats
 from tests.integration.test_graph_support import defined_functions, text_size
 

@@ -1,6 +1,6 @@
 """[hook-perf] Incremental regeneration writes the same bytes as a full run, over a sequence of BUILD.gn edits.
 
-A small Chromium-shaped workspace (bench.synth.chromium) goes through edits a developer makes: add a source,
+A small Chromium-shaped workspace (bench.subjects.synth.chromium) goes through edits a developer makes: add a source,
 remove one, change a compile flag, change a link flag, add a target, delete one, change gn_thinlto.yaml. After
 each, `gn-thinlto gen` regenerates the build dir with the hook's state from the previous run (incremental), the
 result is recorded, and the same regeneration is run again without the state (full). Every file of the build
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import synth
 from bench.fsio import write_workspace
+from bench.subjects import synth
 from gn_thinlto.regen import STATE_FILE
 
 from .test_graph_support import gn_thinlto

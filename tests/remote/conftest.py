@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bench import thin_program
-from bench.thin_program import ThinProgram
+from bench.subjects import thin_program
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import manager, procs, tokens
 from goma_ext.remote import stats
 from tests.conftest import REPO

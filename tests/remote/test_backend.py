@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import thin_program
-from bench.thin_program import ThinProgram
+from bench.subjects import thin_program
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.remote import stats
 from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, wrapper
 

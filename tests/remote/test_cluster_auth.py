@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.thin_program import ThinProgram
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import manager, procs, secretfiles, tokens
 from goma_ext.cluster.postgres import DB_USER, pg_bin
 from goma_ext.remote import capabilities, execution, retry, stats

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import thin_program
-from bench.thin_program import ThinProgram
+from bench.subjects import thin_program
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import procs
 from goma_ext.remote import stats
 from goma_ext.remote.digest import Digest

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bench import thin_program
-from bench.thin_program import ThinProgram
+from bench.subjects import thin_program
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM
 from goma_ext.remote.toolchain import ToolchainCache

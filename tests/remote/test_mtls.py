@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.thin_program import ThinProgram
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import manager, pki, tokens
 from goma_ext.remote import capabilities, retry, stats
 from goma_ext.remote import proxy_protocol as wire

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from bench import thin_program
-from bench.thin_program import ThinProgram
+from bench.subjects import thin_program
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bench.thin_program import ThinProgram
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.proxy.frames import MAX_DEPTH
 from goma_ext.remote import proxy_protocol as wire
 from tests.remote.conftest import Cluster, records

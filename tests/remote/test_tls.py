@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.thin_program import ThinProgram
+from bench.subjects.thin_program import ThinProgram
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import Cluster, local_reference, records, wrapper

@@ -1,4 +1,4 @@
-"""bench/absl_workspace.py: abseil's CMakeLists.txt calls turned into GN targets and test binaries."""
+"""bench/subjects/absl_workspace.py: abseil's CMakeLists.txt calls turned into GN targets and test binaries."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.absl_workspace import parse, render
 from bench.measure import BenchError
+from bench.subjects.absl_workspace import parse, render
 
 CMAKE = """
 absl_cc_library(

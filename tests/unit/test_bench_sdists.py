@@ -1,4 +1,4 @@
-"""bench/sdists.py extracts a pinned archive keeping no owner from it: as root, files are root's (not whichever
+"""bench/subjects/sdists.py extracts a pinned archive keeping no owner from it: as root, files are root's (not whichever
 local user has the archive's uid), without set-id or group/world write bits."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import sdists
 from bench.measure import BenchError
+from bench.subjects import sdists
 
 
 def _archive(path: Path) -> str:

@@ -1,11 +1,11 @@
-"""ninja's C++ sources (the PyPI `ninja` sdist's ninja-upstream/, bench.sdists.NINJA) and its source lists."""
+"""ninja's C++ sources (the PyPI `ninja` sdist's ninja-upstream/, bench.subjects.sdists.NINJA) and its source lists."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench import sdists
-from bench.sdists import DEFAULT_CACHE
+from bench.subjects import sdists
+from bench.subjects.sdists import DEFAULT_CACHE
 
 VERSION = sdists.NINJA.version
 __all__ = ["DEFAULT_CACHE", "LIBNINJA", "NINJA_TESTS", "PERF_BINARIES", "VERSION", "fetch"]

@@ -1,6 +1,6 @@
 """Real CMake projects built with clang/lld 22 ThinLTO: in lld's process, or through a DTLTO distributor.
 
-The sources come from pinned PyPI sdists (bench.sdists); GoogleTest from Debian's googletest sources
+The sources come from pinned PyPI sdists (bench.subjects.sdists); GoogleTest from Debian's googletest sources
 (/usr/src/googletest, the version ninja's CMakeLists.txt would download), so nothing needs the network but
 PyPI. The compile flags are the same in both modes; only the link flags differ.
 """
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import sdists
 from bench.measure import BenchError, Sample, run
+from bench.subjects import sdists
 
 GOMA_EXT = str(Path(sys.executable).parent / "goma-ext")
 TOOLCHAIN = ("-DCMAKE_C_COMPILER=clang-22", "-DCMAKE_CXX_COMPILER=clang++-22", "-DCMAKE_AR=/usr/bin/llvm-ar-22",

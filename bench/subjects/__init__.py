@@ -1,6 +1,13 @@
-"""The code bases the build benchmark builds: the example workspace, ninja's own sources and abseil.
+"""The code bases the benchmarks and the tests build, in one package (tests import their subjects from here, never
+from a benchmark's internals):
+- thin_program: a small C program compiled to ThinLTO bitcode, with its backends (the remote tests' actions);
+- synth: synthetic GN workspaces (grids, Chromium-shaped component graphs) for scale, sharing and regeneration;
+- ninja_sdist / ninja_workspace: ninja's own sources as a GN workspace (ninja_gn/ holds its BUILD.gn files);
+- absl_workspace: abseil with its tests as a GN workspace, from Debian's source package (sdists: pinned archives);
+- cmake_projects: real CMake projects (ninja, libdeflate) for DTLTO.
 
-Each is a GN workspace copied into the cache (edits never touch the repository), with the three edits the
+This module is the build benchmarks' list of them: the example workspace, ninja's own sources and abseil. Each is
+a GN workspace copied into the cache (edits never touch the repository), with the three edits the
 incremental cases make and a correctness check of the built binaries (not timed).
 """
 
@@ -14,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import absl_workspace, ninja_workspace, synth
 from bench.fsio import EXAMPLE, write_workspace
 from bench.measure import BenchError, run
+from bench.subjects import absl_workspace, ninja_workspace, synth
 
 BODY_EDIT = "{{ volatile int gn_thinlto_bench_edit = {n}; (void)gn_thinlto_bench_edit; }}"
 
@@ -61,7 +68,7 @@ def ninja(cache: Path) -> Subject:
 
 
 def abseil(cache: Path) -> Subject:
-    """Abseil with its tests (bench/absl_workspace.py): the real project of 400+ TUs and several test binaries."""
+    """Abseil with its tests (bench/subjects/absl_workspace.py): the real project of 400+ TUs and several test binaries."""
     root = absl_workspace.prepare(cache)
     return Subject("abseil", root, absl_workspace.GN_ARGS, "absl/strings/str_cat.cc",
                    "std::string StrCat(const AlphaNum& a, const AlphaNum& b) {", "absl/cleanup/cleanup_test.cc")

@@ -1,13 +1,13 @@
-"""Assemble the ninja code base as a GN workspace in the cache: sdist sources + bench/ninja_gn + example //build."""
+"""Assemble the ninja code base as a GN workspace in the cache: sdist sources + bench/subjects/ninja_gn + example //build."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from bench import ninja_sdist
 from bench.fsio import EXAMPLE, copy_tree, write_if_changed
 from bench.measure import BenchError
+from bench.subjects import ninja_sdist
 
 GN_FILES = Path(__file__).resolve().parent / "ninja_gn"
 GOOGLETEST = Path("/usr/src/googletest/googletest")
