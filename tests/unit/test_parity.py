@@ -92,7 +92,7 @@ def test_the_elf_reader(tmp_path: Path) -> None:
     with pytest.raises(ElfError, match="offset"):
         summarize(tmp_path / "cut")
     (tmp_path / "text").write_text("not elf")
-    with pytest.raises(ElfError, match="not a little-endian ELF64 file"):
+    with pytest.raises(ElfError, match="not an ELF file"):
         summarize(tmp_path / "text")
 
 
