@@ -3,7 +3,7 @@
 
 The example is built locally once (for its bitcode and indexes); then each backend
 command (what the REAPI action runs: `clang … -fthinlto-index=… -c … -o …`) is run through the worker's own
-`isolation.run`, alternately bare and sandboxed, ROUNDS times, with the build directory as the input root. The
+`sandbox.run`, alternately bare and sandboxed, ROUNDS times, with the build directory as the input root. The
 input root's materialisation and the uploads are the same in both modes and are left out: the difference is the
 sandbox's set-up and tear-down. `/usr/bin/true` gives the same cost with nothing to hide it.
 
@@ -66,18 +66,18 @@ def _backend_commands(out: Path) -> list[list[str]]:
 
 
 def _isolations() -> tuple[object, object]:
-    from goma_ext.worker.isolation import Isolation, IsolationMode, Limits
+    from goma_ext.worker.sandbox import Isolation, IsolationMode, Limits
 
     return Isolation(IsolationMode.NONE, Limits(), None), Isolation(IsolationMode.BWRAP, Limits(), None)
 
 
 def _time(iso: object, argv: list[str], root: Path, logs: Path) -> float:
-    from goma_ext.worker import isolation
+    from goma_ext.worker import sandbox
 
     exe = Path(shutil.which(argv[0]) or argv[0]).resolve()
     argv = [Path(argv[0]).name, *argv[1:]]  # as goma-ext's client sends it; the worker maps it to `exe`
     t = time.perf_counter()
-    done = isolation.run(iso, argv, exe, root, ".", {}, 600, logs)  # type: ignore[arg-type]
+    done = sandbox.run(iso, argv, exe, root, ".", {}, 600, logs)  # type: ignore[arg-type]
     dt = time.perf_counter() - t
     if done.exit_code != 0:
         raise RuntimeError(f"{shlex.join(argv)} failed: {done.stderr.decode(errors='replace')[-500:]}")

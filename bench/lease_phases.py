@@ -66,11 +66,11 @@ class _SourceCas:
 @contextmanager
 def _timed(spent: dict[str, float]) -> Iterator[None]:
     """Wrap the worker's functions so each call adds its time to spent[phase]."""
-    from goma_ext.worker import inputtree, isolation, runner, sandbox
+    from goma_ext.worker import exec_root, inputtree, lease, sandbox
 
     targets = [(inputtree, "_check_names", "checks"), (inputtree, "measure", "checks"),
-               (sandbox, "resolve_link", "checks"), (sandbox, "materialise", "materialise"),
-               (runner, "_hand_over", "hand_over"), (isolation, "run", "run"), (sandbox, "collect_outputs", "collect")]
+               (exec_root, "resolve_link", "checks"), (exec_root, "materialise", "materialise"),
+               (lease, "_hand_over", "hand_over"), (sandbox, "run", "run"), (exec_root, "collect_outputs", "collect")]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in targets]
 
     def wrap(fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
@@ -119,9 +119,9 @@ def measure(out: Path, cmds: Sequence[list[str]], rounds: int) -> list[PhaseRow]
     the file cache, not counted)."""
     from goma_ext.remote.proto import code_pb2
     from goma_ext.worker.filecache import FileCache
-    from goma_ext.worker.isolation import Isolation, IsolationMode, Limits, RunAs
+    from goma_ext.worker.lease import execute_lease
     from goma_ext.worker.policy import Allowlist
-    from goma_ext.worker.runner import execute_lease
+    from goma_ext.worker.sandbox import Isolation, IsolationMode, Limits, RunAs
 
     cas, leases = _prepared(out, cmds)
     work = Path(tempfile.mkdtemp(prefix="gx-bench-lease-"))

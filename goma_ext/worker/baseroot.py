@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
-from goma_ext.worker.isolation import BASE_ROOT_MOUNT_POINTS
+from goma_ext.worker.sandbox import BASE_ROOT_MOUNT_POINTS
 
 DEFAULT_PACKAGES = ("libc6", "libgcc-s1", "libstdc++6")
 MERGED_USR = ("bin", "sbin", "lib", "lib64")  # top-level symlinks into usr/ (Debian 12)

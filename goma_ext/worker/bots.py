@@ -20,9 +20,9 @@ from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
 from goma_ext.worker.filecache import FileCache
-from goma_ext.worker.isolation import Isolation
+from goma_ext.worker.lease import LeaseOutcome, execute_lease
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer
-from goma_ext.worker.runner import LeaseOutcome, execute_lease
+from goma_ext.worker.sandbox import Isolation
 
 LOG = logging.getLogger("goma_ext.worker")
 LONG_POLL_S = 20.0

@@ -23,9 +23,9 @@ from goma_ext.worker.baseroot import DEFAULT_PACKAGES
 from goma_ext.worker.bots import BotWorker, WorkerSettings
 from goma_ext.worker.filecache import DEFAULT_MAX_BYTES as DEFAULT_FILE_CACHE_BYTES
 from goma_ext.worker.filecache import FileCache
-from goma_ext.worker.isolation import BASE_ROOT_MOUNT_POINTS, DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
+from goma_ext.worker.lease import probe, remove_box
 from goma_ext.worker.policy import Allowlist, Offer, PlatformError
-from goma_ext.worker.runner import probe, remove_box
+from goma_ext.worker.sandbox import BASE_ROOT_MOUNT_POINTS, DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
 
 # Bare names are looked up on PATH; /usr/lib/llvm-N/bin/clang{,++} serve actions whose argv[0] is `clang`/`clang++`.
 DEFAULT_COMPILERS = tuple(

@@ -1,285 +1,391 @@
-"""Materialise an input root in a fresh directory and collect outputs, refusing any path that escapes it.
+"""How an action's process runs: in a bubblewrap sandbox as an unprivileged uid under rlimits, or (debugging) bare.
 
-Materialising happens before the action runs, in a directory only root can write: every entry is created by us,
-exclusively (O_EXCL: never through a name that exists), and every input symlink is resolved as the kernel will
-resolve it before any file is placed. Outputs are read after the action, when the tree is the action's: through
-`beneath`, which follows no symlink on the way.
+Why bubblewrap (Debian's `bubblewrap`, not setuid): it is what BuildGrid's buildbox-run-bubblewrap and Flatpak
+use, it sets up every namespace we need in one exec (mount, pid, net, ipc, uts, cgroup, user), dies with its
+parent, and reports through --json-status-fd whether the command ran at all. Calling unshare(2)/mount(2) from
+this multi-threaded Python worker would need a helper process anyway (no safe preexec_fn with threads).
+
+The uid is dropped BEFORE bwrap (Popen user=/group=/extra_groups=[], done in C after fork): `bwrap --uid` run
+by root keeps uid 0 outside the sandbox. Limits are rlimits set by util-linux `prlimit` in front of bwrap (no
+preexec_fn). RLIMIT_NPROC counts every process of the runner uid, so workers sharing one --run-as user share
+that budget (give each worker its own user to separate them).
+
+With a base root (`--base-root DIR`, made by `goma-ext worker base-root`), the sandbox's / is DIR read-only
+instead of the host's system paths: hermetic actions then see only what DIR and their input root hold.
+
+Uploaded programs and ETXTBSY: the worker writes an action's compiler (an input file) and then execs it. Each
+worker process runs one lease at a time and materialises (every file written and closed) before it spawns, but
+a second lease thread (a cancelled one still dying) or any other fork in this process can inherit a writable
+descriptor of a file being written, and the kernel refuses to exec a file open for writing anywhere ("Text file
+busy"). Buildbarn avoids this with a separate runner process; we retry the spawn once after a short pause, by
+when the inheriting child has exec'd (its copy is close-on-exec) and the descriptor is gone.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
+import json
 import os
-import posixpath
-import stat
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
-from goma_ext.worker import beneath
-from goma_ext.worker.errors import bad_path
-from goma_ext.worker.filecache import FileCache
+from goma_ext.errors import GomaExtError
+from goma_ext.remote.errors import RemoteError
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.inputtree import (
-    NO_DEADLINE,
-    Deadline,
-    TreeBounds,
-    check_name,
-    disk_lookup,
-    fetch,
-    resolve_link,
-    too_large,
-)
 
-MAX_DEPTH = 64
-DEFAULT_TREE_BOUNDS = TreeBounds(nodes=500_000, file_bytes=32 << 30, depth=MAX_DEPTH)
-FETCH_GROUP_BYTES = 64 << 20  # fetched and placed before the next group is read: the memory bound
-# Smaller blobs are written directly, never cached. 0: measured, linking 1000 cached 4 KiB headers took 35 ms,
-# writing them from memory 390 ms (copying from the cache 640 ms), before counting their download.
-CACHE_MIN_BYTES = 0
-DEADLINE_EVERY = 1024  # entries placed between two looks at the deadline
-
-__all__ = ["Outputs", "check_name", "collect_outputs", "input_program", "inside", "materialise"]
+GIB = 1 << 30
+INPUT_ROOT = "/b"  # where the input root appears inside the sandbox (fixed: outputs do not depend on the host path)
+TOOL_DIR = "/.gx/bin"  # argv[0] -> the allow-listed binary, found through PATH so argv[0] stays the action's
+# What the allow-listed compilers need (Debian 12, merged /usr): /usr and the symlinks into it, ld.so.cache.
+DEFAULT_RO_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
+KILL_GRACE_S = 2.0
+TEXT_BUSY_RETRY_S = 0.2  # ETXTBSY: how long to wait before the one retry (see the module docstring)
+TEXT_BUSY = os.strerror(errno.ETXTBSY)  # "Text file busy", as bwrap's execvp failure line ends
+# Where a base root needs mount points: bwrap cannot create them in a read-only /.
+BASE_ROOT_MOUNT_POINTS = ("proc", "dev", "tmp", INPUT_ROOT.lstrip("/"))
+WATCH_S = 0.05  # how often the watcher checks the deadline and the cancel flag
+NOT_ISOLATED = "goma-ext worker: --isolation none: this action ran WITHOUT a sandbox (debugging only)"
 
 
-def inside(root: Path, rel: str, what: str) -> Path:
-    """root/rel for a relative path that stays inside root as text (checked before the tree exists; the path is
-    later created and read through `beneath`, which refuses any symlink on the way)."""
-    if posixpath.isabs(rel) or "\0" in rel:
-        raise bad_path(f"{what} {rel!r} is absolute")
-    norm = posixpath.normpath(rel) if rel else "."
-    if norm == ".." or norm.startswith("../"):
-        raise bad_path(f"{what} {rel!r} escapes the sandbox")
-    return root / norm
+class IsolationMode(enum.Enum):
+    BWRAP = "bwrap"
+    NONE = "none"
 
 
-def input_program(root: Path, workdir: str, program: str) -> Path:
-    """The file a hermetic action's argv[0] (a path relative to its working directory) runs: inside the input
-    root after every symlink, a regular file with an execute bit; else a Refusal (INVALID_ARGUMENT) saying why.
-    Resolved as the kernel will: from the real working directory, `..` after a symlink physically."""
-    what = "program"
-    if posixpath.isabs(program) or "\0" in program:
-        raise bad_path(f"{what} {program!r} is absolute: an uploaded program is named relative to the working "
-                       "directory, inside the input root")
-    inside(root, posixpath.join(workdir, program), what)  # textual escapes first: the clearest message
-    real_root = root.resolve()
-    workdir_real = inside(root, workdir, "working directory").resolve()
+class SandboxError(GomaExtError):
+    """The sandbox itself failed (bwrap could not set up, or the probe failed): never the action's fault."""
+
+
+class StreamTooLarge(GomaExtError):
+    """The action wrote more to stdout or stderr than the worker takes: it was killed (RESOURCE_EXHAUSTED)."""
+
+
+class ExecFailed(GomaExtError):
+    """The sandbox started but the action's program could not be executed (missing, wrong format, no loader)."""
+
+    def __init__(self, message: str, text_busy: bool = False) -> None:
+        super().__init__(message)
+        self.text_busy = text_busy
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-action limits; 0 means unlimited. The first five are the action's rlimits and wall time; the rest bound
+    what an action's inputs and outputs may cost the worker, checked before the work is spent."""
+
+    wall_s: float = 600.0
+    cpu_s: int = 600
+    memory_bytes: int = 4 * GIB  # RLIMIT_AS: clang maps libLLVM (~150 MB) and more; big links need GiBs
+    file_size_bytes: int = 4 * GIB
+    processes: int = 512  # RLIMIT_NPROC counts threads too (lld runs one per core)
+    tmp_bytes: int = 1 * GIB  # the sandbox's /tmp, a tmpfs: memory the address-space limit does not count
+    stream_bytes: int = 64 << 20  # stdout and stderr, each: past it the action is killed (the worker reads them)
+    input_nodes: int = 500_000  # entries of the input tree once expanded (files, directories, symlinks)
+    input_bytes: int = 32 * GIB  # file bytes of the input tree once expanded
+    input_depth: int = 64
+    outputs: int = 10_000  # declared output paths
+    output_bytes: int = 16 * GIB  # the outputs found, together
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """The unprivileged user actions run as when the worker is root."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class Isolation:
+    mode: IsolationMode
+    limits: Limits
+    run_as: RunAs | None  # None: the worker's own (non-root) uid
+    ro_paths: tuple[str, ...] = DEFAULT_RO_PATHS
+    bwrap: str = "bwrap"
+    prlimit: str = "prlimit"
+    base_root: Path | None = None  # the sandbox's / (read-only) instead of the host's `ro_paths`
+
+    @property
+    def note(self) -> str:
+        """What every lease result must say about this isolation ('' when sandboxed)."""
+        return NOT_ISOLATED if self.mode is IsolationMode.NONE else ""
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+def _limit(v: float) -> str:
+    return str(int(v)) if v else "unlimited"
+
+
+def prlimit_argv(iso: Isolation) -> list[str]:
+    lim = iso.limits
+    cpu = f"{lim.cpu_s}:{lim.cpu_s + 1}" if lim.cpu_s else "unlimited"  # soft -> SIGXCPU, a clear exit status
+    return [
+        iso.prlimit, f"--cpu={cpu}", f"--as={_limit(lim.memory_bytes)}", f"--fsize={_limit(lim.file_size_bytes)}",
+        f"--nproc={_limit(lim.processes)}", "--",
+    ]
+
+
+def _ro_args(paths: Sequence[str]) -> list[str]:
+    args: list[str] = []
+    for p in paths:
+        if os.path.islink(p):
+            args += ["--symlink", os.readlink(p), p]
+        elif os.path.exists(p):
+            args += ["--ro-bind", p, p]
+    return args
+
+
+def bwrap_argv(
+    iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
+    status_fd: int,
+) -> list[str]:
+    """The bwrap command line: read-only system paths (or the base root as /), private /tmp, the input root the
+    only writable place. `exe` serves a bare-name argv[0] (an allow-listed host compiler); None runs argv[0] as
+    it is (a program in the input root, or a path inside the sandbox)."""
+    inner_wd = os.path.normpath(os.path.join(INPUT_ROOT, workdir))
+    args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+    args += ["--ro-bind", str(iso.base_root), "/"] if iso.base_root else _ro_args(iso.ro_paths)
+    tmp_size = ["--size", str(iso.limits.tmp_bytes)] if iso.limits.tmp_bytes else []
+    args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded
+    if exe is not None and not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
+        args += ["--ro-bind", str(exe), str(exe)]  # an allow-listed program outside the system paths
+    args += ["--bind", str(root), INPUT_ROOT]
+    if exe is not None:
+        args += ["--symlink", str(exe), f"{TOOL_DIR}/{argv[0]}"]
+    args += ["--chdir", inner_wd, "--clearenv"]
+    for k, v in sorted(env.items()):
+        if k != "PATH":
+            args += ["--setenv", k, v]
+    path = env.get("PATH", "/usr/bin:/bin")
+    args += ["--setenv", "PATH", f"{TOOL_DIR}:{path}" if exe is not None else path]
+    args += ["--remount-ro", "/", "--json-status-fd", str(status_fd), "--", *argv]
+    return args
+
+
+def _popen_user(iso: Isolation) -> dict[str, object]:
+    if iso.run_as is None:
+        return {}
+    return {"user": iso.run_as.uid, "group": iso.run_as.gid, "extra_groups": []}
+
+
+def _kill(proc: subprocess.Popen[bytes], sig: int) -> None:
+    if proc.returncode is not None:  # reaped: its pid may belong to someone else now
+        return
     try:
-        real = (workdir_real / program).resolve()
-    except RuntimeError:  # a symlink loop (Python 3.11)
-        raise bad_path(f"{what} {program!r} runs into a symlink loop") from None
-    if real != real_root and real_root not in real.parents:
-        raise bad_path(f"{what} {program!r} resolves outside the input root (from the real working directory, "
-                       "as exec would)")
-    try:
-        st = os.stat(real)
-    except FileNotFoundError:
-        raise bad_path(f"{what} {program!r} is not in the input root") from None
-    except OSError as e:
-        raise bad_path(f"{what} {program!r} cannot be resolved: {e.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise bad_path(f"{what} {program!r} is not a regular file")
-    if not st.st_mode & 0o111:
-        raise bad_path(f"{what} {program!r} is not executable (is_executable is false in the input tree)")
-    return real
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
-@dataclass
-class Materialised:
-    """What materialise() did: files placed, and of those how many (and bytes) came from the file cache without a
-    download, and how many were downloaded."""
+def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None,
+          over: Callable[[], str] = lambda: "") -> str:
+    """Wait for proc; past `timeout`, once `cancel` is set, or once `over()` names a bound the action passed, SIGTERM
+    it, then SIGKILL after a grace period (bwrap's PID namespace dies with it). Returns "" when it ended by itself,
+    else "timeout", "cancelled" or what `over()` said."""
+    finished = threading.Event()
+    deadline = time.monotonic() + timeout if timeout else None
+    why: list[str] = []
 
-    files: int = 0
-    cached: int = 0
-    cached_bytes: int = 0
-    fetched: int = 0
-    fetched_bytes: int = 0
-
-
-def materialise(
-    cas: Cas, root: Digest, sandbox: Path, cache: FileCache | None = None, share: bool = False,
-    bounds: TreeBounds = DEFAULT_TREE_BOUNDS, deadline: Deadline = NO_DEADLINE,
-) -> Materialised:
-    """Write the tree rooted at `root` under the (empty) sandbox, after checking it against `bounds` and its
-    symlinks as the kernel resolves them. With a cache, files come from it (fetched into it first when missing);
-    `share` hard-links them (only when the action runs as a uid that cannot write the root-owned, read-only cache
-    files), else they are copied. Past `deadline`, RemoteError(DEADLINE_EXCEEDED)."""
-    dirs = fetch(cas, root, bounds, deadline)
-    files: list[tuple[Path, Digest, bool]] = []
-    links: list[tuple[Path, str, str]] = []
-
-    def walk(d: Digest, path: Path, rel: str) -> None:
-        if path != sandbox:
-            os.mkdir(path, 0o755)  # each name is used once per directory (checked): never there yet
-        if len(files) % DEADLINE_EVERY == 0:
-            deadline.check("creating the input tree")
-        msg = dirs[d]
-        for f in msg.files:
-            files.append((path / f.name, Digest.from_proto(f.digest), f.is_executable))
-        for s in msg.symlinks:
-            links.append((path / s.name, s.target, posixpath.join(rel, s.name)))
-        for c in msg.directories:
-            walk(Digest.from_proto(c.digest), path / c.name, posixpath.join(rel, c.name))
-
-    sandbox.mkdir(mode=0o700, exist_ok=True)
-    walk(root, sandbox, "")
-    for link, target, _rel in links:
-        if posixpath.isabs(target):
-            raise bad_path(f"input symlink {_rel} -> {target} is absolute")
-        os.symlink(target, link)
-    look = disk_lookup(sandbox)
-    for _link, target, rel in links:  # every link in place first: a chain resolves through the others
-        resolve_link(rel, target, look)
-    placer = _Placer(sandbox, cache, share)
-    missing: dict[Digest, list[tuple[Path, bool]]] = {}
-    for n, (path, d, executable) in enumerate(files):
-        if n % DEADLINE_EVERY == 0:
-            deadline.check("placing the input files")
-        if not placer.from_cache(path, d, executable):
-            missing.setdefault(d, []).append((path, executable))
-    for group in _groups(sorted(missing)):
-        deadline.check("fetching the input files")
-        blobs = cas.read_many(group)
-        for d in group:
-            placer.stats.fetched += 1
-            placer.stats.fetched_bytes += d.size
-            for path, executable in missing[d]:
-                placer.place_new(path, d, executable, blobs[d])
-        del blobs
-    placer.stats.files = len(files)
-    return placer.stats
-
-
-def _groups(digests: Sequence[Digest]) -> list[list[Digest]]:
-    """Digests in fetch groups of at most FETCH_GROUP_BYTES (a larger blob alone): bounds the worker's memory."""
-    groups: list[list[Digest]] = []
-    size = 0
-    for d in digests:
-        if not groups or size + d.size > FETCH_GROUP_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(d)
-        size += d.size
-    return groups
-
-
-def _create(path: Path, executable: bool) -> int:
-    """A new file at path, opened for writing: O_EXCL, so never through an existing name or symlink."""
-    try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                       0o755 if executable else 0o644)
-    except FileExistsError:
-        raise bad_path(f"input {path.name!r} is listed twice") from None
-
-
-class _Placer:
-    """Puts one input file in the sandbox: from the cache (link or copy), or written from fetched bytes."""
-
-    def __init__(self, sandbox: Path, cache: FileCache | None, share: bool) -> None:
-        self.sandbox, self.cache, self.share = sandbox, cache, share
-        self.stats = Materialised()
-
-    def _cacheable(self, d: Digest) -> bool:
-        return self.cache is not None and d.size >= CACHE_MIN_BYTES
-
-    def from_cache(self, path: Path, d: Digest, executable: bool) -> bool:
-        if not self._cacheable(d) or self.cache is None:
-            return False
-        cached = self.cache.get(d, executable)
-        if cached is None or not self._place(cached, path, executable):
-            return False
-        self.stats.cached += 1
-        self.stats.cached_bytes += d.size
-        return True
-
-    def place_new(self, path: Path, d: Digest, executable: bool, data: bytes) -> None:
-        if self._cacheable(d) and self.cache is not None:
-            cached = self.cache.put(d, executable, data)
-            if cached is not None and self._place(cached, path, executable):
-                return
-        with FORK_LOCK:  # no child forked meanwhile holds the file open for writing (ETXTBSY)
-            fd = _create(path, executable)
+    def watch() -> None:
+        while not finished.wait(WATCH_S):
+            if cancel is not None and cancel.is_set():
+                why.append("cancelled")
+            elif deadline is not None and time.monotonic() >= deadline:
+                why.append("timeout")
+            elif passed := over():
+                why.append(passed)
+            else:
+                continue
+            _kill(proc, signal.SIGTERM)
             try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
+                proc.wait(KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _kill(proc, signal.SIGKILL)
+            return
 
-    def _place(self, cached: Path, path: Path, executable: bool) -> bool:
-        """Link (or copy) a cache file to path; False when it vanished (evicted meanwhile)."""
+    # The caller blocks in waitpid (no polling delay on completion); the watcher ends as soon as proc does.
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        proc.wait()
+    except BaseException:
+        _kill(proc, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        finished.set()
+    watcher.join()
+    return why[0] if why else ""
+
+
+def _command_ran(status: bytes) -> bool:
+    """bwrap writes an exit-code record only when the command itself ran (the command can add lines: only the
+    absence of any record counts, as 'the sandbox failed to start')."""
+    for line in status.splitlines():
         try:
-            if self.share:
-                try:
-                    os.link(cached, path, follow_symlinks=False)
-                    return True
-                except FileExistsError:
-                    raise bad_path(f"input {path.name!r} is listed twice") from None
-                except OSError as e:
-                    if e.errno not in (errno.EXDEV, errno.EMLINK):  # another file system; too many links
-                        raise
-            src = os.open(cached, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                with FORK_LOCK:
-                    dst = _create(path, executable)
-                    try:
-                        beneath.copy_fd(src, dst)
-                    finally:
-                        os.close(dst)
-            finally:
-                os.close(src)
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "exit-code" in doc:
             return True
-        except FileNotFoundError:
-            return False
+    return False
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _read_all(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    return b"".join(chunks)
+
+
+def _read_capped(f: IO[bytes], cap: int) -> bytes:
+    f.seek(0)
+    return f.read(cap) if cap else f.read()
+
+
+def _args_fd(args: Sequence[str]) -> int:
+    """An anonymous file holding bwrap's options, NUL-separated, for `bwrap --args FD`: the sandbox's paths and the
+    action's environment never appear on a command line (/proc/PID/cmdline is readable by every local user; the
+    action's own argv is, as any process's)."""
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    data = b"".join(a.encode() + b"\0" for a in args)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
-@dataclass
-class Outputs:
-    """The outputs found after an action: OutputFile records, and blobs read through descriptors opened without
-    following links (kept open until close(): the upload reads /proc/self/fd/N, the very file that was checked)."""
-
-    files: list[re_pb2.OutputFile] = field(default_factory=list)
-    blobs: dict[Digest, BlobSource] = field(default_factory=dict)
-    fds: list[int] = field(default_factory=list)
-
-    def close(self) -> None:
-        for fd in self.fds:
-            os.close(fd)
-        self.fds.clear()
+def _tool(name: str) -> str:
+    """An absolute path for a tool named on PATH (bwrap runs with an empty environment, so no PATH search)."""
+    return name if os.path.isabs(name) else shutil.which(name) or name
 
 
-def collect_outputs(root_fd: int, outputs: Mapping[str, str], max_bytes: int) -> Outputs:
-    """Each output file (`outputs`: its path relative to the input root `root_fd` -> the name it is reported by)
-    and its blob to upload.
-    Refused: a symlink anywhere on an output's path or at its name, anything but a regular file, and outputs larger
-    than `max_bytes` together (RESOURCE_EXHAUSTED). A missing output is simply absent (REAPI)."""
-    found = Outputs()
-    total = 0
+MEMORY_SIGNS = (b"out of memory", b"Cannot allocate memory", b"failed to map segment", b"bad_alloc")
+
+
+def _limit_note(iso: Isolation, code: int, stderr: bytes) -> bytes:
+    """A line naming the limit a failed action most likely hit (signals are certain, messages a hint)."""
+    lim = iso.limits
+    note = ""
+    if code == 128 + signal.SIGXCPU:
+        note = f"the action exceeded its CPU time limit ({lim.cpu_s} s; SIGXCPU)"
+    elif code == 128 + signal.SIGXFSZ:
+        note = f"the action exceeded its file size limit ({lim.file_size_bytes} bytes; SIGXFSZ)"
+    elif code and lim.memory_bytes and any(s in stderr for s in MEMORY_SIGNS):
+        note = f"the action may have hit its memory limit ({lim.memory_bytes >> 20} MiB of address space)"
+    elif code and lim.processes and b"Resource temporarily unavailable" in stderr:
+        note = f"the action may have hit its process limit ({lim.processes} for its uid)"
+    return f"goma-ext worker: {note}\n".encode() if note else b""
+
+
+def run(
+    iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
+    timeout: float, spool: Path, cancel: threading.Event | None = None,
+) -> Completed:
+    """Run argv (argv[0] served by `exe`, or run as it is when None) in workdir under root; stdout/stderr go
+    through unnamed files in `spool` (a directory only the worker can write). Raises RemoteError(DEADLINE_EXCEEDED)
+    past `timeout`, RemoteError(CANCELLED) once `cancel` is set, StreamTooLarge when stdout or stderr passed the
+    limit, ExecFailed when the program could not be executed (after one retry on ETXTBSY), SandboxError when bwrap
+    could not start the command."""
     try:
-        for rel, out in sorted(outputs.items(), key=lambda item: item[1]):
-            fd = beneath.open_regular(root_fd, rel, f"output {out!r}: path")
-            if fd is None:
-                continue
-            found.fds.append(fd)
-            st = os.fstat(fd)
-            total += st.st_size
-            if max_bytes and total > max_bytes:
-                raise too_large(f"the action's outputs exceed {max_bytes} bytes together (the worker's "
-                                "--max-output-bytes)")
-            source = Path(f"/proc/self/fd/{fd}")
-            digest = Digest.of_file(source)
-            found.blobs[digest] = BlobSource(path=source)
-            found.files.append(re_pb2.OutputFile(path=out, digest=digest.to_proto(),
-                                                 is_executable=bool(st.st_mode & stat.S_IXUSR)))
-        return found
-    except BaseException:
-        found.close()
-        raise
+        return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
+    except ExecFailed as e:
+        if not e.text_busy:
+            raise
+    time.sleep(TEXT_BUSY_RETRY_S)
+    return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
+
+
+def _exec_failure(stderr: bytes) -> ExecFailed | None:
+    """bwrap's own line when it could not exec the command (`bwrap: execvp PROGRAM: REASON`)."""
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    last = lines[-1] if lines else ""
+    if not last.startswith("bwrap: execvp "):
+        return None
+    why = last.removeprefix("bwrap: ")
+    return ExecFailed(f"cannot execute the program in the sandbox: {why}", text_busy=why.endswith(TEXT_BUSY))
+
+
+def _run_once(
+    iso: Isolation, argv: Sequence[str], exe: Path | None, root: Path, workdir: str, env: Mapping[str, str],
+    timeout: float, spool: Path, cancel: threading.Event | None = None,
+) -> Completed:
+    status_r, status_w = os.pipe()
+    args_fd = -1
+    cap = iso.limits.stream_bytes
+    try:
+        if iso.mode is IsolationMode.BWRAP:
+            inner = bwrap_argv(iso, argv, exe, root, workdir, env, status_w)
+            split = inner.index("--")  # bwrap takes options from the file, the command from its own argv
+            args_fd = _args_fd(inner[1:split])
+            bwrap = [_tool(inner[0]), "--args", str(args_fd), *inner[split:]]
+            cmd = [_tool(iso.prlimit), *prlimit_argv(iso)[1:], *bwrap]
+            # bwrap's own environment is empty: its init (PID 1 in the sandbox, whose /proc/1/environ the action
+            # can read) must not carry the worker's HOME or settings
+            popen_kw: dict[str, object] = {"pass_fds": (status_w, args_fd), "env": {}}
+        elif exe is None:
+            raise SandboxError("--isolation none never runs a program that is not an allow-listed host compiler")
+        else:
+            cmd = list(argv)  # debugging only: no sandbox, no rlimits; argv[0] kept, `exe` runs
+            popen_kw = {"executable": str(exe), "cwd": root / workdir, "env": dict(env)}
+        # stdout and stderr: unnamed files in the worker's own directory (nothing at a path for anyone to open)
+        with tempfile.TemporaryFile(dir=spool) as out, tempfile.TemporaryFile(dir=spool) as err:
+
+            def over() -> str:
+                for name, f in (("stdout", out), ("stderr", err)):
+                    if cap and os.fstat(f.fileno()).st_size > cap:
+                        return name
+                return ""
+
+            with FORK_LOCK:  # held until the child has exec'd: it inherits no fd a writer has open (ETXTBSY)
+                proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                    **popen_kw, **_popen_user(iso),
+                )
+            os.close(status_w)
+            status_w = -1
+            stopped = _wait(proc, timeout, cancel, over)
+            stdout, stderr = _read_capped(out, cap), _read_capped(err, cap)
+        status = _read_all(status_r)
+    finally:
+        os.close(status_r)
+        for fd in (status_w, args_fd):
+            if fd >= 0:
+                os.close(fd)
+    if stopped == "timeout":
+        raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
+    if stopped == "cancelled":
+        raise RemoteError("action cancelled; every process of it was killed", temporary=True, code="CANCELLED")
+    if stopped:
+        raise StreamTooLarge(f"the action wrote more than {cap} bytes to its {stopped} (the worker's "
+                             "--max-stream-bytes) and was killed")
+    if iso.mode is IsolationMode.BWRAP and not _command_ran(status):
+        failed = _exec_failure(stderr)
+        if failed is not None:
+            raise failed
+        why = stderr.decode(errors="replace").strip().splitlines()
+        raise SandboxError(f"the sandbox failed to start (bwrap exit {proc.returncode}): {why[-1] if why else '?'}")
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    stderr += _limit_note(iso, code, stderr)
+    return Completed(code, stdout, stderr)

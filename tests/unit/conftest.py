@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.worker.runner import _new_box
+from goma_ext.worker.lease import _new_box
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ import pytest
 
 from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.proto import re_pb2
-from goma_ext.worker import sandbox
+from goma_ext.worker import exec_root
 from goma_ext.worker.filecache import TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.isolation import Isolation, IsolationMode, Limits, RunAs
-from goma_ext.worker.runner import hand_over
+from goma_ext.worker.lease import hand_over
+from goma_ext.worker.sandbox import Isolation, IsolationMode, Limits, RunAs
 
 
 def _blob(n: int, fill: bytes = b"x") -> tuple[Digest, bytes]:
@@ -166,10 +166,10 @@ def test_materialise_fetches_once_then_places_from_the_cache(tmp_path: Path, sha
     cache = FileCache(tmp_path / "c")
     cc, hdr = b"\x7fELF" + b"c" * 100_000, b"int f(void);\n"
     cas, root = _tree({"cc": (cc, True), "a.h": (hdr, False)})
-    first = sandbox.materialise(cas, root, (tmp_path / "s1"), cache, share)  # type: ignore[arg-type]
+    first = exec_root.materialise(cas, root, (tmp_path / "s1"), cache, share)  # type: ignore[arg-type]
     assert (first.files, first.fetched, first.cached, first.fetched_bytes) == (2, 2, 0, len(cc) + len(hdr))
     cas.reads.clear()
-    second = sandbox.materialise(cas, root, (tmp_path / "s2"), cache, share)  # type: ignore[arg-type]
+    second = exec_root.materialise(cas, root, (tmp_path / "s2"), cache, share)  # type: ignore[arg-type]
     assert (second.fetched, second.cached, second.cached_bytes) == (0, 2, len(cc) + len(hdr))
     assert cas.reads == [root]  # only the Directory message: no file was downloaded
     placed = tmp_path / "s2" / "cc"
@@ -183,7 +183,7 @@ def test_materialise_survives_a_cache_too_small_for_its_inputs(tmp_path: Path) -
     cache = FileCache(tmp_path / "c", max_bytes=1500)
     files = {f"f{i}": (bytes([65 + i]) * 1000, False) for i in range(3)}
     cas, root = _tree(files)
-    placed = sandbox.materialise(cas, root, tmp_path / "s", cache, True)  # type: ignore[arg-type]
+    placed = exec_root.materialise(cas, root, tmp_path / "s", cache, True)  # type: ignore[arg-type]
     assert placed.fetched == 3
     assert {n: (tmp_path / "s" / n).read_bytes() for n in files} == {n: b for n, (b, _) in files.items()}
 
@@ -193,7 +193,7 @@ def testhand_over_gives_the_runner_directories_never_files(tmp_path: Path) -> No
     cache = FileCache(tmp_path / "c")
     cas, root = _tree({"cc": (b"binary", True)})
     box = tmp_path / "root"
-    sandbox.materialise(cas, root, box, cache, True)  # type: ignore[arg-type]
+    exec_root.materialise(cas, root, box, cache, True)  # type: ignore[arg-type]
     (box / "sub").mkdir()
     hand_over(box, Isolation(IsolationMode.BWRAP, Limits(), RunAs("nobody", 65534, 65534)))
     assert box.stat().st_uid == 65534 and (box / "sub").stat().st_uid == 65534
@@ -217,7 +217,7 @@ def test_executables_published_while_other_threads_fork_run_without_etxtbsy(tmp_
 
     def forker() -> None:
         while not stop.is_set():
-            with FORK_LOCK:  # as isolation.run forks
+            with FORK_LOCK:  # as sandbox.run forks
                 child = subprocess.Popen(["true"])
             child.wait()
 

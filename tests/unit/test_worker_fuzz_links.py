@@ -24,8 +24,8 @@ import pytest
 from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.proto import code_pb2, re_pb2
 from goma_ext.worker.filecache import FileCache
+from goma_ext.worker.lease import execute_lease
 from goma_ext.worker.policy import Allowlist
-from goma_ext.worker.runner import execute_lease
 from tests import input_trees
 from tests.system_users import python_for, temporary_user
 from tests.unit.test_worker_runner import _DictCas, _sandboxed

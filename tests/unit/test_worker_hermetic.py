@@ -14,11 +14,11 @@ import pytest
 
 from goma_ext.remote.digest import Digest, serialize
 from goma_ext.remote.proto import code_pb2, re_pb2
-from goma_ext.worker import baseroot, isolation
+from goma_ext.worker import baseroot, sandbox
 from goma_ext.worker.errors import Refusal
-from goma_ext.worker.isolation import ExecFailed, Isolation, IsolationMode, Limits, bwrap_argv, run
+from goma_ext.worker.lease import LeaseOutcome, execute_lease, hand_over, probe, probe_command
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, PlatformError, requested
-from goma_ext.worker.runner import LeaseOutcome, execute_lease, hand_over, probe, probe_command
+from goma_ext.worker.sandbox import ExecFailed, Isolation, IsolationMode, Limits, bwrap_argv, run
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 DASH = Path("/usr/bin/dash").read_bytes()
@@ -33,18 +33,18 @@ def test_a_base_root_is_the_sandbox_root_and_no_host_path_is_bound(tmp_path: Pat
     iso = Isolation(IsolationMode.BWRAP, Limits(), None, base_root=Path("/srv/base"))
     argv = bwrap_argv(iso, ["../../tc/bin/clang", "-c", "a.c"], None, tmp_path, "out/x", {"LD_LIBRARY_PATH": "l"}, 7)
     binds = [(a, argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--symlink")]
-    assert binds == [("--ro-bind", "/srv/base", "/"), ("--bind", str(tmp_path), isolation.INPUT_ROOT)]  # no host path
+    assert binds == [("--ro-bind", "/srv/base", "/"), ("--bind", str(tmp_path), sandbox.INPUT_ROOT)]  # no host path
     assert argv.index("--ro-bind") < argv.index("--proc") < argv.index("--dev") < argv.index("--tmpfs")
     assert argv[argv.index("--tmpfs") - 2:argv.index("--tmpfs") + 2] == ["--size", str(1 << 30), "--tmpfs", "/tmp"]
     assert argv[argv.index("--chdir") + 1] == "/b/out/x"
-    assert argv[argv.index("LD_LIBRARY_PATH") + 1] == "l" and isolation.TOOL_DIR not in " ".join(argv)
+    assert argv[argv.index("LD_LIBRARY_PATH") + 1] == "l" and sandbox.TOOL_DIR not in " ".join(argv)
     assert argv[argv.index("--remount-ro"):] == [
         "--remount-ro", "/", "--json-status-fd", "7", "--", "../../tc/bin/clang", "-c", "a.c"]
 
 
 def test_an_input_program_on_the_host_layout_gets_no_tool_link(tmp_path: Path) -> None:
     argv = bwrap_argv(_sandboxed(), ["./cc"], None, tmp_path, ".", {}, 3)
-    assert not any(a.startswith(isolation.TOOL_DIR) for a in argv) and argv[argv.index("--ro-bind") + 1] == "/usr"
+    assert not any(a.startswith(sandbox.TOOL_DIR) for a in argv) and argv[argv.index("--ro-bind") + 1] == "/usr"
     assert argv[argv.index("PATH") + 1] == "/usr/bin:/bin"
 
 
@@ -286,5 +286,5 @@ def test_the_start_up_probe_runs_the_base_roots_loader(box: Path) -> None:
     assert probe(iso, box.parent) is None
     shutil.rmtree(base / "usr" / "lib64")
     shutil.rmtree(base / "usr" / "lib")
-    with pytest.raises(isolation.SandboxError, match="has no dynamic loader"):
+    with pytest.raises(sandbox.SandboxError, match="has no dynamic loader"):
         probe_command(iso)

@@ -9,8 +9,8 @@ import pytest
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.proto import code_pb2, re_pb2
 from goma_ext.worker.errors import Refusal
+from goma_ext.worker.exec_root import check_name, inside
 from goma_ext.worker.policy import Allowlist
-from goma_ext.worker.sandbox import check_name, inside
 
 CLANG = CompilerIdentity(Path("/usr/lib/llvm-19/bin/clang"), "clang version 19", "ab" * 32)
 CLANG22 = CompilerIdentity(Path("/usr/lib/llvm-22/bin/clang"), "clang version 22", "cd" * 32)

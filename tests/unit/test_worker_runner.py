@@ -20,7 +20,9 @@ from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import re_pb2
 from goma_ext.worker.cli import _size
-from goma_ext.worker.isolation import (
+from goma_ext.worker.lease import execute_lease, hand_over, probe, remove_box
+from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.sandbox import (
     NOT_ISOLATED,
     Isolation,
     IsolationMode,
@@ -30,8 +32,6 @@ from goma_ext.worker.isolation import (
     bwrap_argv,
     run,
 )
-from goma_ext.worker.policy import Allowlist
-from goma_ext.worker.runner import execute_lease, hand_over, probe, remove_box
 
 BARE = Isolation(IsolationMode.NONE, Limits(), None)
 SH = Path("/usr/bin/dash")

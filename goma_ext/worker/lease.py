@@ -25,13 +25,13 @@ from goma_ext.remote.digest import Digest
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.merkle import BlobSource
 from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
-from goma_ext.worker import beneath, isolation, sandbox
+from goma_ext.worker import beneath, exec_root, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.inputtree import Deadline, TreeBounds, too_large
-from goma_ext.worker.isolation import ExecFailed, Isolation, StreamTooLarge
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
+from goma_ext.worker.sandbox import ExecFailed, Isolation, StreamTooLarge
 
 DEFAULT_TIMEOUT_S = 600
 LOG = logging.getLogger("goma_ext.worker")
@@ -161,19 +161,19 @@ def probe_command(iso: Isolation) -> list[str]:
     for pattern in ("usr/lib64/ld-linux*.so*", "usr/lib/ld-linux*.so*", "usr/lib/*/ld-linux*.so*"):
         for found in sorted(iso.base_root.glob(pattern)):
             return ["/" + found.relative_to(iso.base_root).as_posix(), "--version"]
-    raise isolation.SandboxError(f"base root {iso.base_root} has no dynamic loader (usr/lib*/ld-linux*.so*)")
+    raise sandbox.SandboxError(f"base root {iso.base_root} has no dynamic loader (usr/lib*/ld-linux*.so*)")
 
 
 def probe(iso: Isolation, scratch: Path) -> str | None:
     """Run probe_command() in the configured sandbox once; why it does not work, or None."""
-    if iso.mode is isolation.IsolationMode.NONE:
+    if iso.mode is sandbox.IsolationMode.NONE:
         return None
     box = None
     try:
         argv = probe_command(iso)
         box = _new_box(scratch)
         hand_over(box / "root", iso)
-        done = isolation.run(iso, argv, None, box / "root", ".", {}, 30.0, box)
+        done = sandbox.run(iso, argv, None, box / "root", ".", {}, 30.0, box)
         if done.exit_code != 0:
             why = done.stderr.decode(errors="replace").strip()
             return f"{' '.join(argv)} exited with {done.exit_code} in the sandbox: {why}"
@@ -195,7 +195,7 @@ def _program(command: re_pb2.Command, action: re_pb2.Action, allow: Allowlist, i
     if not allow.input_programs:
         raise Refusal(f"its program {command.arguments[0]!r} comes from the input root, and this worker runs only "
                       "allow-listed compilers (--no-input-programs)")
-    if iso.mode is isolation.IsolationMode.NONE:
+    if iso.mode is sandbox.IsolationMode.NONE:
         raise Refusal(f"its program {command.arguments[0]!r} comes from the input root, and this worker "
                       "(--isolation none) would run an uploaded program unsandboxed", code_pb2.FAILED_PRECONDITION)
     return None
@@ -205,7 +205,7 @@ def _with_note(message: str, iso: Isolation) -> str:
     return f"{message} ({iso.note})" if iso.note and message else message or iso.note
 
 
-def _metadata(result: re_pb2.ActionResult, placed: sandbox.Materialised) -> None:
+def _metadata(result: re_pb2.ActionResult, placed: exec_root.Materialised) -> None:
     """How the inputs were placed, in the result (auxiliary metadata: a Struct) and the worker's log."""
     counts = {"input_files": placed.files, "input_files_from_cache": placed.cached,
               "input_bytes_from_cache": placed.cached_bytes, "input_files_fetched": placed.fetched,
@@ -216,12 +216,12 @@ def _metadata(result: re_pb2.ActionResult, placed: sandbox.Materialised) -> None
     LOG.info("inputs: %s", " ".join(f"{k}={v}" for k, v in counts.items()))
 
 
-def _bounds(limits: isolation.Limits) -> TreeBounds:
+def _bounds(limits: sandbox.Limits) -> TreeBounds:
     return TreeBounds(nodes=limits.input_nodes or sys.maxsize, file_bytes=limits.input_bytes or sys.maxsize,
-                      depth=limits.input_depth or sandbox.MAX_DEPTH)
+                      depth=limits.input_depth or exec_root.MAX_DEPTH)
 
 
-def _check_outputs(command: re_pb2.Command, limits: isolation.Limits) -> dict[str, str]:
+def _check_outputs(command: re_pb2.Command, limits: sandbox.Limits) -> dict[str, str]:
     """The declared outputs: each one's path relative to the input root -> its name as declared (relative to the
     working directory). Refused before any work: too many, or escaping the input root."""
     outputs = list(command.output_paths) or list(command.output_files)
@@ -233,7 +233,7 @@ def _check_outputs(command: re_pb2.Command, limits: isolation.Limits) -> dict[st
     found = {}
     for out in outputs:
         rel = posixpath.join(workdir, out)
-        sandbox.inside(Path("/"), rel, "output path")  # textual: '..' out of the tree, absolute
+        exec_root.inside(Path("/"), rel, "output path")  # textual: '..' out of the tree, absolute
         found[posixpath.normpath(rel)] = out
     return found
 
@@ -245,7 +245,7 @@ def execute_lease(
     """Never raises for a bad action or infrastructure trouble: every failure becomes a lease status."""
     box: Path | None = None
     exe: Path | None = None
-    collected: sandbox.Outputs | None = None
+    collected: exec_root.Outputs | None = None
     try:
         action, command = load_action(cas, payload)
         offer.check(requested(action, command))
@@ -257,7 +257,7 @@ def execute_lease(
         box = _new_box(scratch)
         root = box / "root"
         fetch_start = time.time()
-        placed = sandbox.materialise(
+        placed = exec_root.materialise(
             cas, Digest.from_proto(action.input_root_digest), root, file_cache, share=iso.run_as is not None,
             bounds=_bounds(iso.limits), deadline=deadline)
         fetch_done = time.time()
@@ -267,18 +267,18 @@ def execute_lease(
             for out in outputs:
                 os.close(beneath.open_dir(root_fd, posixpath.dirname(out), "output path", create=True))
             if exe is None:
-                sandbox.input_program(root, workdir, command.arguments[0])
+                exec_root.input_program(root, workdir, command.arguments[0])
             _hand_over(root_fd, iso, list(outputs))
             env = {v.name: v.value for v in command.environment_variables}
             start = time.time()
             rel = posixpath.normpath(workdir) if workdir else "."
-            done = isolation.run(iso, list(command.arguments), exe, root, rel, env, deadline.remaining() or 0.001,
+            done = sandbox.run(iso, list(command.arguments), exe, root, rel, env, deadline.remaining() or 0.001,
                                  box, cancel)
             result = re_pb2.ActionResult(exit_code=done.exit_code)
             _metadata(result, placed)
             result.execution_metadata.input_fetch_start_timestamp.FromNanoseconds(int(fetch_start * 1e9))
             result.execution_metadata.input_fetch_completed_timestamp.FromNanoseconds(int(fetch_done * 1e9))
-            collected = sandbox.collect_outputs(root_fd, outputs, iso.limits.output_bytes)
+            collected = exec_root.collect_outputs(root_fd, outputs, iso.limits.output_bytes)
         result.output_files.extend(collected.files)
         out_d, err_d = (Digest.of_bytes(b) for b in (done.stdout, done.stderr))
         cas.upload({**collected.blobs, out_d: BlobSource(data=done.stdout), err_d: BlobSource(data=done.stderr)})
