@@ -39,10 +39,8 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 
 # The imports below come after the script-mode path set-up above.
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the backend step imports this module: importing it back would run it twice
-    from gn_thinlto.steps.backend import StepArgs
+from gn_thinlto.steps.step_args import StepArgs, parse_args, step_flags
 
 PROTOCOL = b"gn-thinlto-step-v2"
 IDLE_S = 60.0
@@ -53,27 +51,6 @@ MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step
 LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
 USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] [--lock-fd FD] --cache DIR|--no-cache --log LOG "
          "[--policy P] [--trust W]")
-
-
-def socket_path(step_command: Sequence[str], state_dir: str) -> str:
-    """The socket of the server for the backend rule whose Python step is STEP_COMMAND (interpreter, script,
-    settings): in STATE_DIR (relative to the build directory, like every path in its rules), named by a digest of
-    the command, so a change of settings or install never reaches a server started for other ones."""
-    import hashlib
-
-    digest = hashlib.sha256("\0".join(step_command).encode()).hexdigest()[:12]
-    return f"{state_dir}/step-{digest}.sock"
-
-
-def step_flags(cache: str, log: str, policy: str = "", trust: Sequence[str] = ()) -> list[str]:
-    """The backend step's settings as its command line spells them (backend.parse_args reads them): the rule's
-    Python step, and the server started for it."""
-    flags = ["--cache", cache] if cache else ["--no-cache"]
-    if policy:
-        flags += ["--policy", policy]
-    if trust:
-        flags += ["--trust", ",".join(trust)]
-    return [*flags, "--log", log]
 
 
 def start_server(step: StepArgs) -> None:
@@ -177,8 +154,6 @@ def build_launcher(out_dir: str, dest: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from gn_thinlto.steps.backend import parse_args
-
     rest = list(sys.argv[1:] if argv is None else argv)
     sock, idle, lock_fd = "", IDLE_S, -1
     try:

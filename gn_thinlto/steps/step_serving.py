@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from gn_thinlto.steps.backend import Runner, StepArgs, parse_args, prune_due, serve
+from gn_thinlto.steps.backend import Runner, prune_due, serve
+from gn_thinlto.steps.step_args import StepArgs, parse_args
 from gn_thinlto.steps.step_server import CHECK_EVERY_S, LOG_CAP, MAX_ACTIVE, MAX_FRAME, PROTOCOL, REQUEST_TIMEOUT_S
 from thinlto_cache import notices
 from thinlto_cache.keys import BackendJob
