@@ -32,8 +32,8 @@ from typing import Any
 
 from bench import procs, thin_program
 from bench.fsio import REPO
+from gn_thinlto.steps.launcher_build import build_launcher
 from gn_thinlto.steps.step_args import socket_path
-from gn_thinlto.steps.step_server import build_launcher
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE
 
