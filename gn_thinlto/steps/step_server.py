@@ -42,13 +42,7 @@ from collections.abc import Sequence
 
 from gn_thinlto.steps.step_args import StepArgs, parse_args, step_flags
 
-PROTOCOL = b"gn-thinlto-step-v2"
 IDLE_S = 60.0
-REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
-CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving
-MAX_FRAME = 16 << 20
-MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
-LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
 USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] [--lock-fd FD] --cache DIR|--no-cache --log LOG "
          "[--policy P] [--trust W]")
 

@@ -15,43 +15,31 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from gn_thinlto.steps.backend import Runner, prune_due, serve
 from gn_thinlto.steps.step_args import StepArgs, parse_args
-from gn_thinlto.steps.step_server import CHECK_EVERY_S, LOG_CAP, MAX_ACTIVE, MAX_FRAME, PROTOCOL, REQUEST_TIMEOUT_S
+from gn_thinlto.steps.step_protocol import (
+    Answer,
+    Gone,
+    Request,
+    decode_request,
+    read_frame,
+    run_in_launcher,
+    send_answer,
+    send_exit,
+)
 from thinlto_cache import notices
 from thinlto_cache.keys import BackendJob
 from thinlto_cache.store import CacheStore
 from thinlto_cache.trust import Trust
 
 BACKEND_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "backend.py")
-
-
-class Gone(Exception):
-    """The launcher closed its connection (ninja interrupted, or the launcher killed)."""
-
-
-def send_frame(conn: socket.socket, body: bytes) -> None:
-    conn.sendall(struct.pack("<I", len(body)) + body)
-
-
-def _read_exactly(conn: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise Gone()
-        data += chunk
-    return bytes(data)
-
-
-def read_frame(conn: socket.socket) -> bytes:
-    (n,) = struct.unpack("<I", _read_exactly(conn, 4))
-    if not 0 < n <= MAX_FRAME:
-        raise Gone()
-    return _read_exactly(conn, n)
+REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
+CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving
+MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
+LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
 
 
 def _still_connected(conn: socket.socket) -> None:
@@ -62,7 +50,7 @@ def _still_connected(conn: socket.socket) -> None:
         raise Gone()
 
 
-def _environment(items: list[bytes]) -> dict[str, str]:
+def _environment(items: Sequence[bytes]) -> dict[str, str]:
     """The launcher's environment from its NAME=VALUE strings."""
     env = {}
     for item in items:
@@ -276,11 +264,11 @@ class StepServer:
                 self.log(f"closed a connection from uid {uid} (pid {pid}): not this server's user")
                 return
             conn.settimeout(REQUEST_TIMEOUT_S)
-            request = read_frame(conn).split(b"\0")
+            frame = read_frame(conn)
             conn.settimeout(None)  # a compiler may run for long; a launcher that dies closes the connection
-            send_frame(conn, b"A")  # taken: the launcher waits for the rest as long as it takes
+            send_answer(conn, Answer.TAKEN)
             self._requester.pid = pid
-            self._step(conn, request)
+            self._step(conn, decode_request(frame))
         except (Gone, OSError):
             pass  # the launcher is gone: it ran the step itself or ninja stopped it
         except Exception as e:  # a bug here must not end the server: the launcher runs the step itself
@@ -292,23 +280,22 @@ class StepServer:
                 self._active -= 1
                 self._idle_since = time.monotonic()
 
-    def _step(self, conn: socket.socket, request: list[bytes]) -> None:
-        accepted = self._accepted(request)
+    def _step(self, conn: socket.socket, request: Request | None) -> None:
+        step = self._accepted(request)
         with self._count:
             busy = self._active > self.max_active
-        if accepted is None or busy:
-            send_frame(conn, b"F")
+        if request is None or step is None or busy:
+            send_answer(conn, Answer.FALL_BACK)
             return
-        step, environment = accepted
         try:
             job = BackendJob.parse(step.command)
         except ValueError:
-            send_frame(conn, b"F")  # the Python step says what is wrong
+            send_answer(conn, Answer.FALL_BACK)  # the Python step says what is wrong
             return
         bare = os.sep not in job.argv[0]  # a compiler found on PATH
-        env = _environment(environment) if step.launcher or bare else {}
+        env = _environment(request.environment) if step.launcher or bare else {}
         if bare and not _same_program(job.argv[0], env.get("PATH")):
-            send_frame(conn, b"F")  # the launcher's PATH finds it elsewhere than the server's
+            send_answer(conn, Answer.FALL_BACK)  # the launcher's PATH finds it elsewhere than the server's
             return
         store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
         try:
@@ -325,21 +312,17 @@ class StepServer:
                 rc, missed = 2, False
             finally:
                 said = self.stderr.captured()
-            send_frame(conn, b"X%d\0" % rc + os.fsencode(said))
+            send_exit(conn, rc, said)
             if rc == 0 and missed and store.root:
                 prune_due(store, step.policy)  # after the answer: no step waits for it
         finally:
             store.close()
 
-    def _accepted(self, request: list[bytes]) -> tuple[StepArgs, list[bytes]] | None:
-        """The step REQUEST asks for and the launcher's environment (NAME=VALUE, undecoded), when this server
-        serves it as the Python step would; else None."""
-        if len(request) < 5 or request[0] != PROTOCOL or request[-1] != b"" or not request[2].isdigit():
+    def _accepted(self, request: Request | None) -> StepArgs | None:
+        """The step REQUEST asks for, when this server serves it as the Python step would; else None."""
+        if request is None:
             return None
-        count = int(request[2])
-        if 3 + count >= len(request):
-            return None
-        cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[3 : 3 + count]]
+        cwd, args = request.cwd, request.args
         script = next((i for i, a in enumerate(args) if a.endswith("/backend.py")), -1)
         if script != 2 or args[0] != sys.executable:
             return None
@@ -360,7 +343,7 @@ class StepServer:
             return None  # the step itself says what is wrong, in its own words
         if step.socket != self.path or step.settings() != self.step.settings():
             return None
-        return step, request[3 + count : -1]
+        return step
 
     def _launched(self, launcher: list[str], env: dict[str, str], forward: Runner) -> Runner:
         """The runner of a remote step's commands (LAUNCHER… -- COMMAND): the launcher's in-process entry in this
@@ -418,12 +401,4 @@ class StepServer:
         return entry
 
     def _runner(self, conn: socket.socket) -> Runner:
-        def run(argv: list[str]) -> int:
-            send_frame(conn, b"R" + b"".join(os.fsencode(a) + b"\0" for a in argv))
-            reply = read_frame(conn)
-            try:
-                return int(reply)
-            except ValueError:
-                raise Gone() from None
-
-        return run
+        return lambda argv: run_in_launcher(conn, argv)
