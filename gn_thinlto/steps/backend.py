@@ -25,6 +25,7 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 from collections.abc import Callable, Sequence
 
 from gn_thinlto.steps.backend_log import CacheEvent, record
+from gn_thinlto.steps.server_start import start_server
 from gn_thinlto.steps.step_args import USAGE, parse_args
 from thinlto_cache.fsutil import (
     make_parent,
@@ -240,9 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gn-thinlto: error: backend: {e} ({USAGE})", file=sys.stderr)
         return 2
     if args.socket:  # the step launcher found no server: start one for the next edges (before this step, which
-        from gn_thinlto.steps.step_server import start_server  # may wait seconds on a remote action)
-
-        start_server(args)
+        start_server(args)  # may wait seconds on a remote action)
     try:
         job = BackendJob.parse(args.command)
         store = CacheStore(args.cache, Trust(args.trust), warn_dir=os.path.dirname(os.fspath(args.log)))

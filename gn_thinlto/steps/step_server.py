@@ -10,8 +10,9 @@ its command to the launcher, which runs it with ninja's streams (its diagnostics
 job control and interrupt reach it) and reports its exit status.
 
 Lifetime and safety:
-- The Python step starts it (start_server) when the launcher in front of it found no server; after that, every
-  backend edge of the build directory goes to it. At most one per socket: it holds SOCKET.lock for its life.
+- The Python step starts it (server_start.start_server, which runs this file by its path) when the launcher in
+  front of it found no server; after that, every backend edge of the build directory goes to it. At most one
+  per socket: it holds SOCKET.lock for its life.
 - It leaves when idle for --idle seconds (60), when its socket is removed or replaced (the build directory
   went away), or when its own code changed (an upgrade): the next edge's launcher finds no server and the step
   starts a new one.
@@ -40,48 +41,12 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 # The imports below come after the script-mode path set-up above.
 from collections.abc import Sequence
 
-from gn_thinlto.steps.step_args import StepArgs, parse_args, step_flags
+from gn_thinlto.steps.step_args import parse_args
+from gn_thinlto.steps.step_serving import StepServer
 
 IDLE_S = 60.0
 USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] [--lock-fd FD] --cache DIR|--no-cache --log LOG "
          "[--policy P] [--trust W]")
-
-
-def start_server(step: StepArgs) -> None:
-    """Start a server for STEP's socket unless one runs (its lock is held), detached from the build: a new
-    session, no descriptor of ninja's (ninja waits for its output pipes to close), output to SOCKET.log. The
-    lock is taken here and handed to the server, so that the steps that find no server while it starts (every
-    edge ninja runs at once) do not each start one."""
-    from thinlto_cache.store import FAULT_ENV
-
-    if os.environ.get(FAULT_ENV):
-        return  # fault injection is for this step, not for a server that outlives it
-    import fcntl
-    import stat
-
-    try:
-        lock = os.open(f"{step.socket}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return
-    log = -1
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        log = os.open(f"{step.socket}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-                      | os.O_CLOEXEC, 0o600)
-        if not stat.S_ISREG(os.fstat(log).st_mode):
-            return  # something planted there: no server, every edge runs the step itself
-        import subprocess
-
-        flags = step_flags(step.cache, step.log, step.policy, step.trust)
-        subprocess.Popen([sys.executable, "-S", os.path.realpath(__file__), "--socket", step.socket, "--lock-fd",
-                          str(lock), *flags], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True, close_fds=True, pass_fds=(lock,))
-    except OSError:
-        return  # a server runs (or is starting); or none can: every edge runs the step itself
-    finally:
-        if log >= 0:
-            os.close(log)
-        os.close(lock)  # the server's copy keeps the lock
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,8 +68,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not sock:
         print(f"gn-thinlto: error: step server: --socket is required ({USAGE})", file=sys.stderr)
         return 2
-    from gn_thinlto.steps.step_serving import StepServer
-
     server = StepServer(sock, step, idle, lock_fd)
     if not server.start():
         return 0  # another server holds the socket's lock

@@ -1,4 +1,4 @@
-"""The step server's process (gn_thinlto.steps.step_server has the command line and the start-up): accepting
+"""The step server's process (step_server.py is its command line, server_start.py starts it): accepting
 launchers on the socket, one thread per step in flight, each running gn_thinlto.steps.backend.serve with the
 compiler run by the launcher."""
 
