@@ -9,16 +9,20 @@ import os
 import queue
 import resource
 import select
+import shutil
 import socket
 import stat
 import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TextIO
 
+import thinlto_cache
+from gn_thinlto.steps import in_process_launcher
 from gn_thinlto.steps.backend import Runner, prune_due, serve
+from gn_thinlto.steps.in_process_launcher import InProcess
 from gn_thinlto.steps.step_args import StepArgs, parse_args
 from gn_thinlto.steps.step_protocol import (
     Answer,
@@ -36,6 +40,8 @@ from thinlto_cache.store import CacheStore
 from thinlto_cache.trust import Trust
 
 BACKEND_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "backend.py")
+CODE_DIRS = (os.path.dirname(BACKEND_SCRIPT), os.path.dirname(os.path.realpath(thinlto_cache.__file__)),
+             in_process_launcher.CODE_DIR)
 REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
 CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving
 MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
@@ -63,8 +69,6 @@ def _environment(items: Sequence[bytes]) -> dict[str, str]:
 def _same_program(name: str, launcher_path: str | None) -> bool:
     """Whether NAME (a program named without a path) is the same file on the launcher's PATH as on the server's:
     the step's cache key names the compiler the server finds."""
-    import shutil
-
     theirs = shutil.which(name, path=launcher_path if launcher_path is not None else os.defpath)
     return theirs is not None and theirs == shutil.which(name)
 
@@ -102,18 +106,11 @@ class ThreadStderr:
         self._log.flush()
 
 
-InProcess = Callable[[list[str], dict[str, str]], "tuple[int, bytes, bytes] | None"]
-
-
-def _code_stamp(extra: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
-    """The server's own code as (path, size, mtime) of its modules (and those in the directories EXTRA: the
-    launchers it loaded): a change means an upgrade."""
-    import thinlto_cache
-
-    dirs = (os.path.dirname(os.path.realpath(__file__)), os.path.dirname(os.path.realpath(thinlto_cache.__file__)),
-            *extra)
+def _code_stamp() -> tuple[tuple[str, int, int], ...]:
+    """The server's own code as (path, size, mtime) of its modules and the thin client's: a change means an
+    upgrade."""
     stamp = []
-    for d in dirs:
+    for d in CODE_DIRS:
         for name in sorted(os.listdir(d)):
             if name.endswith(".py"):
                 st = os.stat(os.path.join(d, name))
@@ -134,9 +131,7 @@ class StepServer:
         self.max_active = MAX_ACTIVE
         self._queue: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
         self._scripts: dict[str, bool] = {}  # a request's step script: is it this server's backend.py?
-        self._launchers: dict[str, InProcess | None] = {}  # a remote launcher script: its in-process entry
-        self._code_dirs: tuple[str, ...] = ()  # where those launchers live
-        self._loading = threading.Lock()  # loading a launcher, and the code stamp that covers it
+        self._launchers: dict[tuple[str, ...], InProcess | None] = {}  # a remote launcher: its in-process entry
         self._idle_workers = 0
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
@@ -239,9 +234,7 @@ class StepServer:
         if not self._ours():
             return "the socket was removed or replaced"
         try:
-            with self._loading:
-                dirs, code = self._code_dirs, self._code
-            if _code_stamp(dirs) != code:
+            if _code_stamp() != self._code:
                 return "the step code changed"
         except OSError:
             return "the step code is gone"
@@ -347,7 +340,7 @@ class StepServer:
 
     def _launched(self, launcher: list[str], env: dict[str, str], forward: Runner) -> Runner:
         """The runner of a remote step's commands (LAUNCHER… -- COMMAND): the launcher's in-process entry in this
-        process when it has one (goma-ext's thin client: see _in_process), with the step launcher's ENV;
+        process when it has one (goma-ext's thin client: see in_process_launcher), with the step launcher's ENV;
         else, or when that entry hands over (no proxy yet, a remote failure: the full client's cases), FORWARD
         (the step launcher runs the command itself, as the Python step would)."""
         entry = self._in_process(launcher)
@@ -366,39 +359,11 @@ class StepServer:
         return run
 
     def _in_process(self, launcher: list[str]) -> InProcess | None:
-        """The `answer` function of LAUNCHER when it is a Python script for this interpreter under -S
-        (`python -S …/thin_client.py OPTIONS --`) that this server can import as a module of its own sys.path
-        (the same install); else None. Loaded once per spelling; the server leaves when its code changes."""
-        if len(launcher) < 3 or launcher[0] != sys.executable or launcher[1] != "-S":
-            return None
-        if launcher[2] in self._launchers:
-            return self._launchers[launcher[2]]
-        with self._loading:
-            return self._load(launcher[2])
-
-    def _load(self, script: str) -> InProcess | None:
-        if script in self._launchers:  # loaded by another step while this one waited
-            return self._launchers[script]
-        entry: InProcess | None = None
-        real = os.path.realpath(script)
-        for root in sys.path:
-            base = os.path.realpath(root or ".") + os.sep
-            if real.startswith(base) and real.endswith(".py"):
-                import importlib
-
-                name = real[len(base) : -3].replace(os.sep, ".")
-                try:
-                    found = getattr(importlib.import_module(name), "answer", None)
-                except ImportError:
-                    found = None
-                if callable(found):
-                    entry = found
-                    if os.path.dirname(real) not in self._code_dirs:
-                        self._code_dirs = (*self._code_dirs, os.path.dirname(real))
-                        self._code = _code_stamp(self._code_dirs)
-                break
-        self._launchers[script] = entry
-        return entry
+        """in_process_launcher.entry(LAUNCHER), resolved once per spelling of its interpreter and script."""
+        key = tuple(launcher[:3])
+        if key not in self._launchers:  # two steps resolving it at once both find the same
+            self._launchers[key] = in_process_launcher.entry(launcher)
+        return self._launchers[key]
 
     def _runner(self, conn: socket.socket) -> Runner:
         return lambda argv: run_in_launcher(conn, argv)
