@@ -33,7 +33,8 @@ from typing import Any
 from bench import procs
 from bench.fsio import REPO
 from bench.subjects import thin_program
-from gn_thinlto.steps.step_server import build_launcher, socket_path
+from gn_thinlto.steps.launcher_build import build_launcher
+from gn_thinlto.steps.step_args import socket_path
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE
 

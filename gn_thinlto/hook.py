@@ -36,7 +36,7 @@ from gn_thinlto.plan.links import GnGraph
 from gn_thinlto.plan.model import GraphPlan, RemoteBackends
 from gn_thinlto.regen import regenerate
 from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files
-from gn_thinlto.steps.step_server import build_launcher
+from gn_thinlto.steps.launcher_build import build_launcher
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
 from goma_ext.remote.wrapper import wrap_command

@@ -13,7 +13,7 @@ from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render, shell_join
 from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
-from gn_thinlto.steps.step_server import socket_path, step_flags
+from gn_thinlto.steps.step_args import socket_path, step_flags
 from goma_ext import __version__
 
 SHARED_FILE = "gn-thinlto/shared.ninja"

@@ -25,6 +25,8 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 from collections.abc import Callable, Sequence
 
 from gn_thinlto.steps.backend_log import CacheEvent, record
+from gn_thinlto.steps.server_start import start_server
+from gn_thinlto.steps.step_args import USAGE, parse_args
 from thinlto_cache.fsutil import (
     make_parent,
     read_bytes,
@@ -40,8 +42,6 @@ from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
 from thinlto_cache.trust import Trust
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
-USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--trust USER,…] [--socket SOCKET] "
-         "[--launcher] -- [LAUNCHER… --] [--cg-opt-level=N] CLANG …")
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
@@ -234,61 +234,6 @@ def account(path: str) -> None:
         os.close(fd)
 
 
-class StepArgs:
-    """The backend step's command line: cache dir ("" for none), log, launcher argv ending in `--` (or empty),
-    the backend command, cache policy, trusted writers besides this user and root, and SOCKET: the step
-    server's socket when the step launcher runs in front of this step (this step then starts the server)."""
-
-    __slots__ = ("cache", "command", "launcher", "log", "policy", "socket", "trust")
-
-    def __init__(self, cache: str, log: str, launcher: list[str], command: list[str], policy: str = "",
-                 trust: Sequence[str] = (), socket: str = "") -> None:
-        self.cache, self.log, self.launcher, self.command = cache, log, launcher, command
-        self.policy, self.trust, self.socket = policy, list(trust), socket
-
-    def settings(self) -> tuple[str, str, str, tuple[str, ...]]:
-        """What a step server must have been started with to serve this step."""
-        return self.cache, self.log, self.policy, tuple(self.trust)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StepArgs) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    def __repr__(self) -> str:
-        return "StepArgs(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
-
-
-def parse_args(argv: Sequence[str]) -> StepArgs:
-    """The step's arguments; ValueError on bad usage.
-
-    Hand-parsed: the arguments come from our own ninja rule, and argparse's import costs more than a hit.
-    """
-    opts: dict[str, str] = {}
-    launched = False
-    rest = list(argv)
-    while rest and rest[0] != "--":
-        flag = rest.pop(0)
-        if flag == "--launcher":
-            launched = True
-        elif flag == "--no-cache":
-            opts["--cache"] = ""
-        elif flag in ("--cache", "--log", "--policy", "--trust", "--socket") and rest:
-            opts[flag] = rest.pop(0)
-        else:
-            raise ValueError(f"unexpected argument {flag!r}")
-    if "--cache" not in opts or "--log" not in opts:
-        raise ValueError("--cache (or --no-cache) and --log are required")
-    command = rest[1:]
-    launcher: list[str] = []
-    if launched:
-        if "--" not in command:
-            raise ValueError("--launcher given but the launcher has no closing `--`")
-        split = command.index("--") + 1
-        launcher, command = command[:split], command[split:]
-    trust = [w for w in opts.get("--trust", "").split(",") if w]
-    return StepArgs(opts["--cache"], opts["--log"], launcher, command, opts.get("--policy", ""), trust,
-                    opts.get("--socket", ""))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -296,9 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gn-thinlto: error: backend: {e} ({USAGE})", file=sys.stderr)
         return 2
     if args.socket:  # the step launcher found no server: start one for the next edges (before this step, which
-        from gn_thinlto.steps.step_server import start_server  # may wait seconds on a remote action)
-
-        start_server(args)
+        start_server(args)  # may wait seconds on a remote action)
     try:
         job = BackendJob.parse(args.command)
         store = CacheStore(args.cache, Trust(args.trust), warn_dir=os.path.dirname(os.fspath(args.log)))

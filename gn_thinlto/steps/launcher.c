@@ -2,7 +2,7 @@
 
    usage: step-launcher SOCKET STEP_COMMAND...
 
-   It hands the step's arguments to the build directory's step server (gn_thinlto/steps/backend_server.py)
+   It hands the step's arguments to the build directory's step server (gn_thinlto/steps/step_server.py)
    on the Unix socket SOCKET and does what the server answers: exit with a status (a cache hit, or the end
    of a miss), or run a compiler command with this process's standard streams (a miss: the compiler's
    diagnostics reach ninja as they would from the step) and report its exit status back. Every cache
@@ -10,7 +10,8 @@
    missing, is not this user's, answers something unexpected or goes away, it runs STEP_COMMAND itself (the
    Python step, which starts a server for the next edges): slower, never wrong.
 
-   Frames, both ways: a 4-byte little-endian length, then that many bytes.
+   Frames, both ways: a 4-byte little-endian length, then that many bytes. The server's copy of this protocol is
+   gn_thinlto/steps/step_protocol.py (tests/unit/test_step_protocol.py checks that the two agree).
      request:  "gn-thinlto-step-v2" NUL CWD NUL COUNT NUL ARG NUL ... ENV NUL ...
                (COUNT in decimal: how many of the step command's arguments follow; then this process's
                environment as NAME=VALUE strings, for a remote launcher the server runs in its own process)

@@ -10,8 +10,9 @@ its command to the launcher, which runs it with ninja's streams (its diagnostics
 job control and interrupt reach it) and reports its exit status.
 
 Lifetime and safety:
-- The Python step starts it (start_server) when the launcher in front of it found no server; after that, every
-  backend edge of the build directory goes to it. At most one per socket: it holds SOCKET.lock for its life.
+- The Python step starts it (server_start.start_server, which runs this file by its path) when the launcher in
+  front of it found no server; after that, every backend edge of the build directory goes to it. At most one
+  per socket: it holds SOCKET.lock for its life.
 - It leaves when idle for --idle seconds (60), when its socket is removed or replaced (the build directory
   went away), or when its own code changed (an upgrade): the next edge's launcher finds no server and the step
   starts a new one.
@@ -39,146 +40,16 @@ if __name__ == "__main__" and not __package__:  # run as a script (see render.st
 
 # The imports below come after the script-mode path set-up above.
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the backend step imports this module: importing it back would run it twice
-    from gn_thinlto.steps.backend import StepArgs
+from gn_thinlto.steps.step_args import parse_args
+from gn_thinlto.steps.step_serving import StepServer
 
-PROTOCOL = b"gn-thinlto-step-v2"
 IDLE_S = 60.0
-REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
-CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving
-MAX_FRAME = 16 << 20
-MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
-LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
 USAGE = ("usage: step_server.py --socket SOCKET [--idle SECONDS] [--lock-fd FD] --cache DIR|--no-cache --log LOG "
          "[--policy P] [--trust W]")
 
 
-def socket_path(step_command: Sequence[str], state_dir: str) -> str:
-    """The socket of the server for the backend rule whose Python step is STEP_COMMAND (interpreter, script,
-    settings): in STATE_DIR (relative to the build directory, like every path in its rules), named by a digest of
-    the command, so a change of settings or install never reaches a server started for other ones."""
-    import hashlib
-
-    digest = hashlib.sha256("\0".join(step_command).encode()).hexdigest()[:12]
-    return f"{state_dir}/step-{digest}.sock"
-
-
-def step_flags(cache: str, log: str, policy: str = "", trust: Sequence[str] = ()) -> list[str]:
-    """The backend step's settings as its command line spells them (backend.parse_args reads them): the rule's
-    Python step, and the server started for it."""
-    flags = ["--cache", cache] if cache else ["--no-cache"]
-    if policy:
-        flags += ["--policy", policy]
-    if trust:
-        flags += ["--trust", ",".join(trust)]
-    return [*flags, "--log", log]
-
-
-def start_server(step: StepArgs) -> None:
-    """Start a server for STEP's socket unless one runs (its lock is held), detached from the build: a new
-    session, no descriptor of ninja's (ninja waits for its output pipes to close), output to SOCKET.log. The
-    lock is taken here and handed to the server, so that the steps that find no server while it starts (every
-    edge ninja runs at once) do not each start one."""
-    from thinlto_cache.store import FAULT_ENV
-
-    if os.environ.get(FAULT_ENV):
-        return  # fault injection is for this step, not for a server that outlives it
-    import fcntl
-    import stat
-
-    try:
-        lock = os.open(f"{step.socket}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return
-    log = -1
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        log = os.open(f"{step.socket}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-                      | os.O_CLOEXEC, 0o600)
-        if not stat.S_ISREG(os.fstat(log).st_mode):
-            return  # something planted there: no server, every edge runs the step itself
-        import subprocess
-
-        flags = step_flags(step.cache, step.log, step.policy, step.trust)
-        subprocess.Popen([sys.executable, "-S", os.path.realpath(__file__), "--socket", step.socket, "--lock-fd",
-                          str(lock), *flags], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True, close_fds=True, pass_fds=(lock,))
-    except OSError:
-        return  # a server runs (or is starting); or none can: every edge runs the step itself
-    finally:
-        if log >= 0:
-            os.close(log)
-        os.close(lock)  # the server's copy keeps the lock
-
-
-LAUNCHER_SOURCE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "launcher.c")
-C_COMPILERS = ("cc", "gcc", "clang")  # then any clang-N on PATH (Debian's clang-19 has no plain `clang`)
-
-
-def c_compiler() -> str:
-    """A C compiler on PATH, or ""."""
-    import glob
-    import shutil
-
-    for name in C_COMPILERS:
-        found = shutil.which(name)
-        if found:
-            return found
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        versions = sorted(glob.glob(os.path.join(d or ".", "clang-[0-9]*")), reverse=True)
-        if versions:
-            return versions[0]
-    return ""
-
-
-def build_launcher(out_dir: str, dest: str) -> str:
-    """Compile the step launcher to DEST (relative to the build directory OUT_DIR) unless it is there already,
-    built from the same source; "" when it is, else why it cannot be (one line)."""
-    import hashlib
-    import subprocess
-
-    with open(LAUNCHER_SOURCE, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    path = os.path.join(out_dir, dest)
-    stamp = f"{path}.sha256"
-    try:
-        with open(stamp) as f:
-            if f.read().strip() == digest and os.access(path, os.X_OK):
-                return ""
-    except OSError:
-        pass
-    cc = c_compiler()
-    if not cc:
-        return "no C compiler on PATH (cc, gcc, clang or clang-N)"
-    from thinlto_cache.fsutil import write_if_changed
-
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    try:  # static where the C library allows it: no dynamic loader at each of its starts (~0.1 ms)
-        for static in (["-static"], []):
-            proc = subprocess.run([cc, "-O2", *static, "-o", tmp, LAUNCHER_SOURCE], capture_output=True, text=True,
-                                  timeout=120)
-            if proc.returncode == 0:
-                break
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{cc}: {e}"
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        return f"{cc} failed on {LAUNCHER_SOURCE}: {lines[0] if lines else f'exit {proc.returncode}'}"
-    # As old as its source: the hook lists it among build.ninja's inputs (a deleted launcher makes ninja run
-    # `gn gen` again, which builds it), and a launcher newer than build.ninja would make it do so every time.
-    source = os.stat(LAUNCHER_SOURCE)
-    os.utime(tmp, ns=(source.st_atime_ns, source.st_mtime_ns))
-    os.replace(tmp, path)
-    write_if_changed(stamp, digest + "\n")
-    return ""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    from gn_thinlto.steps.backend import parse_args
-
     rest = list(sys.argv[1:] if argv is None else argv)
     sock, idle, lock_fd = "", IDLE_S, -1
     try:
@@ -197,8 +68,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not sock:
         print(f"gn-thinlto: error: step server: --socket is required ({USAGE})", file=sys.stderr)
         return 2
-    from gn_thinlto.steps.step_serving import StepServer
-
     server = StepServer(sock, step, idle, lock_fd)
     if not server.start():
         return 0  # another server holds the socket's lock

@@ -1,4 +1,4 @@
-"""The step server's process (gn_thinlto.steps.step_server has the command line and the start-up): accepting
+"""The step server's process (step_server.py is its command line, server_start.py starts it): accepting
 launchers on the socket, one thread per step in flight, each running gn_thinlto.steps.backend.serve with the
 compiler run by the launcher."""
 
@@ -9,48 +9,43 @@ import os
 import queue
 import resource
 import select
+import shutil
 import socket
 import stat
 import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TextIO
 
-from gn_thinlto.steps.backend import Runner, StepArgs, parse_args, prune_due, serve
-from gn_thinlto.steps.step_server import CHECK_EVERY_S, LOG_CAP, MAX_ACTIVE, MAX_FRAME, PROTOCOL, REQUEST_TIMEOUT_S
+import thinlto_cache
+from gn_thinlto.steps import in_process_launcher
+from gn_thinlto.steps.backend import Runner, prune_due, serve
+from gn_thinlto.steps.in_process_launcher import InProcess
+from gn_thinlto.steps.step_args import StepArgs, parse_args
+from gn_thinlto.steps.step_protocol import (
+    Answer,
+    Gone,
+    Request,
+    decode_request,
+    read_frame,
+    run_in_launcher,
+    send_answer,
+    send_exit,
+)
 from thinlto_cache import notices
 from thinlto_cache.keys import BackendJob
 from thinlto_cache.store import CacheStore
 from thinlto_cache.trust import Trust
 
 BACKEND_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "backend.py")
-
-
-class Gone(Exception):
-    """The launcher closed its connection (ninja interrupted, or the launcher killed)."""
-
-
-def send_frame(conn: socket.socket, body: bytes) -> None:
-    conn.sendall(struct.pack("<I", len(body)) + body)
-
-
-def _read_exactly(conn: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise Gone()
-        data += chunk
-    return bytes(data)
-
-
-def read_frame(conn: socket.socket) -> bytes:
-    (n,) = struct.unpack("<I", _read_exactly(conn, 4))
-    if not 0 < n <= MAX_FRAME:
-        raise Gone()
-    return _read_exactly(conn, n)
+CODE_DIRS = (os.path.dirname(BACKEND_SCRIPT), os.path.dirname(os.path.realpath(thinlto_cache.__file__)),
+             in_process_launcher.CODE_DIR)
+REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
+CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving
+MAX_ACTIVE = 4096  # steps in flight; beyond, a launcher is told to run the step itself
+LOG_CAP = 1 << 20  # the server's log is emptied at start beyond this
 
 
 def _still_connected(conn: socket.socket) -> None:
@@ -61,7 +56,7 @@ def _still_connected(conn: socket.socket) -> None:
         raise Gone()
 
 
-def _environment(items: list[bytes]) -> dict[str, str]:
+def _environment(items: Sequence[bytes]) -> dict[str, str]:
     """The launcher's environment from its NAME=VALUE strings."""
     env = {}
     for item in items:
@@ -74,8 +69,6 @@ def _environment(items: list[bytes]) -> dict[str, str]:
 def _same_program(name: str, launcher_path: str | None) -> bool:
     """Whether NAME (a program named without a path) is the same file on the launcher's PATH as on the server's:
     the step's cache key names the compiler the server finds."""
-    import shutil
-
     theirs = shutil.which(name, path=launcher_path if launcher_path is not None else os.defpath)
     return theirs is not None and theirs == shutil.which(name)
 
@@ -113,18 +106,11 @@ class ThreadStderr:
         self._log.flush()
 
 
-InProcess = Callable[[list[str], dict[str, str]], "tuple[int, bytes, bytes] | None"]
-
-
-def _code_stamp(extra: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
-    """The server's own code as (path, size, mtime) of its modules (and those in the directories EXTRA: the
-    launchers it loaded): a change means an upgrade."""
-    import thinlto_cache
-
-    dirs = (os.path.dirname(os.path.realpath(__file__)), os.path.dirname(os.path.realpath(thinlto_cache.__file__)),
-            *extra)
+def _code_stamp() -> tuple[tuple[str, int, int], ...]:
+    """The server's own code as (path, size, mtime) of its modules and the thin client's: a change means an
+    upgrade."""
     stamp = []
-    for d in dirs:
+    for d in CODE_DIRS:
         for name in sorted(os.listdir(d)):
             if name.endswith(".py"):
                 st = os.stat(os.path.join(d, name))
@@ -145,9 +131,7 @@ class StepServer:
         self.max_active = MAX_ACTIVE
         self._queue: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
         self._scripts: dict[str, bool] = {}  # a request's step script: is it this server's backend.py?
-        self._launchers: dict[str, InProcess | None] = {}  # a remote launcher script: its in-process entry
-        self._code_dirs: tuple[str, ...] = ()  # where those launchers live
-        self._loading = threading.Lock()  # loading a launcher, and the code stamp that covers it
+        self._launchers: dict[tuple[str, ...], InProcess | None] = {}  # a remote launcher: its in-process entry
         self._idle_workers = 0
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] = (0, 0)
@@ -250,9 +234,7 @@ class StepServer:
         if not self._ours():
             return "the socket was removed or replaced"
         try:
-            with self._loading:
-                dirs, code = self._code_dirs, self._code
-            if _code_stamp(dirs) != code:
+            if _code_stamp() != self._code:
                 return "the step code changed"
         except OSError:
             return "the step code is gone"
@@ -275,11 +257,11 @@ class StepServer:
                 self.log(f"closed a connection from uid {uid} (pid {pid}): not this server's user")
                 return
             conn.settimeout(REQUEST_TIMEOUT_S)
-            request = read_frame(conn).split(b"\0")
+            frame = read_frame(conn)
             conn.settimeout(None)  # a compiler may run for long; a launcher that dies closes the connection
-            send_frame(conn, b"A")  # taken: the launcher waits for the rest as long as it takes
+            send_answer(conn, Answer.TAKEN)
             self._requester.pid = pid
-            self._step(conn, request)
+            self._step(conn, decode_request(frame))
         except (Gone, OSError):
             pass  # the launcher is gone: it ran the step itself or ninja stopped it
         except Exception as e:  # a bug here must not end the server: the launcher runs the step itself
@@ -291,23 +273,22 @@ class StepServer:
                 self._active -= 1
                 self._idle_since = time.monotonic()
 
-    def _step(self, conn: socket.socket, request: list[bytes]) -> None:
-        accepted = self._accepted(request)
+    def _step(self, conn: socket.socket, request: Request | None) -> None:
+        step = self._accepted(request)
         with self._count:
             busy = self._active > self.max_active
-        if accepted is None or busy:
-            send_frame(conn, b"F")
+        if request is None or step is None or busy:
+            send_answer(conn, Answer.FALL_BACK)
             return
-        step, environment = accepted
         try:
             job = BackendJob.parse(step.command)
         except ValueError:
-            send_frame(conn, b"F")  # the Python step says what is wrong
+            send_answer(conn, Answer.FALL_BACK)  # the Python step says what is wrong
             return
         bare = os.sep not in job.argv[0]  # a compiler found on PATH
-        env = _environment(environment) if step.launcher or bare else {}
+        env = _environment(request.environment) if step.launcher or bare else {}
         if bare and not _same_program(job.argv[0], env.get("PATH")):
-            send_frame(conn, b"F")  # the launcher's PATH finds it elsewhere than the server's
+            send_answer(conn, Answer.FALL_BACK)  # the launcher's PATH finds it elsewhere than the server's
             return
         store = CacheStore(step.cache, Trust(step.trust), warn_dir=os.path.dirname(os.fspath(step.log)))
         try:
@@ -324,21 +305,17 @@ class StepServer:
                 rc, missed = 2, False
             finally:
                 said = self.stderr.captured()
-            send_frame(conn, b"X%d\0" % rc + os.fsencode(said))
+            send_exit(conn, rc, said)
             if rc == 0 and missed and store.root:
                 prune_due(store, step.policy)  # after the answer: no step waits for it
         finally:
             store.close()
 
-    def _accepted(self, request: list[bytes]) -> tuple[StepArgs, list[bytes]] | None:
-        """The step REQUEST asks for and the launcher's environment (NAME=VALUE, undecoded), when this server
-        serves it as the Python step would; else None."""
-        if len(request) < 5 or request[0] != PROTOCOL or request[-1] != b"" or not request[2].isdigit():
+    def _accepted(self, request: Request | None) -> StepArgs | None:
+        """The step REQUEST asks for, when this server serves it as the Python step would; else None."""
+        if request is None:
             return None
-        count = int(request[2])
-        if 3 + count >= len(request):
-            return None
-        cwd, args = os.fsdecode(request[1]), [os.fsdecode(a) for a in request[3 : 3 + count]]
+        cwd, args = request.cwd, request.args
         script = next((i for i, a in enumerate(args) if a.endswith("/backend.py")), -1)
         if script != 2 or args[0] != sys.executable:
             return None
@@ -359,11 +336,11 @@ class StepServer:
             return None  # the step itself says what is wrong, in its own words
         if step.socket != self.path or step.settings() != self.step.settings():
             return None
-        return step, request[3 + count : -1]
+        return step
 
     def _launched(self, launcher: list[str], env: dict[str, str], forward: Runner) -> Runner:
         """The runner of a remote step's commands (LAUNCHER… -- COMMAND): the launcher's in-process entry in this
-        process when it has one (goma-ext's thin client: see _in_process), with the step launcher's ENV;
+        process when it has one (goma-ext's thin client: see in_process_launcher), with the step launcher's ENV;
         else, or when that entry hands over (no proxy yet, a remote failure: the full client's cases), FORWARD
         (the step launcher runs the command itself, as the Python step would)."""
         entry = self._in_process(launcher)
@@ -382,47 +359,11 @@ class StepServer:
         return run
 
     def _in_process(self, launcher: list[str]) -> InProcess | None:
-        """The `answer` function of LAUNCHER when it is a Python script for this interpreter under -S
-        (`python -S …/thin_client.py OPTIONS --`) that this server can import as a module of its own sys.path
-        (the same install); else None. Loaded once per spelling; the server leaves when its code changes."""
-        if len(launcher) < 3 or launcher[0] != sys.executable or launcher[1] != "-S":
-            return None
-        if launcher[2] in self._launchers:
-            return self._launchers[launcher[2]]
-        with self._loading:
-            return self._load(launcher[2])
-
-    def _load(self, script: str) -> InProcess | None:
-        if script in self._launchers:  # loaded by another step while this one waited
-            return self._launchers[script]
-        entry: InProcess | None = None
-        real = os.path.realpath(script)
-        for root in sys.path:
-            base = os.path.realpath(root or ".") + os.sep
-            if real.startswith(base) and real.endswith(".py"):
-                import importlib
-
-                name = real[len(base) : -3].replace(os.sep, ".")
-                try:
-                    found = getattr(importlib.import_module(name), "answer", None)
-                except ImportError:
-                    found = None
-                if callable(found):
-                    entry = found
-                    if os.path.dirname(real) not in self._code_dirs:
-                        self._code_dirs = (*self._code_dirs, os.path.dirname(real))
-                        self._code = _code_stamp(self._code_dirs)
-                break
-        self._launchers[script] = entry
-        return entry
+        """in_process_launcher.entry(LAUNCHER), resolved once per spelling of its interpreter and script."""
+        key = tuple(launcher[:3])
+        if key not in self._launchers:  # two steps resolving it at once both find the same
+            self._launchers[key] = in_process_launcher.entry(launcher)
+        return self._launchers[key]
 
     def _runner(self, conn: socket.socket) -> Runner:
-        def run(argv: list[str]) -> int:
-            send_frame(conn, b"R" + b"".join(os.fsencode(a) + b"\0" for a in argv))
-            reply = read_frame(conn)
-            try:
-                return int(reply)
-            except ValueError:
-                raise Gone() from None
-
-        return run
+        return lambda argv: run_in_launcher(conn, argv)

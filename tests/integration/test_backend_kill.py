@@ -65,7 +65,8 @@ def test_killed_launched_steps_leave_no_partial_output_and_no_temporaries(tmp_pa
     """The same through the step launcher and the build directory's step server: the launcher's process group
     (launcher and compiler, as ninja stops an edge) killed at random points; the server lives on and serves the
     next runs."""
-    from gn_thinlto.steps.step_server import build_launcher, socket_path
+    from gn_thinlto.steps.launcher_build import build_launcher
+    from gn_thinlto.steps.step_args import socket_path
 
     rng = random.Random(SEED)
     out, bitcode, reference = _workspace(tmp_path)

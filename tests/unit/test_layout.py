@@ -47,20 +47,36 @@ def test_planning_writes_no_files(package: str) -> None:
     assert found == []
 
 
-def test_build_steps_load_only_the_standard_library() -> None:
-    """What `python -S step.py` really loads: every module outside the project is from the standard library."""
+def _loaded_under_dash_s(modules: str) -> list[str]:
+    """The modules `python -S` has loaded after importing MODULES (comma-separated), as a step script would."""
     probe = (
-        "import sys, runpy, json\n"
+        "import sys, json\n"
         f"sys.path[0] = {str(REPO)!r}\n"
-        "import gn_thinlto.steps.thinlink, gn_thinlto.steps.backend\n"
+        f"import {modules}\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True)
-    loaded = json.loads(proc.stdout)
+    loaded: list[str] = json.loads(proc.stdout)
+    return loaded
+
+
+def test_build_steps_load_only_the_standard_library() -> None:
+    """What `python -S step.py` really loads: every module outside the project is from the standard library."""
+    loaded = _loaded_under_dash_s("gn_thinlto.steps.thinlink, gn_thinlto.steps.backend")
     ours = {"gn_thinlto", "thinlto_cache", "__main__"}
     outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | ours]
     project = sorted({m for m in loaded if m.startswith("gn_thinlto.") and not m.startswith("gn_thinlto.steps")})
     assert outside == [] and project == ["gn_thinlto.errors"]
+
+
+def test_the_step_server_loads_only_the_standard_library_and_the_thin_client() -> None:
+    """`python -S step_server.py` too: its one module from goma_ext is the thin client (with what it imports)."""
+    loaded = _loaded_under_dash_s("gn_thinlto.steps.step_server")
+    thin_client = set(_loaded_under_dash_s("goma_ext.remote.thin_client"))
+    ours = {"gn_thinlto", "thinlto_cache", "goma_ext", "__main__"}
+    outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | ours]
+    goma = [m for m in loaded if m.split(".")[0] == "goma_ext" and m not in thin_client]
+    assert outside == [] and goma == [] and "goma_ext.remote.thin_client" in loaded
 
 
 def test_ruff_is_clean() -> None:

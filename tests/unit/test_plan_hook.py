@@ -11,7 +11,7 @@ import pytest
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place, run_hook
 from gn_thinlto.regen import STATE_FILE
-from gn_thinlto.steps.step_server import c_compiler
+from gn_thinlto.steps.launcher_build import c_compiler
 
 from .test_plan import BASIC_GN
 

@@ -23,7 +23,8 @@ import pytest
 
 from gn_thinlto.render.ninja import STEP_DIR
 from gn_thinlto.steps.backend_log import read_stats
-from gn_thinlto.steps.step_server import build_launcher, c_compiler, socket_path
+from gn_thinlto.steps.launcher_build import build_launcher, c_compiler
+from gn_thinlto.steps.step_args import socket_path
 from tests.conftest import step_server_pids
 
 LAUNCHER = "gn-thinlto/step-launcher"
