@@ -56,7 +56,7 @@ from bench.fsio import REPO, remove
 from bench.measure import BenchError, progress, run
 from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
-from gn_thinlto.cli import trace
+from gn_thinlto.analysis import build_log
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.steps.backend_log import CacheEvent
 
@@ -240,14 +240,14 @@ def build_fresh(cache: Path, name: str = "abseil") -> Path:
 def measure(out: Path) -> Measured:
     """Backend compile times, and the largest link's thin and final link, from OUT's last build."""
     try:
-        edges, backend_log = trace.read_build(out)
-        links = trace.read_links(out)
+        edges, backend_log = build_log.read_build(out)
+        links = build_log.read_links(out)
     except (GnThinltoError, OSError, ValueError, KeyError) as e:
         raise BenchError(f"{out}: cannot read its last build: {e}") from e
     if not links:
         raise BenchError(f"{out}: no thin-link manifests (gn-thinlto/**/thinlink.json): not a gn-thinlto build")
     largest = max(links, key=lambda link: (link.bitcode_objects, link.binary))
-    index, verdicts = trace.PhaseIndex(links), trace.cache_verdicts(backend_log)
+    index, verdicts = build_log.PhaseIndex(links), build_log.cache_verdicts(backend_log)
     backend_ms: list[int] = []
     link_ms: dict[tuple[str, str], int] = {}  # (phase, binary) -> ms
     for edge in edges:

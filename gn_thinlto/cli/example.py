@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gn_thinlto.cli import gen, tools
+from gn_thinlto import tools
+from gn_thinlto.cli import gen
 from gn_thinlto.errors import GnThinltoError, is_file, make_dir, shown, write_text
 from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.steps.backend_log import read_stats

@@ -87,7 +87,7 @@ def format_explanation(e: Explanation) -> str:
 
 def own_backend_jobs(out_dir: Path, e: Explanation) -> int:
     """Backend edges of this link in ninja's view of its dependency tree (dyndep files loaded)."""
-    from gn_thinlto.cli.graph_query import backend_outputs
+    from gn_thinlto.analysis.graph_query import backend_outputs
 
     m = find_manifest(out_dir, e.label)
     own_dir = m["used_list"].rsplit("/", 1)[0] + "/native/"

@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from gn_thinlto.cli import tools
+from gn_thinlto import tools
 from gn_thinlto.errors import GnThinltoError, file_error, is_file, make_dir, read_text, shown
 from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place
 from thinlto_cache.fsutil import write_if_changed

@@ -1,6 +1,6 @@
 """`gn-thinlto report OUT [--json] [--dtlto] [--build] [--html FILE]`: goma-ext's remote stats, or with --build
 where the last build's time went (critical path by phase, serial fraction, per binary, slowest backends:
-build_analysis), also as an HTML page with plots (build_html)."""
+build_report), also as an HTML page with plots (build_html)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from gn_thinlto.cli import build_analysis, build_html, trace
+from gn_thinlto.analysis import build_html, build_log, build_report
 from gn_thinlto.errors import write_text
 from goma_ext.remote import report_cli
 
@@ -26,11 +26,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not (args.build or args.html):
         return report_cli.run(args)
-    edges, backend_text = trace.read_build(args.out)
-    links = trace.read_links(args.out)
-    report = build_analysis.analyse(edges, links, trace.cache_verdicts(backend_text),
-                                    build_analysis.read_graph(args.out), trace.backend_keys(backend_text))
-    print(json.dumps(report, indent=2) if args.json else build_analysis.text(report))
+    edges, backend_text = build_log.read_build(args.out)
+    links = build_log.read_links(args.out)
+    report = build_report.analyse(edges, links, build_log.cache_verdicts(backend_text),
+                                    build_report.read_graph(args.out), build_log.backend_keys(backend_text))
+    print(json.dumps(report, indent=2) if args.json else build_report.text(report))
     if args.html:
         images = build_html.plots(edges, links, report)
         write_text(args.html, build_html.page(str(args.out), report, images), "--html")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.cli.graph_query import backend_outputs
+from gn_thinlto.analysis.graph_query import backend_outputs
 
 from .test_graph_support import Build, copy_workspace, defined_functions, disassembly, gen_and_build, gn_thinlto, plain_build, section_bytes, text_size
 

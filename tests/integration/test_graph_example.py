@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.cli.graph_query import backend_outputs
+from gn_thinlto.analysis.graph_query import backend_outputs
 from tests.conftest import EXAMPLE_ROOT
 
 from .test_graph_support import (
@@ -133,7 +133,7 @@ def test_every_binary_at_parity_with_in_process_and_lto_o0_in_two_steps(built: B
     """`gn-thinlto parity`: every binary has the in-process build's functions at their sizes, sections and
     dynamic symbols, including matrix_tool_lto_o0, linked with -Wl,--lto-O0 like most of Chromium (its backends
     optimize at O0 and generate code at O2, as lld does). Before the tests below edit sources."""
-    from gn_thinlto.cli.parity import compare_builds
+    from gn_thinlto.analysis.parity import compare_builds
 
     results = compare_builds(reference.out, built.out)
     assert "exe.unstripped/matrix_tool_lto_o0" in {r.name for r in results}
@@ -219,7 +219,7 @@ def test_html_report_renders_in_a_headless_browser(built: Build, tmp_path: Path)
     plots decoded and the four tables are there, and the screenshot shows the plots' phase colours."""
     from matplotlib.image import imread
 
-    from gn_thinlto.cli.build_html import PHASE_COLOURS
+    from gn_thinlto.analysis.build_html import PHASE_COLOURS
 
     from .test_graph_support import gn_thinlto
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.cli.elf_summary import summarize
-from gn_thinlto.cli.parity import compare_builds
+from gn_thinlto.analysis.elf_summary import summarize
+from gn_thinlto.analysis.parity import compare_builds
 
 from .test_graph_support import NM, Build, copy_workspace, gen_and_build, gn_thinlto, plain_build
 

@@ -56,7 +56,7 @@ def local_natives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 def _self_checks(out: Path) -> None:
-    from gn_thinlto.cli import tools
+    from gn_thinlto import tools
     from gn_thinlto.cli.example import run_self_checks
 
     binaries = tools.gn_ls(out, EXAMPLE_ROOT, "--type=executable", "--as=output")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.cli import tools
+from gn_thinlto import tools
 from gn_thinlto.cli.example import run_self_checks
 from goma_ext.remote import stats
 from tests.integration.test_graph_support import copy_workspace, gn_thinlto

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gn_thinlto.cli.build_analysis import analyse, critical_path, parse_graph, serial_fraction, text
-from gn_thinlto.cli.trace import Link, LogEdge, PhaseIndex, cache_verdicts, last_build
+from gn_thinlto.analysis.build_report import analyse, critical_path, parse_graph, serial_fraction, text
+from gn_thinlto.analysis.build_log import Link, LogEdge, PhaseIndex, cache_verdicts, last_build
 from tests.unit.test_trace import LINKS, LOG
 
 # `ninja -t graph` for the build in LOG: compiles, the thin link (two outputs, so through an edge node), two

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.cli.elf_summary import ElfError, ElfSummary, linked_type, summarize
-from gn_thinlto.cli.parity import Verdict, compare, linked_binaries
+from gn_thinlto.analysis.elf_summary import ElfError, ElfSummary, linked_type, summarize
+from gn_thinlto.analysis.parity import Verdict, compare, linked_binaries
 
 
 def _summary(functions: dict[str, int], sections: dict[str, int] | None = None, dynamic: tuple[str, ...] = (),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gn_thinlto.cli.trace import Link, LogEdge, PhaseIndex, cache_verdicts, last_build, slots, trace_events
+from gn_thinlto.analysis.build_log import Link, LogEdge, PhaseIndex, cache_verdicts, last_build, slots, trace_events
 
 LOG = """# ninja log v5
 0\t100\t1\tobj/old.o\taaaa
@@ -49,7 +49,7 @@ def test_trace_events_carry_cache_verdicts() -> None:
 
 
 def test_remote_runs_tie_backend_objects_to_the_wrappers_records() -> None:
-    from gn_thinlto.cli.trace import remote_runs
+    from gn_thinlto.analysis.build_log import remote_runs
     from goma_ext.remote.stats import Mode, RunRecord
 
     log = ("miss k1 gn-thinlto/app/native/obj/a.o\nremote c1 gn-thinlto/app/native/obj/a.o\n"
@@ -64,7 +64,7 @@ def test_remote_runs_tie_backend_objects_to_the_wrappers_records() -> None:
 
 
 def test_a_two_step_backends_two_wrapper_runs_add_up() -> None:
-    from gn_thinlto.cli.trace import remote_runs
+    from gn_thinlto.analysis.build_log import remote_runs
     from goma_ext.remote.stats import Mode, RunRecord
 
     log = "miss k1 gn-thinlto/app/native/obj/a.o\nremote c1 gn-thinlto/app/native/obj/a.o\n"

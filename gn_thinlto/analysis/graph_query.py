@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gn_thinlto.cli import tools
+from gn_thinlto import tools
 
 BACKEND_RULE = "gn_thinlto_backend"
 

@@ -13,7 +13,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gn_thinlto.cli.trace import Link, LogEdge, PhaseIndex, slots
+from gn_thinlto.analysis.build_log import Link, LogEdge, PhaseIndex, slots
 
 PHASE_COLOURS = {"compile": "#4e79a7", "thin link": "#e15759", "backend": "#59a14f", "final link": "#f28e2b",
                  "other": "#bab0ab"}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gn_thinlto.cli.trace import Link, LogEdge, PhaseIndex
+from gn_thinlto.analysis.build_log import Link, LogEdge, PhaseIndex
 
 _NODE = re.compile(r'^"(0x[0-9a-f]+)" \[label="(.*?)"(, shape=ellipse)?\]$')
 _ARROW = re.compile(r'^"(0x[0-9a-f]+)" -> "(0x[0-9a-f]+)"( \[label=" .*"\])?( \[arrowhead=none\])?$')
