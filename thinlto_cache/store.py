@@ -40,6 +40,11 @@ class Dangling(Exception):
 # Fault injection for the kill-mid-store test: the step kills itself (SIGKILL) once a temporary file is written.
 FAULT_ENV = "GN_THINLTO_FAULT"
 KILL_MID_STORE = "kill-mid-store"
+# (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (FAULT_ENV, "", f"tests only: `{KILL_MID_STORE}` makes a backend step kill itself while it stores into the cache "
+                    "(the step server and launcher then stand aside)"),
+)
 
 
 def shown(path: str) -> str:

@@ -40,6 +40,7 @@ import yaml
 
 from gn_thinlto.errors import GnThinltoError, check_strings, file_error, is_file, read_text, shown
 from thinlto_cache.policy import PolicyError, parse_policy
+from thinlto_cache.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
 from thinlto_cache.trust import unknown_users
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
@@ -97,10 +98,45 @@ def label_matches(pattern: str, label: str) -> bool:
     return fnmatch.fnmatchcase(label, pattern)
 
 
-_KEYS = {
-    "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode", "cache_dir",
-    "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy", "cache_trusted_writers", "step_server",
-}
+SETTINGS: tuple[Setting, ...] = (  # what parse_config knows and defaults to; docs/reference/config.md renders it
+    Setting("targets.include", "list of GN label patterns", ["//*"],
+            "links whose labels match go through the graph: `//dir/*` (recursive), `//dir:*`, `//dir:name`; "
+            "shell wildcards allowed"),
+    Setting("targets.exclude", "list of GN label patterns", [],
+            "links left to the build as they are, even if included"),
+    Setting("target_dir", "string containing `{output}` or `{name}`", Config.target_dir,
+            "each link's directory in the build dir (indexes, native objects); `{output}`, `{name}`, `{dir}` are "
+            "replaced"),
+    Setting("testonly", f"one of {', '.join(m.value for m in TestonlyMode)}", Config.testonly.value,
+            "test-only links: a thin link of their own, or one no-import codegen per object shared by all tests"),
+    Setting("backend_flags.add", "list of strings", [], "flags added to every backend compile"),
+    Setting("backend_flags.remove", "list of strings", [], "flags dropped from every backend compile"),
+    Setting("thin_link_pool_depth", "integer >= 0", Config.thin_link_pool_depth,
+            "ninja pool depth for thin links (0: no pool)"),
+    Setting("minimized_bitcode", "boolean", Config.minimized_bitcode,
+            "thin links read each object's minimized bitcode `X.thinlink.o` (the compile must also write it: "
+            "`-Xclang -fthin-link-bitcode=`)"),
+    Setting("cache_dir", "path", Config.cache_dir,
+            "the backend cache: relative to the build dir, or absolute (several build dirs may share it)"),
+    Setting("backend_cache", "boolean", Config.backend_cache,
+            "false: every backend edge ninja runs runs the compiler (no sharing)"),
+    Setting("cache_policy", "string in lld's `--thinlto-cache-policy` syntax", Config.cache_policy,
+            "how the backend cache is pruned; empty: the links' own `--thinlto-cache-policy`, else LLVM's defaults"),
+    Setting("cache_trusted_writers", "list of user names or uids", [],
+            "whose cache entries your builds use, besides yours and root's"),
+    Setting("remote", "mapping", {}, "run backends over REAPI: the keys of the `remote:` section below"),
+    Setting("dyndep", "boolean", Config.dyndep,
+            "false: no dyndep file (for builders without dyndep, e.g. Siso): the final link waits for every backend"),
+    Setting("step_server", "boolean", Config.step_server,
+            "false: each backend edge runs the Python step itself (no launcher, no server)"),
+    Setting("link_wrappers", "list of mappings", [],
+            "wrappers whose inner link command gn-thinlto cannot find by itself"),
+    Setting("link_wrappers[].match", "shell glob", REQUIRED, "matched against each token of the link command"),
+    Setting("link_wrappers[].inner_after", "string", REQUIRED,
+            "the inner link command (`clang++ …`) starts after this token"),
+)
+_KEYS = top_keys(SETTINGS)
+_DEFAULTS = defaults(SETTINGS)
 
 
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
@@ -125,7 +161,7 @@ def _link_wrappers(value: Any, where: str) -> tuple[LinkWrapper, ...]:
         raise GnThinltoError(f"{where}: expected a list of {{match, inner_after}} mappings, got {value!r}")
     out = []
     for n, item in enumerate(value):
-        entry = _check_keys(item, {"match", "inner_after"}, f"{where}[{n}]")
+        entry = _check_keys(item, sub_keys(SETTINGS, "link_wrappers[]"), f"{where}[{n}]")
         for key in ("match", "inner_after"):
             if not isinstance(entry.get(key), str) or not entry[key]:
                 raise GnThinltoError(f"{where}[{n}]: {key}: expected a non-empty string")
@@ -138,55 +174,57 @@ def parse_config(data: Any, source: str) -> Config:
     if data is None:
         return Config(source=source)
     top = _check_keys(data, _KEYS, source)
-    targets = _check_keys(top.get("targets", {}), {"include", "exclude"}, f"{source}: targets")
-    flags = _check_keys(top.get("backend_flags", {}), {"add", "remove"}, f"{source}: backend_flags")
+    targets = _check_keys(top.get("targets", {}), sub_keys(SETTINGS, "targets"), f"{source}: targets")
+    flags = _check_keys(top.get("backend_flags", {}), sub_keys(SETTINGS, "backend_flags"), f"{source}: backend_flags")
     try:
-        testonly = TestonlyMode(top.get("testonly", TestonlyMode.THIN_LINK.value))
+        testonly = TestonlyMode(top.get("testonly", _DEFAULTS["testonly"]))
     except ValueError:
         choices = ", ".join(m.value for m in TestonlyMode)
         raise GnThinltoError(f"{source}: testonly: expected one of {choices}, got {top['testonly']!r}") from None
-    depth = top.get("thin_link_pool_depth", 2)
+    depth = top.get("thin_link_pool_depth", _DEFAULTS["thin_link_pool_depth"])
     if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
         raise GnThinltoError(f"{source}: thin_link_pool_depth: expected an integer >= 0, got {depth!r}")
-    minimized = top.get("minimized_bitcode", False)
+    minimized = top.get("minimized_bitcode", _DEFAULTS["minimized_bitcode"])
     if not isinstance(minimized, bool):
         raise GnThinltoError(f"{source}: minimized_bitcode: expected true or false, got {minimized!r}")
-    target_dir = top.get("target_dir", Config.target_dir)
+    target_dir = top.get("target_dir", _DEFAULTS["target_dir"])
     if not isinstance(target_dir, str) or ("{output}" not in target_dir and "{name}" not in target_dir):
         raise GnThinltoError(f"{source}: target_dir: must be a string containing {{output}} or {{name}}")
-    cache_dir = top.get("cache_dir", Config.cache_dir)
+    cache_dir = top.get("cache_dir", _DEFAULTS["cache_dir"])
     if not isinstance(cache_dir, str) or not cache_dir:
         raise GnThinltoError(f"{source}: cache_dir: expected a non-empty path")
-    backend_cache = top.get("backend_cache", True)
+    backend_cache = top.get("backend_cache", _DEFAULTS["backend_cache"])
     if not isinstance(backend_cache, bool):
         raise GnThinltoError(f"{source}: backend_cache: expected true or false, got {backend_cache!r}")
-    remote = _check_keys(top.get("remote", {}), None, f"{source}: remote")
-    cache_policy = top.get("cache_policy", "")
+    remote = _check_keys(top.get("remote", _DEFAULTS["remote"]), None, f"{source}: remote")
+    cache_policy = top.get("cache_policy", _DEFAULTS["cache_policy"])
     try:
         parse_policy(cache_policy if isinstance(cache_policy, str) else "")
     except PolicyError as e:
         raise GnThinltoError(f"{source}: cache_policy: {e}") from None
     if not isinstance(cache_policy, str):
         raise GnThinltoError(f"{source}: cache_policy: expected a string in lld's policy syntax, got {cache_policy!r}")
-    writers = top.get("cache_trusted_writers", [])
+    writers = top.get("cache_trusted_writers", _DEFAULTS["cache_trusted_writers"])
     if isinstance(writers, list):
         writers = [str(w) if isinstance(w, int) and not isinstance(w, bool) and w >= 0 else w for w in writers]
     trusted = _str_list(writers, f"{source}: cache_trusted_writers")
     if any(not w or "," in w or "\0" in w or any(c.isspace() for c in w) for w in trusted):
         raise GnThinltoError(f"{source}: cache_trusted_writers: expected user names or uids, got {list(trusted)!r}")
-    dyndep = top.get("dyndep", True)
+    dyndep = top.get("dyndep", _DEFAULTS["dyndep"])
     if not isinstance(dyndep, bool):
         raise GnThinltoError(f"{source}: dyndep: expected true or false, got {dyndep!r}")
-    step_server = top.get("step_server", True)
+    step_server = top.get("step_server", _DEFAULTS["step_server"])
     if not isinstance(step_server, bool):
         raise GnThinltoError(f"{source}: step_server: expected true or false, got {step_server!r}")
     return Config(
-        include=_str_list(targets.get("include", ["//*"]), f"{source}: targets.include"),
-        exclude=_str_list(targets.get("exclude", []), f"{source}: targets.exclude"),
+        include=_str_list(targets.get("include", _DEFAULTS["targets.include"]), f"{source}: targets.include"),
+        exclude=_str_list(targets.get("exclude", _DEFAULTS["targets.exclude"]), f"{source}: targets.exclude"),
         target_dir=target_dir,
         testonly=testonly,
-        backend_flags_add=_str_list(flags.get("add", []), f"{source}: backend_flags.add"),
-        backend_flags_remove=_str_list(flags.get("remove", []), f"{source}: backend_flags.remove"),
+        backend_flags_add=_str_list(flags.get("add", _DEFAULTS["backend_flags.add"]), f"{source}: backend_flags.add"),
+        backend_flags_remove=_str_list(
+            flags.get("remove", _DEFAULTS["backend_flags.remove"]), f"{source}: backend_flags.remove"
+        ),
         thin_link_pool_depth=depth,
         minimized_bitcode=minimized,
         cache_dir=cache_dir,
@@ -196,7 +234,7 @@ def parse_config(data: Any, source: str) -> Config:
         remote=tuple(sorted(remote.items())),
         dyndep=dyndep,
         step_server=step_server,
-        link_wrappers=_link_wrappers(top.get("link_wrappers", []), f"{source}: link_wrappers"),
+        link_wrappers=_link_wrappers(top.get("link_wrappers", _DEFAULTS["link_wrappers"]), f"{source}: link_wrappers"),
         source=source,
     )
 

@@ -220,6 +220,11 @@ def launch(argv: list[str]) -> int:
 
 _child_wall = [0.0]  # seconds this step waited for the commands it ran (GN_THINLTO_STEP_ACCOUNTING)
 ACCOUNTING_ENV = "GN_THINLTO_STEP_ACCOUNTING"
+# (NAME, DEFAULT, MEANING) for docs/reference/environment.md (the step launcher, launcher.c, reads it too).
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (ACCOUNTING_ENV, "", "FILE: each backend step and step launcher appends one line of its wall and CPU times "
+                         "(the benchmarks' per-step accounting)"),
+)
 
 
 def account(path: str) -> None:

@@ -30,12 +30,35 @@ from goma_ext.dtlto.slots import Slots, default_dir
 from goma_ext.errors import GomaExtError, file_error, is_file, read_text, shown
 from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
 from thinlto_cache.policy import PolicyError, parse_policy
+from thinlto_cache.settings import Setting
 from thinlto_cache.store import CacheStore
 from thinlto_cache.trust import Trust
 
 ENV_OPTIONS = "GOMA_EXT_DTLTO"
 ENV_CONFIG = "GOMA_EXT_DTLTO_CONFIG"
-SECTION_KEYS = ("jobs", "cache", "cache_policy", "cache_trusted_writers", "slots_dir", "stats_log")
+# (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (ENV_OPTIONS, "", "options for `goma-ext dtlto` (shell words), put before the ones lld passes on"),
+    (ENV_CONFIG, "`$XDG_CONFIG_HOME/goma-ext/dtlto.yaml` (`~/.config/…`), if present",
+     "the YAML file with `dtlto:` and `remote:` sections (`--config` wins)"),
+)
+# The `dtlto:` section: what _section knows and checks, and docs/reference/config.md renders. An option of the
+# same name (`--slots-dir` for slots_dir) wins over each.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("jobs", "integer", None, "local compiles at once on this machine, over all links",
+            default_text="the number of CPUs"),
+    Setting("cache", "path", None, "the backend cache directory",
+            default_text="`$XDG_CACHE_HOME/goma-ext/backend-cache` (`~/.cache/…` without XDG_CACHE_HOME)"),
+    Setting("cache_policy", "string in lld's `--thinlto-cache-policy` syntax", "",
+            "how the backend cache is pruned; empty: LLVM's defaults"),
+    Setting("cache_trusted_writers", "list of user names or uids", [],
+            "whose cache entries the links use, besides yours and root's"),
+    Setting("slots_dir", "path", None, "where the machine-wide local job slots live",
+            default_text="`$XDG_RUNTIME_DIR/goma-ext/dtlto-slots`, else under `$XDG_CACHE_HOME` (`~/.cache`)"),
+    Setting("stats_log", "path", DTLTO_STATS_LOG, "per-job records; a relative path is in the link's directory"),
+)
+SECTION_KEYS = tuple(s.key for s in SETTINGS)
+# The YAML type each key's value must have, and how a message names it.
 _SECTION_TYPES: dict[str, tuple[type, str]] = {
     "jobs": (int, "an integer"), "cache_trusted_writers": (list, "a list"), "cache": (str, "a string"),
     "cache_policy": (str, "a string"), "slots_dir": (str, "a string"), "stats_log": (str, "a string"),
@@ -60,7 +83,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--instance", help="REAPI instance name")
     p.add_argument("--jobs", type=int, help="local compiles at once on this machine, over all links (default: cores)")
     p.add_argument("--slots-dir", type=Path, help="where the machine-wide local job slots live")
-    p.add_argument("--cache", type=Path, help=f"backend cache directory (default {default_cache()})")
+    p.add_argument("--cache", type=Path,
+                   help="backend cache directory (default $XDG_CACHE_HOME/goma-ext/backend-cache, ~/.cache/… without "
+                        "XDG_CACHE_HOME)")
     p.add_argument("--no-cache", action="store_true", help="do not use the backend cache")
     p.add_argument("--cache-policy", help="pruning policy in lld's --thinlto-cache-policy syntax")
     p.add_argument("--stats-log", type=Path,

@@ -26,6 +26,15 @@ IDLE_ENV = "GOMA_EXT_PROXY_IDLE_TIMEOUT"
 MAX_ACTIVE_ENV = "GOMA_EXT_PROXY_MAX_ACTIVE"
 MAX_CONNECTIONS_ENV = "GOMA_EXT_PROXY_MAX_CONNECTIONS"
 REQUEST_TIMEOUT_ENV = "GOMA_EXT_PROXY_REQUEST_TIMEOUT"
+# (NAME, DEFAULT, MEANING) for docs/reference/environment.md; `goma-ext proxy serve`'s options win over each.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (IDLE_ENV, f"`{DEFAULT_IDLE_S:g}`", "a proxy stops after this many seconds without requests"),
+    (MAX_ACTIVE_ENV, f"`{DEFAULT_MAX_ACTIVE}`", "actions a proxy works on at once (more wait in its queue)"),
+    (MAX_CONNECTIONS_ENV, f"`{DEFAULT_MAX_CONNECTIONS}`", "client connections a proxy keeps open at once; more are "
+                                                        "refused"),
+    (REQUEST_TIMEOUT_ENV, f"`{DEFAULT_REQUEST_TIMEOUT_S:g}`", "seconds a proxy gives a client from connect to a "
+                                                            "complete request"),
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -5,7 +5,7 @@ Standard library only at import time (the thin client `goma-ext run` imports it 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 from goma_ext.errors import is_file, one_line, read_text, reason, shown
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
+from thinlto_cache.settings import Setting
 
 DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1, libstdc++6; distroless/cc)
     "ld-linux*.so.*", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libutil.so.1",
@@ -155,23 +156,93 @@ def action_settings(cfg: RemoteConfig) -> dict[str, str]:
     return values
 
 
+def _path(value: Any) -> Path:
+    return Path(str(value))
+
+
+def _sorted_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in _pairs(value).items()))
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(v).strip() for v in items if str(v).strip())
+
+
+# A field's annotation -> how a YAML or environment value becomes it, what the docs call it, and how an
+# environment variable spells it when that differs.
+_TYPES: Mapping[str, tuple[Callable[[Any], Any], str, str]] = {
+    "str": (str, "string", ""),
+    "int": (int, "integer", ""),
+    "float": (float, "number", ""),
+    "bool": (_boolean, "boolean", "1/true/yes/on or 0/false/no/off"),
+    "Path": (_path, "path", ""),
+    "Path | None": (_path, "path", ""),
+    "tuple[tuple[str, str], ...]": (_sorted_pairs, "mapping of names to strings", "`KEY=VALUE,KEY=VALUE`"),
+    "tuple[str, ...]": (_strings, "list of strings", "comma-separated"),
+}
+_FIELD_TYPES = {f.name: str(f.type) for f in fields(RemoteConfig)}
+# YAML spellings besides the field's own (and `-` for `_`, which every key may use).
+ALIASES: Mapping[str, str] = {"rpc_timeout": "rpc_timeout_s", "execute_timeout": "execute_timeout_s",
+                              "queue_timeout": "queue_timeout_s"}
+# What each key of the `remote:` section means; its type and default come from RemoteConfig, its variable from
+# ENV_VARS. A field without a line here is no setting (the token comes only from the environment).
+_MEANINGS: Mapping[str, str] = {
+    "endpoint": "the REAPI server, `grpc://HOST:PORT` or `grpcs://HOST:PORT`; `off` (or none) builds locally; "
+                "`GOMA_EXT_REMOTE=off` wins over every other setting",
+    "instance": "REAPI instance name",
+    "ca_file": "PEM certificates that sign a `grpcs://` server's certificate (a private CA)",
+    "client_cert": "mTLS: PEM certificate chain the client presents, with `client_key` (`grpcs://` only)",
+    "client_key": "mTLS: PEM private key of `client_cert`",
+    "token_file": "file holding a bearer token, sent as `authorization: Bearer …` (the token itself may come in "
+                  f"`{TOKEN_ENV}`)",
+    "headers": "gRPC metadata sent with every call",
+    "exec_root": "the input root, relative to the build directory: every input and output of an action lies below it",
+    "jobs": "ninja pool depth for remote backends",
+    "rpc_timeout_s": "seconds each RPC may take",
+    "execute_timeout_s": "seconds an action may take remotely before the backend runs locally",
+    "queue_timeout_s": "seconds to wait for a worker to start the action before the backend runs locally",
+    "max_attempts": "tries per RPC (only UNAVAILABLE-class errors are retried)",
+    "backoff_base_s": "first retry delay in seconds (doubling, capped, full jitter)",
+    "backoff_cap_s": "longest retry delay in seconds",
+    "stats_log": "per-action records, relative to the build directory (summed by `goma-ext report`)",
+    "cache_salt": "mixed into every action: a different salt never shares cache entries",
+    "allow_insecure_credentials": "let a token or headers go over plaintext `grpc://` to a host that is not loopback",
+    "toolchain": "how the compiler reaches the worker: `inputs` (the binary and its libraries travel in the input "
+                 "root) or `host` (the worker runs its own compiler of the same version and SHA-256)",
+    "base_system": "sonames (glob patterns) the worker's image provides; other libraries travel with the compiler",
+    "platform": "REAPI platform properties of every action (part of its cache key)",
+}
+
+
+def _yaml_value(value: Any, annotation: str) -> Any:
+    """A field's default as YAML would spell it."""
+    if annotation == "tuple[tuple[str, str], ...]":
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value) if isinstance(value, Path) else value
+
+
+def _setting(f: Any) -> Setting:
+    env = {name: var for var, name in ENV_VARS.items()}.get(f.name, "")
+    aliases = sorted(alias for alias, name in ALIASES.items() if name == f.name)
+    also = f" (also spelled `{'`, `'.join(aliases)}`)" if aliases else ""
+    _, kind, spelling = _TYPES[_FIELD_TYPES[f.name]]
+    kind = kind if f.name != "toolchain" else f"one of {', '.join(TOOLCHAIN_MODES)}"
+    meaning = _MEANINGS[f.name] + also + (f"; as a variable: {spelling}" if env and spelling else "")
+    if f.name == "endpoint":
+        return Setting(f.name, "URL", "", meaning, default_text="none: backends run locally", env=env)
+    return Setting(f.name, kind, _yaml_value(f.default, _FIELD_TYPES[f.name]), meaning, env=env)
+
+
+SETTINGS: tuple[Setting, ...] = tuple(_setting(f) for f in fields(RemoteConfig) if f.name in _MEANINGS)
+
+
 def _convert(name: str, value: Any) -> Any:
-    kind = {f.name: f.type for f in fields(RemoteConfig)}[name]
+    convert = _TYPES.get(_FIELD_TYPES[name], _TYPES["str"])[0]
     try:
-        if kind == "int":
-            return int(value)
-        if kind == "float":
-            return float(value)
-        if kind == "bool":
-            return _boolean(value)
-        if kind in ("Path", "Path | None"):
-            return Path(str(value))
-        if kind == "tuple[tuple[str, str], ...]":
-            return tuple(sorted((str(k), str(v)) for k, v in _pairs(value).items()))
-        if kind == "tuple[str, ...]":
-            items = value.split(",") if isinstance(value, str) else list(value)
-            return tuple(str(v).strip() for v in items if str(v).strip())
-        return str(value)
+        return convert(value)
     except (TypeError, ValueError, OverflowError) as e:  # OverflowError: `jobs: .inf`
         raise RemoteConfigError(f"remote.{name}: cannot use {value!r}: {e}") from e
 
@@ -234,7 +305,7 @@ def load_config(
     """
     if env.get("GOMA_EXT_REMOTE", "x").strip().lower() in OFF_VALUES:
         return None
-    known = {f.name for f in fields(RemoteConfig)}
+    known = {s.key for s in SETTINGS}
     values: dict[str, Any] = {}
     for key, value in section.items():
         if value is None:
@@ -242,10 +313,9 @@ def load_config(
         if not isinstance(key, str):
             raise RemoteConfigError(f"remote: {key!r}: not a setting name (a YAML key that is not a string)")
         name = key.replace("-", "_")
-        name = {"rpc_timeout": "rpc_timeout_s", "execute_timeout": "execute_timeout_s",
-                "queue_timeout": "queue_timeout_s"}.get(name, name)
-        if name not in known or name == "token":
-            raise RemoteConfigError(f"remote.{key}: unknown setting (known: {', '.join(sorted(known - {'token'}))})")
+        name = ALIASES.get(name, name)
+        if name not in known:
+            raise RemoteConfigError(f"remote.{key}: unknown setting (known: {', '.join(sorted(known))})")
         values[name] = value
     for var, name in ENV_VARS.items():
         if var in env:

@@ -31,6 +31,13 @@ ENV_VARS: Mapping[str, str] = {
 TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
 PROXY_ENV = "GOMA_EXT_PROXY"  # off/0/false: no proxy, every action in-process
 OFF_VALUES = frozenset({"", "off", "none", "local", "0", "false"})
+# Variables besides the ENV_VARS overrides, as (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (TOKEN_ENV, "", "the bearer token itself (instead of `remote.token_file`); never written to a command line, "
+                    "a proxy request or a log"),
+    (PROXY_ENV, "`on`", "`off` (or 0, false, none, local): `goma-ext run` and DTLTO run each action in their own "
+                      "process instead of through the user's `goma-ext proxy`"),
+)
 
 
 def is_off(value: str) -> bool:

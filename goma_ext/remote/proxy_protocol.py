@@ -47,6 +47,13 @@ STATE_DIR_ENV = "GOMA_EXT_PROXY_DIR"
 SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before a client gives up on the proxy
 DEFAULT_SILENCE_S = 20.0
 HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
+# (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (STATE_DIR_ENV, "`$XDG_RUNTIME_DIR/goma-ext`, else `~/.cache/goma-ext/proxy`",
+     "where the user's proxies keep their sockets, locks and logs"),
+    (SILENCE_ENV, f"`{DEFAULT_SILENCE_S:g}`", "seconds without a frame from the proxy before a client gives up on it "
+                                             "(and runs the action itself)"),
+)
 
 
 class FrameError(Exception):

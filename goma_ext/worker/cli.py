@@ -65,7 +65,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                    help="client certificate (PEM) for a server that requires mTLS (or GOMA_EXT_REMOTE_CLIENT_CERT)")
     p.add_argument("--client-key", type=Path, help="private key (PEM) of --client-cert (or GOMA_EXT_REMOTE_CLIENT_KEY)")
     p.add_argument("--work-dir", type=Path, help="scratch directory for sandboxes (required)")
-    p.add_argument("--bot-id", default=socket.gethostname(), help="stable bot id prefix (default: host name)")
+    p.add_argument("--bot-id", help="stable bot id prefix (default: host name)")
     p.add_argument("--count", type=int, default=1, help="worker processes to run (ids BOT-ID-0 … BOT-ID-N-1)")
     p.add_argument(
         "--compiler",
@@ -350,6 +350,8 @@ def run(args: argparse.Namespace) -> int:
     _offer(args)  # a bad --platform stops the start, not each child
     if args.count < 1:
         raise GomaExtError(f"--count {args.count}: run at least one worker")
+    # The host name here rather than as the option's default: --help and the reference are the same on every host.
+    args.bot_id = args.bot_id or socket.gethostname()
     if args.index is not None:
         return _serve_one(args)
     _check_isolation(args)  # once, before any child: refuse to start rather than run unisolated
