@@ -1,74 +1,31 @@
 """The one root exception of goma_ext; the CLI turns it into a one-line message and exit code 2.
 
-Also the one place that turns a failure to read an input file (the OS's error, text that is not UTF-8, JSON or
-YAML too deeply nested to decode) into that exception, naming the file. (gn_thinlto.errors does the same for
-gn_thinlto, whose build steps may not import goma_ext.) Standard library only: the thin client imports it.
+The file helpers (read, decode and write the files a user names, one line naming the file when that fails) are
+thinlto_cache.fileerrors', bound here to GomaExtError. Standard library only: the thin client imports it.
 """
 
 from __future__ import annotations
 
-import os
+from thinlto_cache.fileerrors import SHOWN_PATH_CHARS, FileErrors, OneLineError, one_line, reason, shown
 
-SHOWN_PATH_CHARS = 200  # a path longer than this is shown shortened in messages
+__all__ = ["SHOWN_PATH_CHARS", "DecodeError", "GomaExtError", "check_strings", "decode_json", "file_error",
+           "is_file", "make_dir", "one_line", "read_json", "read_text", "read_yaml", "reason", "shown", "write_text"]
 
 
-class GomaExtError(Exception):
+class GomaExtError(OneLineError):
     """A problem the user can act on: an undecodable file, a bad command line, a remote failure."""
 
-    def __str__(self) -> str:
-        return one_line(super().__str__())
 
-
-def one_line(text: str) -> str:
-    """TEXT with its line breaks written as \\n: a message is one line even when a file name holds a newline."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def shown(path: str | os.PathLike[str]) -> str:
-    """PATH for a message: a very long one (a mistaken argument) cut in the middle."""
-    text = os.fspath(path)
-    if len(text) <= SHOWN_PATH_CHARS:
-        return text
-    half = SHOWN_PATH_CHARS // 2
-    return f"{text[:half]}…({len(text)} characters)…{text[-half:]}"
-
-
-def reason(e: BaseException) -> str:
-    """Why reading or decoding a file failed, in words (the caller names the file)."""
-    if isinstance(e, OSError):
-        return e.strerror or str(e)
-    if isinstance(e, UnicodeDecodeError):
-        return f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"
-    if isinstance(e, RecursionError):
-        return "nested too deeply to decode"
-    return str(e)
-
-
-def file_error(path: str | os.PathLike[str], e: BaseException, what: str = "") -> GomaExtError:
-    """The error for file PATH (WHAT: the flag or role that named it, e.g. `--config`) failing with E."""
-    return GomaExtError(f"{what + ' ' if what else ''}{shown(path)}: {reason(e)}")
-
-
-def is_file(path: str | os.PathLike[str], what: str = "") -> bool:
-    """Whether PATH is a regular file; a path the OS cannot even look up (too long, a loop) is an error."""
-    import stat
-
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except (OSError, ValueError) as e:  # ValueError: a NUL byte or a lone surrogate in the name
-        raise file_error(path, e, what) from e
-    return stat.S_ISREG(st.st_mode)
-
-
-def read_text(path: str | os.PathLike[str], what: str = "") -> str:
-    """The UTF-8 text of file PATH; GomaExtError naming it (and WHAT) when it cannot be read or decoded."""
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode()
-    except (OSError, UnicodeError) as e:
-        raise file_error(path, e, what) from e
+_files = FileErrors(GomaExtError)
+file_error = _files.file_error
+is_file = _files.is_file
+read_text = _files.read_text
+write_text = _files.write_text
+make_dir = _files.make_dir
+check_strings = _files.check_strings
+decode_json = _files.decode_json
+read_json = _files.read_json
+read_yaml = _files.read_yaml
 
 
 class DecodeError(GomaExtError):

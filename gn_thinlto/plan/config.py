@@ -36,9 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gn_thinlto.errors import GnThinltoError, check_strings, file_error, is_file, read_text, shown
+from gn_thinlto.errors import GnThinltoError, is_file, read_yaml, shown
 from thinlto_cache.policy import PolicyError, parse_policy
 from thinlto_cache.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
 from thinlto_cache.trust import unknown_users
@@ -246,14 +244,7 @@ def load_config(explicit: Path | None, source_root: Path) -> Config:
         if explicit is not None:
             raise GnThinltoError(f"--config {shown(explicit)}: no such file")
         return Config()
-    text = read_text(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise GnThinltoError(f"{shown(path)}: not valid YAML: {str(e).splitlines()[0]}") from e
-    except RecursionError as e:
-        raise file_error(path, e) from e
-    check_strings(data, shown(path))
+    data = read_yaml(path)
     config = parse_config(data, shown(path))
     unknown = unknown_users(config.cache_trusted_writers)
     if unknown:

@@ -22,12 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from goma_ext.dtlto import jobfile
 from goma_ext.dtlto.distributor import Distributor, Settings
 from goma_ext.dtlto.slots import Slots, default_dir
-from goma_ext.errors import GomaExtError, file_error, is_file, read_text, shown
+from goma_ext.errors import GomaExtError, file_error, is_file, read_yaml, shown
 from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
 from thinlto_cache.policy import PolicyError, parse_policy
 from thinlto_cache.settings import Setting
@@ -102,13 +100,7 @@ def _section(path: Path | None, env: Mapping[str, str]) -> tuple[dict[str, Any],
         if explicit:
             raise GomaExtError(f"{shown(chosen)}: no such config file")
         return {}, {}
-    text = read_text(chosen, "config")
-    try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
-        raise GomaExtError(f"{shown(chosen)}: cannot read: {e}") from e
-    except RecursionError as e:
-        raise file_error(chosen, e, "config") from e
+    doc = read_yaml(chosen, "config") or {}
     if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict) for k in ("dtlto", "remote")):
         raise GomaExtError(f"{shown(chosen)}: expected a mapping with `dtlto:` and `remote:` mappings")
     dtlto = dict(doc.get("dtlto") or {})

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from goma_ext.errors import is_file, one_line, read_text, reason, shown
+from goma_ext.errors import is_file, shown
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
+from thinlto_cache.fileerrors import FileErrors
 from thinlto_cache.settings import Setting
 
 DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1, libstdc++6; distroless/cc)
@@ -279,15 +280,7 @@ def section_from_yaml(path: Path) -> dict[str, Any]:
     """The `remote:` mapping of a gn_thinlto.yaml file (empty if the file or section is absent)."""
     if not is_file(path, "--config"):
         return {}
-    import yaml  # not at module level: `goma-ext run`'s fast path imports this module under `python -S`
-
-    text = read_text(path, "--config")
-    try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
-        raise RemoteConfigError(f"{shown(path)}: cannot read remote settings: {one_line(str(e))}") from e
-    except RecursionError as e:
-        raise RemoteConfigError(f"{shown(path)}: {reason(e)}") from e
+    doc = FileErrors(RemoteConfigError).read_yaml(path, "--config") or {}
     section = doc.get("remote") if isinstance(doc, dict) else None
     if section is None:
         return {}
