@@ -3,5 +3,5 @@ goma-ext); the one mapped directory is the top-level templates/, shipped as gn_t
 
 from setuptools import find_packages, setup
 
-setup(packages=[*find_packages(include=["gn_thinlto", "gn_thinlto.*", "goma_ext", "goma_ext.*", "thinlto_cache",
-                                        "thinlto_cache.*"]), "gn_thinlto.templates"])
+setup(packages=[*find_packages(include=["gn_thinlto", "gn_thinlto.*", "goma_ext", "goma_ext.*", "thinlto_base",
+                                        "thinlto_base.*"]), "gn_thinlto.templates"])

@@ -25,10 +25,10 @@ from bench.fsio import remove
 from bench.measure import progress, ratio, run
 from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
-from thinlto_cache.fsutil import read_bytes, write_if_changed
-from thinlto_cache.policy import CachePolicy
-from thinlto_cache.prune import prune
-from thinlto_cache.store import CacheStore, fetch_outputs
+from thinlto_base.fsutil import read_bytes, write_if_changed
+from thinlto_base.policy import CachePolicy
+from thinlto_base.prune import prune
+from thinlto_base.store import CacheStore, fetch_outputs
 
 BACKEND_LOG = "gn-thinlto/backend.log"
 

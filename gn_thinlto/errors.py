@@ -1,13 +1,13 @@
 """The one root exception of gn_thinlto; the CLI turns it into a one-line message and exit code 2.
 
 The file helpers (read, decode and write the files a user names, one line naming the file when that fails) are
-thinlto_cache.fileerrors', bound here to GnThinltoError. Standard library only: the build steps use it under
+thinlto_base.fileerrors', bound here to GnThinltoError. Standard library only: the build steps use it under
 `python -S`.
 """
 
 from __future__ import annotations
 
-from thinlto_cache.fileerrors import PATH_MAX, SHOWN_PATH_CHARS, FileErrors, OneLineError, one_line, reason, shown
+from thinlto_base.fileerrors import PATH_MAX, SHOWN_PATH_CHARS, FileErrors, OneLineError, one_line, reason, shown
 
 __all__ = ["PATH_MAX", "SHOWN_PATH_CHARS", "GnThinltoError", "check_strings", "decode_json", "file_error", "is_file",
            "make_dir", "one_line", "read_json", "read_text", "read_yaml", "reason", "shown", "write_text"]

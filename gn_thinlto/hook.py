@@ -40,7 +40,7 @@ from gn_thinlto.steps.launcher_build import build_launcher
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
 from goma_ext.remote.wrapper import wrap_command
-from thinlto_cache.fsutil import write_if_changed
+from thinlto_base.fsutil import write_if_changed
 
 STATE_DIR = "gn-thinlto"
 PROJECT_COPY = f"{STATE_DIR}/project.json"

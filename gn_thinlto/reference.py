@@ -29,9 +29,9 @@ from goma_ext.proxy import cli as proxy_cli
 from goma_ext.remote import config as remote_config
 from goma_ext.remote import names as remote_names
 from goma_ext.remote import proxy_protocol
-from thinlto_cache import store
-from thinlto_cache.fsutil import write_if_changed
-from thinlto_cache.settings import REQUIRED, Setting
+from thinlto_base import store
+from thinlto_base.fsutil import write_if_changed
+from thinlto_base.settings import REQUIRED, Setting
 
 COMMAND = "python -m gn_thinlto.reference"
 PAGE_DIR = Path(__file__).resolve().parent.parent / "docs" / "reference"

@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 
 import gn_thinlto
-import thinlto_cache
+import thinlto_base
 from gn_thinlto.gn.ninja_text import NinjaFile
 from gn_thinlto.gn.project import GnProject, GnTarget, GnTool
 from gn_thinlto.plan.config import Config
@@ -35,7 +35,7 @@ from gn_thinlto.plan.planner import assemble, link_targets, minimized_path, plan
 from gn_thinlto.render import records_json
 from gn_thinlto.render.ninja import STEP_DIR, build_files, shared_files, target_files
 from gn_thinlto.render.templating import TEMPLATE_PACKAGE
-from thinlto_cache.fsutil import write_if_changed
+from thinlto_base.fsutil import write_if_changed
 
 STATE_FILE = "gn-thinlto/hook_state.pickle"
 STATE_FORMAT = 1
@@ -73,7 +73,7 @@ def _code_digest() -> str:
     """This package's planning and rendering code (with the build steps' path formulas and the cache's naming
     rules it uses) and templates: a changed gn-thinlto plans everything again."""
     root = Path(gn_thinlto.__file__).parent
-    cache = Path(thinlto_cache.__file__).parent
+    cache = Path(thinlto_base.__file__).parent
     templates = Path(str(resources.files(TEMPLATE_PACKAGE)))
     h = hashlib.sha1(usedforsecurity=False)
     for path in sorted([*root.glob("*.py"), *root.glob("plan/*.py"), *root.glob("render/*.py"),

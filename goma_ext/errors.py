@@ -1,12 +1,12 @@
 """The one root exception of goma_ext; the CLI turns it into a one-line message and exit code 2.
 
 The file helpers (read, decode and write the files a user names, one line naming the file when that fails) are
-thinlto_cache.fileerrors', bound here to GomaExtError. Standard library only: the thin client imports it.
+thinlto_base.fileerrors', bound here to GomaExtError. Standard library only: the thin client imports it.
 """
 
 from __future__ import annotations
 
-from thinlto_cache.fileerrors import SHOWN_PATH_CHARS, FileErrors, OneLineError, one_line, reason, shown
+from thinlto_base.fileerrors import SHOWN_PATH_CHARS, FileErrors, OneLineError, one_line, reason, shown
 
 __all__ = ["SHOWN_PATH_CHARS", "DecodeError", "GomaExtError", "check_strings", "decode_json", "file_error",
            "is_file", "make_dir", "one_line", "read_json", "read_text", "read_yaml", "reason", "shown", "write_text"]

@@ -1,7 +1,7 @@
 """What a linked ELF binary holds, for comparing two builds: its defined functions with their sizes, its
 sections' sizes and its dynamic symbols.
 
-Read by thinlto_cache.elf (never past the file's end): a truncated or foreign file is an ElfError naming the
+Read by thinlto_base.elf (never past the file's end): a truncated or foreign file is an ElfError naming the
 offset.
 """
 
@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gn_thinlto.errors import GnThinltoError, reason
-from thinlto_cache.elf import ElfFile, ElfFormatError
-from thinlto_cache.elf_layout import SHF_ALLOC, SHN_UNDEF, FileType, SectionType, SymbolType
+from thinlto_base.elf import ElfFile, ElfFormatError
+from thinlto_base.elf_layout import SHF_ALLOC, SHN_UNDEF, FileType, SectionType, SymbolType
 
 
 class ElfError(GnThinltoError):

@@ -19,11 +19,11 @@ from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.render.ninja import BACKEND_STEP
 from gn_thinlto.steps.backend_log import read_stats
-from thinlto_cache.policy import PolicyError, parse_policy
-from thinlto_cache.prune import CacheFile, entry_blobs, prune, scan
-from thinlto_cache.safefs import open_dir
-from thinlto_cache.store import AC_DIR, CAS_DIR, CacheStore, Corrupt, Dangling
-from thinlto_cache.trust import Trust, Untrusted
+from thinlto_base.policy import PolicyError, parse_policy
+from thinlto_base.prune import CacheFile, entry_blobs, prune, scan
+from thinlto_base.safefs import open_dir
+from thinlto_base.store import AC_DIR, CAS_DIR, CacheStore, Corrupt, Dangling
+from thinlto_base.trust import Trust, Untrusted
 
 RULES_FILE = f"{STATE_DIR}/rules.ninja"
 BACKEND_LOG = f"{STATE_DIR}/backend.log"

@@ -17,7 +17,7 @@ from pathlib import Path
 from gn_thinlto import tools
 from gn_thinlto.errors import GnThinltoError, file_error, is_file, make_dir, read_text, shown
 from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place
-from thinlto_cache.fsutil import write_if_changed
+from thinlto_base.fsutil import write_if_changed
 
 HOOK_LAUNCHER = "gn-thinlto/gn_hook.py"
 _LAUNCHER_TEXT = '''\

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError, is_file, read_yaml, shown
-from thinlto_cache.policy import PolicyError, parse_policy
-from thinlto_cache.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
-from thinlto_cache.trust import unknown_users
+from thinlto_base.policy import PolicyError, parse_policy
+from thinlto_base.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
+from thinlto_base.trust import unknown_users
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
 

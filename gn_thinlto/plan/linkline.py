@@ -20,7 +20,7 @@ from gn_thinlto.plan.lld_options import (
     mllvm_for_backend,
     route_linker_option,
 )
-from thinlto_cache.split_dwarf import split_dwarf_mode
+from thinlto_base.split_dwarf import split_dwarf_mode
 
 
 class LtoMode(enum.Enum):

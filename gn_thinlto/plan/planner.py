@@ -31,9 +31,9 @@ from gn_thinlto.plan.model import (
     ThinLinkManifest,
 )
 from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths
-from thinlto_cache.policy import PolicyError, parse_policy
-from thinlto_cache.split_dwarf import split_dwarf_file
-from thinlto_cache.two_step import CODEGEN_OPTION
+from thinlto_base.policy import PolicyError, parse_policy
+from thinlto_base.split_dwarf import split_dwarf_file
+from thinlto_base.two_step import CODEGEN_OPTION
 
 __all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 
@@ -116,7 +116,7 @@ def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
 
 def _backend_command(compiler: str, flags: Sequence[str], analysis: linkline.LinkAnalysis) -> BackendCommand:
     """The link's backend command: one clang run when lld's code generation level is its optimization level,
-    else the backend step's two-step form (thinlto_cache.keys.BackendJob: clang cannot set them apart)."""
+    else the backend step's two-step form (thinlto_base.keys.BackendJob: clang cannot set them apart)."""
     two_step = (f"{CODEGEN_OPTION}{analysis.cg_opt_level}",) if analysis.cg_opt_level != analysis.opt_level else ()
     return BackendCommand((*two_step, compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
 

@@ -1,7 +1,7 @@
 """The backend build step (`python -S …/gn_thinlto/backend.py --cache DIR|--no-cache --log LOG [--launcher] -- …`).
 
 The command after `--` is `[LAUNCHER… --] [--cg-opt-level=N] CLANG …` (--cg-opt-level: a two-step backend,
-thinlto_cache.keys.BackendJob).
+thinlto_base.keys.BackendJob).
 
 A job whose key (see backend_cache) is cached is not run again: the cached native object is copied into
 place. The output is only rewritten when its content changes (the edge has restat = 1). With --launcher, a
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from gn_thinlto.steps.backend_log import CacheEvent, record
 from gn_thinlto.steps.server_start import start_server
 from gn_thinlto.steps.step_args import USAGE, parse_args
-from thinlto_cache.fsutil import (
+from thinlto_base.fsutil import (
     make_parent,
     read_bytes,
     remove_if_exists,
@@ -36,10 +36,10 @@ from thinlto_cache.fsutil import (
     sweep_temporaries,
     write_if_changed,
 )
-from thinlto_cache.keys import BackendJob, cache_key, content_key
-from thinlto_cache.safefs import open_nofollow, read_regular, write_new
-from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
-from thinlto_cache.trust import Trust
+from thinlto_base.keys import BackendJob, cache_key, content_key
+from thinlto_base.safefs import open_nofollow, read_regular, write_new
+from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
+from thinlto_base.trust import Trust
 
 REMOTE_STAGE = "gn-thinlto/remote-stage"  # relative to the build directory, the same everywhere
 
@@ -66,7 +66,7 @@ def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launche
 
 
 def prune_due(store: CacheStore, policy: str) -> None:
-    from thinlto_cache.prune import prune_if_due  # a miss, never a hit, pays for pruning
+    from thinlto_base.prune import prune_if_due  # a miss, never a hit, pays for pruning
 
     prune_if_due(store.root, policy)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from thinlto_cache.fsutil import make_parent
-from thinlto_cache.safefs import open_nofollow
+from thinlto_base.fsutil import make_parent
+from thinlto_base.safefs import open_nofollow
 
 
 class CacheEvent:

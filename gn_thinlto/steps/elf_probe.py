@@ -1,4 +1,4 @@
-"""Does an object define or reference any real symbol? (thinlto_cache.elf reads it.)
+"""Does an object define or reference any real symbol? (thinlto_base.elf reads it.)
 
 Used on the regular-LTO object lld writes with --lto-obj-path: without a regular LTO part (no CFI or split
 LTO unit) it is an empty object holding only a FILE symbol, and is left out of the final link.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 from gn_thinlto.errors import GnThinltoError, reason
-from thinlto_cache.elf import ElfFile, ElfFormatError
-from thinlto_cache.elf_layout import SectionType, SymbolType
+from thinlto_base.elf import ElfFile, ElfFormatError
+from thinlto_base.elf_layout import SectionType, SymbolType
 
 
 def has_real_symbols(path: str | os.PathLike[str]) -> bool:

@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 
-from thinlto_cache.fsutil import write_if_changed
+from thinlto_base.fsutil import write_if_changed
 
 LAUNCHER_SOURCE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "launcher.c")
 C_COMPILERS = ("cc", "gcc", "clang")  # then any clang-N on PATH (Debian's clang-19 has no plain `clang`)

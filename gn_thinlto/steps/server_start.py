@@ -8,7 +8,7 @@ import os
 import sys
 
 from gn_thinlto.steps.step_args import StepArgs, step_flags
-from thinlto_cache.store import FAULT_ENV
+from thinlto_base.store import FAULT_ENV
 
 SERVER_SCRIPT = "step_server.py"  # beside this module
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-import thinlto_cache
+import thinlto_base
 from gn_thinlto.steps import in_process_launcher
 from gn_thinlto.steps.backend import Runner, prune_due, serve
 from gn_thinlto.steps.in_process_launcher import InProcess
@@ -34,13 +34,13 @@ from gn_thinlto.steps.step_protocol import (
     send_answer,
     send_exit,
 )
-from thinlto_cache import notices
-from thinlto_cache.keys import BackendJob
-from thinlto_cache.store import CacheStore
-from thinlto_cache.trust import Trust
+from thinlto_base import notices
+from thinlto_base.keys import BackendJob
+from thinlto_base.store import CacheStore
+from thinlto_base.trust import Trust
 
 BACKEND_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "backend.py")
-CODE_DIRS = (os.path.dirname(BACKEND_SCRIPT), os.path.dirname(os.path.realpath(thinlto_cache.__file__)),
+CODE_DIRS = (os.path.dirname(BACKEND_SCRIPT), os.path.dirname(os.path.realpath(thinlto_base.__file__)),
              in_process_launcher.CODE_DIR)
 REQUEST_TIMEOUT_S = 30.0  # for a connected launcher to send its request
 CHECK_EVERY_S = 1.0  # how often the server looks at its socket and code while serving

@@ -29,14 +29,14 @@ from typing import Any
 from gn_thinlto.errors import GnThinltoError, decode_json, file_error, read_text
 from gn_thinlto.steps.manifest import check_manifest
 from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives
-from thinlto_cache.fsutil import (
+from thinlto_base.fsutil import (
     file_sha256,
     read_bytes,
     remove_if_exists,
     replace_if_changed,
     write_if_changed,
 )
-from thinlto_cache.keys import compiler_identity
+from thinlto_base.keys import compiler_identity
 
 FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
 MANIFEST = "thin-link manifest"

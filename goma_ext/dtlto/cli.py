@@ -27,10 +27,10 @@ from goma_ext.dtlto.distributor import Distributor, Settings
 from goma_ext.dtlto.slots import Slots, default_dir
 from goma_ext.errors import GomaExtError, file_error, is_file, read_yaml, shown
 from goma_ext.remote.config import DTLTO_STATS_LOG, load_config
-from thinlto_cache.policy import PolicyError, parse_policy
-from thinlto_cache.settings import Setting
-from thinlto_cache.store import CacheStore
-from thinlto_cache.trust import Trust
+from thinlto_base.policy import PolicyError, parse_policy
+from thinlto_base.settings import Setting
+from thinlto_base.store import CacheStore
+from thinlto_base.trust import Trust
 
 ENV_OPTIONS = "GOMA_EXT_DTLTO"
 ENV_CONFIG = "GOMA_EXT_DTLTO_CONFIG"

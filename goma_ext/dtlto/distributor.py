@@ -31,10 +31,10 @@ from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import COMPILER_CACHE
-from thinlto_cache.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
-from thinlto_cache.keys import BackendJob, cache_key
-from thinlto_cache.safefs import open_nofollow
-from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
+from thinlto_base.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
+from thinlto_base.keys import BackendJob, cache_key
+from thinlto_base.safefs import open_nofollow
+from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 
 if TYPE_CHECKING:
     from goma_ext.remote.client import RemoteExecutor, RemoteRun
@@ -188,7 +188,7 @@ class Distributor:
                 raise other[0]
             return 1
         if any(r.mode in (stats.Mode.LOCAL, stats.Mode.FALLBACK, stats.Mode.REMOTE) for r in self.records):
-            from thinlto_cache.prune import prune_if_due
+            from thinlto_base.prune import prune_if_due
 
             if self.settings.cache.root:
                 prune_if_due(self.settings.cache.root, self.settings.cache_policy)

@@ -13,8 +13,8 @@ from typing import Any
 from goma_ext.errors import is_file, shown
 from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
-from thinlto_cache.fileerrors import FileErrors
-from thinlto_cache.settings import Setting
+from thinlto_base.fileerrors import FileErrors
+from thinlto_base.settings import Setting
 
 DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1, libstdc++6; distroless/cc)
     "ld-linux*.so.*", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libutil.so.1",

@@ -1,6 +1,6 @@
 """The ELF facts the dynamic loader acts on: class, machine, interpreter, DT_NEEDED, DT_RPATH/DT_RUNPATH, DT_SONAME.
 
-Read by thinlto_cache.elf, by offset, never the whole file (libLLVM is ~130 MB): the header, the program headers,
+Read by thinlto_base.elf, by offset, never the whole file (libLLVM is ~130 MB): the header, the program headers,
 the PT_DYNAMIC segment and the string table it points to (a virtual address, mapped to a file offset through the
 PT_LOAD segments)."""
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.remote.errors import InputError
-from thinlto_cache.elf import ElfFile, ElfFormatError
-from thinlto_cache.elf_layout import DynamicTag, FileType, SegmentType
+from thinlto_base.elf import ElfFile, ElfFormatError
+from thinlto_base.elf_layout import DynamicTag, FileType, SegmentType
 
 
 class ElfError(InputError):

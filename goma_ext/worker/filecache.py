@@ -28,7 +28,7 @@ from pathlib import Path
 from goma_ext.errors import GomaExtError
 from goma_ext.remote.digest import Digest
 from goma_ext.worker.forklock import FORK_LOCK
-from thinlto_cache.fsutil import process_running
+from thinlto_base.fsutil import process_running
 
 LOG = logging.getLogger("goma_ext.worker")
 GIB = 1 << 30

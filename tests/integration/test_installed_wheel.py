@@ -23,7 +23,7 @@ from tests.conftest import EXAMPLE_ROOT, REPO
 
 pytestmark = pytest.mark.slow
 
-ROOTS = ("gn_thinlto", "goma_ext", "thinlto_cache")
+ROOTS = ("gn_thinlto", "goma_ext", "thinlto_base")
 COMMANDS = ("gn-thinlto", "goma-ext")
 # Prints every subcommand path of both command lines, one a line ("goma-ext cluster start"), from the parsers
 # the installed package builds.

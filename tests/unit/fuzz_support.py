@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-PACKAGES = ("gn_thinlto", "goma_ext", "thinlto_cache")
+PACKAGES = ("gn_thinlto", "goma_ext", "thinlto_base")
 
 LONG_NAME = "n" * 5000  # longer than NAME_MAX and PATH_MAX: ENAMETOOLONG wherever it reaches the file system
 # Values swapped in for any JSON value. No absolute path, "." or "..": a step given one as a directory to

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.steps.backend import run
-from thinlto_cache.keys import BackendJob, cache_key, content_key
-from thinlto_cache.store import CacheStore
-from thinlto_cache.two_step import split_codegen_level, two_step_commands
+from thinlto_base.keys import BackendJob, cache_key, content_key
+from thinlto_base.store import CacheStore
+from thinlto_base.two_step import split_codegen_level, two_step_commands
 
 CLANG = ["clang", "-c", "-x", "ir", "a.o", "-fthinlto-index=a.o.thinlto.bc", "-o", "a.native.o",
          "-O1", "-funroll-loops", "-ffunction-sections", "-fPIC", "-mllvm", "-x=1"]

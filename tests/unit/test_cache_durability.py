@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from thinlto_cache.policy import CachePolicy
-from thinlto_cache.prune import prune
-from thinlto_cache.store import CacheStore, fetch_outputs
+from thinlto_base.policy import CachePolicy
+from thinlto_base.prune import prune
+from thinlto_base.store import CacheStore, fetch_outputs
 
 ROUNDS = 60
 KEYS = 40
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The writer: stores KEYS entries over and over (each output's content follows from its key), as fast as it can.
 WRITER = """
 import sys
-from thinlto_cache.store import CacheStore
+from thinlto_base.store import CacheStore
 from tests.unit.test_cache_durability import content, key
 store = CacheStore(sys.argv[1])
 n = int(sys.argv[2])

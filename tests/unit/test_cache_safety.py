@@ -19,12 +19,12 @@ import pytest
 
 from gn_thinlto.cli import cache as cache_cli
 from gn_thinlto.steps.backend_log import CacheEvent, record
-from thinlto_cache.fsutil import sweep_temporaries, write_if_changed
-from thinlto_cache.policy import CachePolicy
-from thinlto_cache.prune import STALE_TMP_S, prune, prune_if_due
-from thinlto_cache.safefs import Refused, read_regular
-from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
-from thinlto_cache.trust import Trust
+from thinlto_base.fsutil import sweep_temporaries, write_if_changed
+from thinlto_base.policy import CachePolicy
+from thinlto_base.prune import STALE_TMP_S, prune, prune_if_due
+from thinlto_base.safefs import Refused, read_regular
+from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
+from thinlto_base.trust import Trust
 
 KEY = "ab" + "1" * 62
 DATA = b"native object"
@@ -239,7 +239,7 @@ def test_warnings_are_one_per_build_across_step_processes(tmp_path: Path) -> Non
     """Backend steps of one ninja build (children of the same ninja, started at once) warn once between them; a
     new build warns again."""
     script = (
-        "import sys; from thinlto_cache.notices import once_per_build; "
+        "import sys; from thinlto_base.notices import once_per_build; "
         "once_per_build(sys.argv[1], 'untrusted', 'c 1', 'said', set())"
     )
     step = f"{sys.executable} -c \"{script}\" {tmp_path}"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from thinlto_cache.policy import CachePolicy, PolicyError, parse_policy
-from thinlto_cache.prune import prune, prune_if_due
-from thinlto_cache.store import CacheStore, fetch_outputs, store_outputs
+from thinlto_base.policy import CachePolicy, PolicyError, parse_policy
+from thinlto_base.prune import prune, prune_if_due
+from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 
 KEY = "ab" + "0" * 62
 

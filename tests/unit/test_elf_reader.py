@@ -1,4 +1,4 @@
-"""thinlto_cache.elf, the one ELF reader, against llvm-nm and llvm-readelf on objects of both classes and byte
+"""thinlto_base.elf, the one ELF reader, against llvm-nm and llvm-readelf on objects of both classes and byte
 orders (clang-19 compiles for each target without a sysroot) and on a real shared library."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from thinlto_cache.elf import ElfFile, ElfFormatError
-from thinlto_cache.elf_layout import DynamicTag, SectionType, SymbolType
+from thinlto_base.elf import ElfFile, ElfFormatError
+from thinlto_base.elf_layout import DynamicTag, SectionType, SymbolType
 
 pytestmark = pytest.mark.integration
 SOURCE = "int gx_data = 3;\nstatic int gx_local(int x) { return x * gx_data; }\nint gx_func(int x) { return gx_local(x) + 1; }\n"

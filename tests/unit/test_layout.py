@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO
 
 BIN = Path(sys.executable).parent
-PACKAGES = ["gn_thinlto", "goma_ext", "thinlto_cache"]
+PACKAGES = ["gn_thinlto", "goma_ext", "thinlto_base"]
 # Calls that write, move or delete files: none may appear in GN reading or planning (their imports are
 # checked by the import-linter contract `planning-is-pure`; builtins and Path methods need this check).
 PATH_WRITES = {"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "touch", "chmod", "symlink_to", "hardlink_to"}
@@ -63,7 +63,7 @@ def _loaded_under_dash_s(modules: str) -> list[str]:
 def test_build_steps_load_only_the_standard_library() -> None:
     """What `python -S step.py` really loads: every module outside the project is from the standard library."""
     loaded = _loaded_under_dash_s("gn_thinlto.steps.thinlink, gn_thinlto.steps.backend")
-    ours = {"gn_thinlto", "thinlto_cache", "__main__"}
+    ours = {"gn_thinlto", "thinlto_base", "__main__"}
     outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | ours]
     project = sorted({m for m in loaded if m.startswith("gn_thinlto.") and not m.startswith("gn_thinlto.steps")})
     assert outside == [] and project == ["gn_thinlto.errors"]
@@ -73,7 +73,7 @@ def test_the_step_server_loads_only_the_standard_library_and_the_thin_client() -
     """`python -S step_server.py` too: its one module from goma_ext is the thin client (with what it imports)."""
     loaded = _loaded_under_dash_s("gn_thinlto.steps.step_server")
     thin_client = set(_loaded_under_dash_s("goma_ext.remote.thin_client"))
-    ours = {"gn_thinlto", "thinlto_cache", "goma_ext", "__main__"}
+    ours = {"gn_thinlto", "thinlto_base", "goma_ext", "__main__"}
     outside = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | ours]
     goma = [m for m in loaded if m.split(".")[0] == "goma_ext" and m not in thin_client]
     assert outside == [] and goma == [] and "goma_ext.remote.thin_client" in loaded

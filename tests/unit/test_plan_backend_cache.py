@@ -11,8 +11,8 @@ import pytest
 from gn_thinlto.steps.backend import run
 from gn_thinlto.steps.backend_log import read_stats
 from gn_thinlto.steps.step_args import StepArgs, parse_args
-from thinlto_cache.keys import BackendJob, cache_key, content_key
-from thinlto_cache.store import CacheStore
+from thinlto_base.keys import BackendJob, cache_key, content_key
+from thinlto_base.store import CacheStore
 
 
 @pytest.fixture

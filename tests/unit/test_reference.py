@@ -17,7 +17,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.names import ENV_VARS
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("gn_thinlto", "goma_ext", "thinlto_cache", "templates")  # what users run (not tests/, bench/, dev)
+SOURCES = ("gn_thinlto", "goma_ext", "thinlto_base", "templates")  # what users run (not tests/, bench/, dev)
 ENV_NAME = re.compile(r"\b(?:GOMA_EXT|GN_THINLTO)_[A-Z0-9]+(?:_[A-Z0-9]+)*\b")  # not the bare `GOMA_EXT_` prefix
 
 

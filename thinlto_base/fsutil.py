@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from thinlto_cache.safefs import create_exclusive, makedirs
+from thinlto_base.safefs import create_exclusive, makedirs
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

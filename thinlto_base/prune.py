@@ -1,4 +1,4 @@
-"""Pruning the backend cache to its policy (thinlto_cache.policy): expired entries first, then the least recently used
+"""Pruning the backend cache to its policy (thinlto_base.policy): expired entries first, then the least recently used
 until the byte and file limits hold. An entry goes with its blobs; stale temporary files of writers that died
 mid-store go too.
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 
-from thinlto_cache.policy import CachePolicy, parse_policy
-from thinlto_cache.safefs import open_dir, open_nofollow, read_regular, unlink_quiet
-from thinlto_cache.store import AC_DIR, CAS_DIR, ENTRY_CAP
+from thinlto_base.policy import CachePolicy, parse_policy
+from thinlto_base.safefs import open_dir, open_nofollow, read_regular, unlink_quiet
+from thinlto_base.store import AC_DIR, CAS_DIR, ENTRY_CAP
 
 STAMP = ".last-prune"
 LOCK = ".prune.lock"

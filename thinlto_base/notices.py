@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from thinlto_cache.safefs import open_nofollow, read_regular
+from thinlto_base.safefs import open_nofollow, read_regular
 
 MAX_HOPS = 8  # ninja → sh → python (→ a launcher): the first ninja among a few ancestors
 

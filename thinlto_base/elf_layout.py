@@ -1,5 +1,5 @@
 """ELF's on-disk layouts and constants, from the System V gABI (ELF32 and ELF64, either byte order): the tables
-thinlto_cache.elf reads with, kept apart from the reading (as pyelftools keeps its structs apart from its
+thinlto_base.elf reads with, kept apart from the reading (as pyelftools keeps its structs apart from its
 readers). Standard library only."""
 
 from __future__ import annotations

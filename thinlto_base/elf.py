@@ -1,7 +1,7 @@
 """The one ELF reader: headers, sections, symbols, segments and the dynamic section of an ELF32/ELF64 file of
 either byte order, read by offset (never the whole file: libLLVM is ~130 MB) and never past the file's end.
 
-Layouts and constants are thinlto_cache.elf_layout's. A file that is not ELF, or is cut short, raises
+Layouts and constants are thinlto_base.elf_layout's. A file that is not ELF, or is cut short, raises
 ElfFormatError saying what and at which offset, without the file's name: each caller names the file in its own
 error (the build step's, `gn-thinlto parity`'s, the remote toolchain's). Standard library only: build steps read
 objects with it under `python -S`.
@@ -14,7 +14,7 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from thinlto_cache.elf_layout import (
+from thinlto_base.elf_layout import (
     IDENT_SIZE,
     LAYOUTS,
     MAGIC,

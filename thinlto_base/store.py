@@ -6,7 +6,7 @@ of a job (its object, and its .dwo under split DWARF), the SHA-256 and size of t
 before the entry, so a reader in another ninja process (another build directory, another user) sees a whole
 file or none, without a lock. A hit re-hashes every byte it serves: content that does not match its entry
 is a miss (the entry is removed and one warning names it). A hit refreshes the use time (mtime) of the
-entry; pruning (thinlto_cache.prune) removes the least recently used entries, with their blobs, first.
+entry; pruning (thinlto_base.prune) removes the least recently used entries, with their blobs, first.
 
 Standard library only (the backend step imports it once per backend edge).
 """
@@ -17,10 +17,10 @@ import hashlib
 import os
 import stat
 
-from thinlto_cache.fsutil import write_if_changed
-from thinlto_cache.notices import once_per_build, say
-from thinlto_cache.safefs import Refused, open_dir, open_dirs, read_regular, unlink_quiet, write_new
-from thinlto_cache.trust import Trust, Untrusted
+from thinlto_base.fsutil import write_if_changed
+from thinlto_base.notices import once_per_build, say
+from thinlto_base.safefs import Refused, open_dir, open_dirs, read_regular, unlink_quiet, write_new
+from thinlto_base.trust import Trust, Untrusted
 
 AC_DIR, CAS_DIR, LOCK_DIR = "ac", "cas", "locks"
 ENTRY_VERSION = "gn-thinlto-cache-entry-v2"  # v2: the entry names its key (v1 entries are plain misses)

@@ -1,4 +1,4 @@
-"""Backend jobs and their cache keys (the store that keeps what they computed: thinlto_cache.store).
+"""Backend jobs and their cache keys (the store that keeps what they computed: thinlto_base.store).
 
 The key covers everything the native object depends on: the compiler's identity, the backend flags, the
 bitcode's content and the index's content (which names every module the backend imports from together with
@@ -15,9 +15,9 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from thinlto_cache.fsutil import file_sha256
-from thinlto_cache.split_dwarf import split_dwarf_file
-from thinlto_cache.two_step import CODEGEN_OPTION, split_codegen_level, two_step_commands
+from thinlto_base.fsutil import file_sha256
+from thinlto_base.split_dwarf import split_dwarf_file
+from thinlto_base.two_step import CODEGEN_OPTION, split_codegen_level, two_step_commands
 
 KEY_VERSION = b"gn-thinlto-backend-v1"
 
@@ -25,7 +25,7 @@ KEY_VERSION = b"gn-thinlto-backend-v1"
 class BackendJob:
     """One backend command split into its parts: the paths it reads/writes and everything else (immutable).
 
-    CODEGEN, when set, is the code generation level of a two-step backend (thinlto_cache.two_step), whose
+    CODEGEN, when set, is the code generation level of a two-step backend (thinlto_base.two_step), whose
     command form is `--cg-opt-level=N CLANG …`; ARGV is the clang command without it."""
 
     __slots__ = ("argv", "bitcode", "codegen", "dwo", "index", "output")
@@ -78,7 +78,7 @@ class BackendJob:
 
     def two_steps(self, argv: Sequence[str], module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A two-step job's commands for ARGV (this job's command, maybe relocated), the optimized module
-        written to MODULE (thinlto_cache.two_step)."""
+        written to MODULE (thinlto_base.two_step)."""
         return two_step_commands(argv, self.codegen, module)
 
     def split_dwarf_args(self, output_dwo: str) -> tuple[str, ...]:
