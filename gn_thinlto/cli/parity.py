@@ -1,20 +1,5 @@
-"""`gn-thinlto parity OUT_INPROC OUT_GRAPH`: do two builds' binaries hold the same code? For each linked ELF
-binary present in both build directories: the same defined functions with the same sizes, the same allocated
-sections' sizes, the same dynamic symbols. One line per binary; exit 0 when every binary is at parity.
-
-The tolerance defaults to 0: gn-thinlto's backends reproduce lld's in-process code generation (the same
-levels, section and relocation options), which gives byte-identical objects, so any size difference is a
-routing bug to find, not noise. `--tolerance PCT` accepts each function and section within PCT percent of its
-in-process size (for comparing against a toolchain whose backends are known to differ slightly).
-
-Two section differences are lld's, not the backends', and are accounted for exactly: .relro_padding (NOBITS
-padding to a page boundary, which follows the layout) is not compared; and lld parses the objects of its
-in-process LTO ignoring their COMDAT groups (lld/ELF/Driver.cpp, compileBitcodeFiles: the groups were resolved on
-the bitcode), so COMDAT data that code generation creates, the `DW.ref.__gxx_personality_v0` pointer of every
-object with exception tables, is kept once per object in-process and once per binary from native objects
-(the symbol names only the first): when both binaries define one and .data is 8*k bytes larger in-process,
-.rela.dyn 24*k bytes larger or equal (a pointer and its dynamic relocation per copy, ELF64), both count as equal.
-"""
+"""`gn-thinlto parity OUT_INPROC OUT_GRAPH`: one line per binary present in both build directories; exit 0 when
+every binary is at parity. What is compared, and why the tolerance defaults to 0: gn_thinlto.analysis.parity."""
 
 from __future__ import annotations
 

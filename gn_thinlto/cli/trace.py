@@ -1,11 +1,5 @@
 """`gn-thinlto trace OUT [-o FILE]`: the last build of OUT as a Chrome trace-event JSON file (Perfetto UI,
-chrome://tracing), from ninja's .ninja_log and the backend step's log.
-
-One track per parallel slot (the lowest free one, as ninja's own slots would be); every edge is a slice
-named by its phase — compile, thin link, backend, final link, other — and, for ThinLTO phases, its binary;
-backend slices carry the backend cache's verdict (hit or miss) for that object and, for a miss, how it ran:
-locally, or through goma-ext run (remote, action-cache hit or local fallback, with the bytes uploaded).
-"""
+chrome://tracing); the tracks and slices are gn_thinlto.analysis.build_log's."""
 
 from __future__ import annotations
 
