@@ -43,10 +43,10 @@ def main(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     prereqs.ensure()
     runs = registry.in_all(args.quick)
-    unknown = sorted(set(args.only.split(",")) - {r.name for r in runs}) if args.only else []
+    chosen = set(args.only.split(",")) if args.only else {r.name for r in runs}
+    unknown = sorted(chosen - {r.name for r in runs})
     if unknown:
         p.error(f"--only: {', '.join(unknown)} not in `bench all{' --quick' if args.quick else ''}`")
-    chosen = set(args.only.split(",")) if args.only else {r.name for r in runs}
     failed = []
     for run in runs:
         if run.name not in chosen:

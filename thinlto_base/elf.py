@@ -35,15 +35,24 @@ class ElfFormatError(ValueError):
     """Not an ELF file, or one whose headers point past its end (the message names the offset)."""
 
 
+class NotElfError(ElfFormatError):
+    """The file does not start with an ELF identification (a script, a text file, too short)."""
+
+    def __init__(self) -> None:
+        super().__init__("not an ELF file")
+
+
 class ElfFile:
     """An open ELF file. Use as a context manager: `with ElfFile.open(path) as elf: …`."""
 
     def __init__(self, f: BinaryIO) -> None:
         self._f = f
         self._size = os.fstat(f.fileno()).st_size
-        ident = self.read(0, IDENT_SIZE, "e_ident", not_elf=True)
+        if self._size < IDENT_SIZE:
+            raise NotElfError
+        ident = self.read(0, IDENT_SIZE, "e_ident")
         if ident[:4] != MAGIC:
-            raise ElfFormatError("not an ELF file")
+            raise NotElfError
         layout = LAYOUTS.get((ident[4], ident[5]))
         if layout is None:
             raise ElfFormatError(f"unknown ELF class {ident[4]} or byte order {ident[5]}")
@@ -66,11 +75,9 @@ class ElfFile:
     def __exit__(self, *exc: object) -> None:
         self._f.close()
 
-    def read(self, offset: int, size: int, what: str, not_elf: bool = False) -> bytes:
+    def read(self, offset: int, size: int, what: str) -> bytes:
         """SIZE bytes at OFFSET; ElfFormatError naming WHAT when they run past the end of the file."""
         if offset < 0 or size < 0 or offset + size > self._size:
-            if not_elf:
-                raise ElfFormatError("not an ELF file")
             raise ElfFormatError(f"truncated ELF file: {what} at offset {offset} ({size} bytes) runs past the end "
                                  f"of the file ({self._size} bytes)")
         self._f.seek(offset)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.remote.errors import InputError
-from thinlto_base.elf import ElfFile, ElfFormatError
+from thinlto_base.elf import ElfFile, ElfFormatError, NotElfError
 from thinlto_base.elf_layout import DynamicTag, FileType, SegmentType
 
 
@@ -50,9 +50,9 @@ def read_dynamic(path: Path) -> DynamicInfo:
             if DynamicTag.STRTAB in tags:
                 table = elf.at_address(segments, tags[DynamicTag.STRTAB], tags.get(DynamicTag.STRSZ, 0), "DT_STRTAB")
             elf_class, machine = elf.elf_class, elf.header.machine
+    except NotElfError as e:
+        raise ElfError(f"{path}: {e} (a script or wrapper cannot travel as a toolchain)") from e
     except ElfFormatError as e:
-        if str(e) == "not an ELF file":
-            raise ElfError(f"{path}: not an ELF file (a script or wrapper cannot travel as a toolchain)") from e
         raise ElfError(f"{path}: {e}") from e
     except OSError as e:
         raise ElfError(f"{path}: {e.strerror}") from e

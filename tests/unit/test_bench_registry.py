@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib
 import re
 
+import pytest
+
 from bench import all_bench, registry, report
 from bench.__main__ import main as bench_main
 from tests.conftest import REPO
@@ -35,10 +37,9 @@ def test_bench_all_runs_the_registry_in_order_and_refuses_an_unknown_step(capsys
     full = [r.name for r in registry.in_all(False)]
     assert quick == [r.name for r in registry.RUNS if r.quick is not None]
     assert "scale-large" in full and "scale-large" not in quick
-    try:
+    with pytest.raises(SystemExit) as e:
         all_bench.main(["--quick", "--only", "builds-abseil", "--no-report"])
-    except SystemExit as e:
-        assert e.code == 2
+    assert e.value.code == 2
     assert "builds-abseil not in `bench all --quick`" in capsys.readouterr().err
 
 
