@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+from tests import budget
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_ROOT = REPO / "examples" / "chromium_style"
@@ -32,6 +35,22 @@ REQUIRED_TOOLS: dict[str, tuple[str, ...]] = {
         "ip",
     ),
 }
+
+
+# Hypothesis tests without their own @settings: 100 examples with --full, a fifth otherwise (tests/budget.py).
+settings.register_profile("full", max_examples=100, deadline=None)
+settings.register_profile("ci", max_examples=budget.share(100), deadline=None)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true",
+                     help="run every randomized test with its full count of cases (tests/budget.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("full"):
+        os.environ[budget.FULL_ENV] = "1"
+    settings.load_profile("full" if budget.full() else "ci")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

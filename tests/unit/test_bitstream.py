@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from goma_ext.bitcode.bitcursor import BitCursor
 from goma_ext.bitcode.bitstream import Bitstream, Block, Record
-from goma_ext.errors import DecodeError, GomaExtError
 from goma_ext.bitcode.llvm_codes import CHAR6_ALPHABET, BlockId
+from goma_ext.errors import DecodeError, GomaExtError
+from tests import budget
 from tests.unit.index_bitwriter import BitWriter, stream
 
 DATA = Path(__file__).parent / "index_data"
@@ -259,7 +260,8 @@ def abbreviated_records(draw: st.DrawFn) -> tuple[list, list, tuple, bytes | Non
     return scalars + tail, written, tuple(decoded), blob
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget.examples(300), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(abbreviated_records(), min_size=1, max_size=4), st.integers(3, 8))
 def test_abbreviated_records_round_trip(records: list, width: int) -> None:
     """Whatever the writer encodes with any abbreviation, the reader decodes to the same values."""

@@ -40,6 +40,7 @@ from gn_thinlto.cli import main as gn_thinlto_cli
 from gn_thinlto.steps import thinlink
 from goma_ext import cli as goma_ext_cli
 from goma_ext.remote import records
+from tests import budget
 
 from .fuzz_support import DEEP, Findings, Outcome, assert_one_line_error, bad_paths, call, mutate_bytes, mutations
 from .test_plan import BASIC_GN
@@ -174,7 +175,7 @@ def test_fuzz_built_directory_files(env: Path) -> None:
     originals = {rel: (out / rel).read_bytes() for rel in BUILT_FILES}
     rng = random.Random(8)
     findings = Findings()
-    for _ in range(400):
+    for _ in range(budget.cases(400)):
         rel = rng.choice(BUILT_FILES)
         data, what = _mutant(rng, rng.randrange(1 << 30), originals[rel])
         (out / rel).write_bytes(data)

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from goma_ext import cli
+from tests import budget
 
 from .fuzz_support import (
     DEEP,
@@ -118,7 +119,7 @@ def test_fuzz_dtlto_arguments(link_dir: Path, monkeypatch: pytest.MonkeyPatch) -
     bad = bad_paths(link_dir)
     rng = random.Random(6)
     findings = Findings()
-    for _ in range(300):
+    for _ in range(budget.cases(300)):
         argv, what = _arguments(rng, link_dir, bad, str(job_file))
         if rng.random() < 0.1:
             monkeypatch.setenv("GOMA_EXT_DTLTO", rng.choice(ENV_OPTIONS))

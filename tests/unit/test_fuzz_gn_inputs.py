@@ -39,6 +39,7 @@ import yaml
 
 from gn_thinlto import hook
 from gn_thinlto.steps import thinlink
+from tests import budget
 
 from .fuzz_support import (
     DEEP,
@@ -118,7 +119,7 @@ def run_hook_on(out: Path, *extra: str) -> Any:
 def test_fuzz_hook_project_json(gn_out: GnOut) -> None:
     doc = json.loads((BASIC_GN / "project.json").read_text())
     findings = Findings()
-    for data, what in mutations(1, 400, doc):
+    for data, what in mutations(1, budget.cases(400), doc):
         out = gn_out.fresh()
         (out / "project.json").write_bytes(data)
         findings.check(run_hook_on(out), PREFIX, what)
@@ -147,7 +148,7 @@ def _config_mutants(seed: int, count: int) -> Iterator[tuple[bytes, str]]:
 def test_fuzz_hook_config(gn_out: GnOut, tmp_path: Path) -> None:
     findings = Findings()
     config = tmp_path / "gn_thinlto.yaml"
-    for data, what in _config_mutants(2, 300):
+    for data, what in _config_mutants(2, budget.cases(300)):
         out = gn_out.fresh()
         config.write_bytes(data)
         findings.check(run_hook_on(out, str(config)), PREFIX, what)
@@ -159,7 +160,7 @@ def test_fuzz_hook_gn_ninja(gn_out: GnOut) -> None:
     rng = random.Random(3)
     files = sorted(p.relative_to(BASIC_GN) for p in BASIC_GN.rglob("*.ninja"))
     findings = Findings()
-    for _ in range(200):
+    for _ in range(budget.cases(200)):
         rel = rng.choice(files)
         data, what = mutate_bytes(rng, (BASIC_GN / rel).read_bytes())
         out = gn_out.fresh()

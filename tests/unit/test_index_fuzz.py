@@ -8,16 +8,18 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goma_ext.bitcode.objects import inspect_bytes
 from goma_ext.bitcode.bitstream import Bitstream, Block
-from goma_ext.errors import DecodeError
 from goma_ext.bitcode.index import parse_index
 from goma_ext.bitcode.llvm_codes import BITCODE_MAGIC
+from goma_ext.bitcode.objects import inspect_bytes
+from goma_ext.errors import DecodeError
+from tests import budget
 
 DATA = Path(__file__).parent / "index_data"
 SEEDS = sorted(p for p in DATA.iterdir() if p.name.startswith("llvm"))
 SEED_BYTES = [p.read_bytes() for p in SEEDS]
-FUZZ = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+FUZZ = settings(max_examples=budget.examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                derandomize=True)
 # A hang guard, not a speed target (speed is bench/index_bench.py's): generous enough for a loaded CI machine.
 PER_INPUT_LIMIT_S = 10.0
 

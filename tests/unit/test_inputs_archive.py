@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goma_ext.inputs.archive import MemberRef, parse_member_ref, thin_member_path
 from goma_ext.errors import GomaExtError
+from goma_ext.inputs.archive import MemberRef, parse_member_ref, thin_member_path
+from tests import budget
 
 DATA = Path(__file__).parent / "index_data"
 
@@ -33,7 +34,8 @@ def test_bad_offsets_are_user_errors() -> None:
             thin_member_path("libt.a", data, offset)
 
 
-@settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget.examples(500), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=6), st.integers(0, 400))
 def test_mutated_thin_archives(edits: list[tuple[int, int]], offset: int) -> None:
     data = bytearray((DATA / "thin-libt.a").read_bytes())

@@ -6,29 +6,17 @@ import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
 
-BIN = Path(sys.executable).parent
 PACKAGES = ["gn_thinlto", "goma_ext", "thinlto_base"]
 # Calls that write, move or delete files: none may appear in GN reading or planning (their imports are
 # checked by the import-linter contract `planning-is-pure`; builtins and Path methods need this check).
 PATH_WRITES = {"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "touch", "chmod", "symlink_to", "hardlink_to"}
 OS_WRITES = {"makedirs", "mkdir", "remove", "unlink", "rmdir", "rename", "replace", "symlink", "link", "chmod",
              "truncate", "system", "popen", "open", "write"}
-
-
-def _tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / name), *args], cwd=REPO, capture_output=True, text=True, timeout=600)
-
-
-def test_import_contracts_are_kept() -> None:
-    proc = _tool("lint-imports", "--no-cache")
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    assert "0 broken" in proc.stdout
 
 
 @pytest.mark.parametrize("package", ["gn_thinlto/plan", "gn_thinlto/gn"])
@@ -79,11 +67,10 @@ def test_the_step_server_loads_only_the_standard_library_and_the_thin_client() -
     assert outside == [] and goma == [] and "goma_ext.remote.thin_client" in loaded
 
 
-def test_ruff_is_clean() -> None:
-    proc = _tool("ruff", "check", *PACKAGES)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-
-
-def test_mypy_is_clean() -> None:
-    proc = _tool("mypy", *PACKAGES)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+def test_dev_runs_the_static_checks_on_every_package() -> None:
+    """ruff, mypy, import-linter and the strict docs build run beside pytest (`./dev test`, `./dev check`)."""
+    proc = subprocess.run(["bash", "-c", 'source <(sed -n "/^packages=/,/^checks=/p" dev); printf "%s\\n" "${checks[@]}"'],
+                          cwd=REPO, capture_output=True, text=True, check=True)
+    checks = proc.stdout.splitlines()
+    assert [c.split()[0] for c in checks] == ["ruff", "mypy", "lint-imports", "mkdocs"]
+    assert all(c.endswith(" ".join(PACKAGES)) for c in checks[:2]) and "--strict" in checks[3]

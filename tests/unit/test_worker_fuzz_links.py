@@ -26,14 +26,14 @@ from goma_ext.remote.proto import code_pb2, re_pb2
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.lease import execute_lease
 from goma_ext.worker.policy import Allowlist
-from tests import input_trees
+from tests import budget, input_trees
 from tests.system_users import python_for, temporary_user
 from tests.unit.test_worker_runner import _DictCas, _sandboxed
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
 
 SEED = int(os.environ.get("GX_FUZZ_SEED", "20261126"))
-COUNT = int(os.environ.get("GX_FUZZ_COUNT", "120"))
+COUNT = int(os.environ.get("GX_FUZZ_COUNT", str(budget.cases(120))))
 DASH = Path("/usr/bin/dash").read_bytes()
 NAMES = ("a", "b", "d", "out", "obj", "decoy", "open", "gx")
 

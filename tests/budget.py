@@ -1,0 +1,31 @@
+"""How many cases each randomized test tries: a share of the full count by default (CI and every `./dev test`),
+the full count with `pytest --full` (`./dev test --full`). The seeds stay fixed either way, so the default run
+is the first cases of the full run, and a failure seen there is seen again with --full.
+
+Hypothesis tests take their count through `examples(n)` in their @settings; the hand-written fuzz loops through
+`cases(n)`; tests without @settings follow the Hypothesis profile loaded in tests/conftest.py."""
+
+from __future__ import annotations
+
+import os
+
+FULL_ENV = "GN_THINLTO_TESTS_FULL"  # set to 1 by `--full` (tests/conftest.py), for this process and the workers
+SHARE = 5  # the default run tries one case in SHARE of the full count
+FLOOR = 20  # and never fewer than this
+
+
+def full() -> bool:
+    return os.environ.get(FULL_ENV) == "1"
+
+
+def share(full_count: int) -> int:
+    """The default run's count: FULL_COUNT's SHARE-th part, at least FLOOR (or FULL_COUNT when that is lower)."""
+    return min(full_count, max(FLOOR, full_count // SHARE))
+
+
+def cases(full_count: int) -> int:
+    """FULL_COUNT with --full, else share(FULL_COUNT)."""
+    return full_count if full() else share(full_count)
+
+
+examples = cases  # the name Hypothesis' @settings(max_examples=…) reads best with
