@@ -1,6 +1,6 @@
 """How many cases each randomized test tries: a share of the full count by default (CI and every `./dev test`),
-the full count with `pytest --full` (`./dev test --full`). The seeds stay fixed either way, so the default run
-is the first cases of the full run, and a failure seen there is seen again with --full.
+the full count with `pytest --full` (`./dev test --full`). The seeds stay fixed either way, so each run is
+reproducible; the hand-written loops draw the full run's first cases.
 
 Hypothesis tests take their count through `examples(n)` in their @settings; the hand-written fuzz loops through
 `cases(n)`; tests without @settings follow the Hypothesis profile loaded in tests/conftest.py."""
