@@ -34,10 +34,11 @@ COLUMNS = ["variant", "link wall s", "vs (a)", "peak RSS MiB", "vs (a)", "jobs",
 
 
 def _prepared(project: CMakeProject, build: Path, link_flags: str) -> Path:
-    """BUILD configured and built once, so that only the timed link is left to run."""
-    if not (build / project.bench_target).exists():
-        cmake_projects.configure(project, build, link_flags)
-        cmake_projects.build(build, env={"GOMA_EXT_DTLTO": "--no-cache"})
+    """BUILD configured with LINK_FLAGS and built, so that only the timed link is left to run. The compile flags
+    are the same in every variant: configuring an existing BUILD for another variant relinks and compiles
+    nothing."""
+    cmake_projects.configure(project, build, link_flags)
+    cmake_projects.build(build, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
 
 
@@ -81,11 +82,11 @@ def main(argv: Sequence[str]) -> int:
     dist = cmake_projects.distributor_flags()
     rows = []
     progress(f"(a) lld in-process: building {args.project}'s sources")
-    inproc = _prepared(project, work / "inproc", "")
+    inproc = _prepared(project, work / "build", "")
     rows.append(_row(project, "(a) lld in-process", [_time_link(project, inproc, None) for _ in range(args.repeat)],
                      inproc))
     progress("(b) goma-ext local")
-    local = _prepared(project, work / "dtlto", dist)
+    local = _prepared(project, work / "build", dist)  # (a)'s objects, linked again
     samples = [_time_link(project, local, {"GOMA_EXT_DTLTO": f"--cache={work / f'local-cache-{i}-{os.getpid()}'}"})
                for i in range(args.repeat)]
     for i in range(args.repeat):
@@ -97,7 +98,7 @@ def main(argv: Sequence[str]) -> int:
         state = work / "cluster"
         endpoint = cluster_tool.start(state)
         try:
-            rows += _remote_rows(project, work, dist, endpoint, args.repeat)
+            rows += _remote_rows(project, local, work / "fresh", dist, endpoint, args.repeat)
         finally:
             cluster_tool.stop(state)
     base = rows[0]
@@ -114,10 +115,10 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _remote_rows(project: CMakeProject, work: Path, dist: str, endpoint: str, repeat: int) -> list[dict[str, Any]]:
-    cold, fresh = work / "remote", work / "fresh"
+def _remote_rows(project: CMakeProject, cold: Path, fresh: Path, dist: str, endpoint: str,
+                 repeat: int) -> list[dict[str, Any]]:
+    """(c) in COLD, (b)'s build directory; (d) in FRESH, built from scratch (another path)."""
     progress("(c) goma-ext remote, cold")
-    _prepared(project, cold, dist)
     salts = [f"dtlto-bench-{os.getpid()}-{i}" for i in range(repeat)]
     remote = f"--no-cache --remote={endpoint}"
     samples = [_time_link(project, cold, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": s}) for s in salts]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests import budget
+from tests import budget, durations
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_ROOT = REPO / "examples" / "chromium_style"
@@ -58,6 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kind = Path(str(item.fspath)).relative_to(REPO / "tests").parts[0]
         if kind in ("unit", "integration", "remote"):
             item.add_marker(getattr(pytest.mark, kind))
+    longest_files_first(items)
     needed = {m for item in items for m in REQUIRED_TOOLS if item.get_closest_marker(m)}
     for marker in sorted(needed):
         missing = [t for t in REQUIRED_TOOLS[marker] if shutil.which(t) is None]
@@ -69,6 +70,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def longest_files_first(items: list[pytest.Item]) -> None:
+    """Sort the test files by their recorded time (tests/durations.json), longest first, keeping the order inside
+    each file. pytest-xdist (--dist loadfile, as `./dev test` runs) hands files to workers in this order, so the
+    long ones start early and short ones fill the end."""
+    seconds = durations.load()
+    items.sort(key=lambda item: -seconds.get(Path(str(item.fspath)).relative_to(REPO).as_posix(), 0.0))
 
 
 @pytest.fixture(scope="session", autouse=True)
