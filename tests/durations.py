@@ -3,7 +3,8 @@ under pytest-xdist no long file starts last). Refresh after adding or speeding u
 
     ./dev test --junitxml=/tmp/suite.xml && .venv/bin/python -m tests.durations /tmp/suite.xml
 
-A file missing from tests/durations.json runs after the recorded ones; nothing else depends on the numbers."""
+A file missing from tests/durations.json runs after the recorded ones; nothing else depends on the numbers.
+`--report JUNIT_XML` prints the per-folder table instead (summed test time per folder, and the run's wall)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,37 @@ def load() -> dict[str, float]:
     return json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
 
 
+def per_folder(seconds: dict[str, float]) -> dict[str, tuple[int, float]]:
+    """tests/unit, tests/integration, tests/remote -> (files, summed seconds)."""
+    folders: dict[str, tuple[int, float]] = {}
+    for name, s in seconds.items():
+        folder = name.rsplit("/", 1)[0]
+        files, total = folders.get(folder, (0, 0.0))
+        folders[folder] = (files + 1, total + s)
+    return folders
+
+
+def report(junit_xml: Path) -> str:
+    """A Markdown table: per folder, its files' summed test time (what it costs serially), and the run's wall."""
+    root = ET.parse(junit_xml).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite is not None
+    rows = ["| folder | files | tests' summed time |", "|---|---:|---:|"]
+    folders = per_folder(per_file(junit_xml))
+    for folder, (files, total) in sorted(folders.items()):
+        rows.append(f"| {folder} | {files} | {total / 60:.1f} min |")
+    rows.append(f"| all | {sum(f for f, _ in folders.values())} | {sum(t for _, t in folders.values()) / 60:.1f} min |")
+    rows.append(f"\n{suite.get('tests')} tests, {suite.get('failures')} failed, {suite.get('errors')} errors, "
+                f"{suite.get('skipped')} skipped; pytest's own wall time {float(suite.get('time', 0)) / 60:.1f} min")
+    return "\n".join(rows)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--report"] and len(argv) == 2:
+        print(report(Path(argv[1])))
+        return 0
     if len(argv) != 1:
-        print("usage: python -m tests.durations JUNIT_XML", file=sys.stderr)
+        print("usage: python -m tests.durations [--report] JUNIT_XML", file=sys.stderr)
         return 2
     seconds = per_file(Path(argv[0]))
     ordered = {name: round(s, 1) for name, s in sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))}

@@ -1,4 +1,5 @@
-"""[cache] Faults of the backend cache, each in real builds of the example: damaged, truncated and missing
+"""[cache] Faults of the backend cache, each in real builds of the small workspace (tests/workspaces/basic: every
+link shape the cache serves, an executable, tests and a shared library, in seconds): damaged, truncated and missing
 entries, a full and a read-only cache file system, two builds sharing one cache concurrently, and a build
 killed mid-store. After each, the binaries are correct: equal to those of a build without the cache, and
 their self-checks pass; `gn-thinlto cache verify` finds nothing bad.
@@ -19,21 +20,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_ROOT, step_server_pids
+from tests.conftest import step_server_pids
 
-from .test_graph_support import Build, gen_and_build, gn_thinlto
+from .test_graph_support import Build, copy_workspace, gen_and_build, gn_thinlto
 
 pytestmark = pytest.mark.slow
-BINARIES = ("calc", "archiver", "crc_tool", "codec_unittests", "libcodec.so")
-SOME = ("calc", "archiver", "libcodec.so")  # what the file-system fault tests build
+BINARIES = ("app", "tool", "app_unittests", "lib_unittests", "libcomp.so")
+SOME = ("app", "tool", "libcomp.so")  # what the file-system fault tests build
 READELF = "/usr/lib/llvm-19/bin/llvm-readelf"
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("cache") / "chromium_style"
-    shutil.copytree(EXAMPLE_ROOT, dest)
-    return dest
+    return copy_workspace("basic", tmp_path_factory.mktemp("cache"))
 
 
 def _config(root: Path, name: str, text: str) -> Path:
@@ -64,9 +63,9 @@ def _same_as_reference(b: Build, reference: Build, binaries: tuple[str, ...] = B
             assert b.run_binary(name) == f"OK {name}"
 
 
-def _rebuild_calc(b: Build) -> subprocess.CompletedProcess[str]:
-    """Remove calc's natives, so that its backends run again (from the cache), and build."""
-    shutil.rmtree(b.out / "gn-thinlto" / "calc" / "native")
+def _rebuild_app(b: Build) -> subprocess.CompletedProcess[str]:
+    """Remove app's natives, so that its backends run again (from the cache), and build."""
+    shutil.rmtree(b.out / "gn-thinlto" / "app" / "native")
     proc = subprocess.run(["ninja", "-C", str(b.out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     return proc
@@ -103,7 +102,7 @@ def test_bit_flips_in_text_are_caught_and_the_binary_is_right(built: Build, refe
             blob.write_bytes(bytes(data))
             flipped += 1
     assert flipped > 20
-    proc = _rebuild_calc(built)
+    proc = _rebuild_app(built)
     warnings = [line for line in proc.stdout.splitlines() if "warning: backend cache: entry" in line]
     assert warnings and all("does not match its digest and size; removed, compiling again" in w for w in warnings)
     _same_as_reference(built, reference)
@@ -113,13 +112,13 @@ def test_bit_flips_in_text_are_caught_and_the_binary_is_right(built: Build, refe
 
 
 def test_truncated_and_missing_blobs_are_misses(built: Build, reference: Build) -> None:
-    _rebuild_calc(built)  # every entry of calc good again
+    _rebuild_app(built)  # every entry of app good again
     blobs = _blobs(built)
     for blob in blobs[::2]:
         blob.write_bytes(blob.read_bytes()[:100])
     for blob in blobs[1::2]:
         blob.unlink()
-    _rebuild_calc(built)
+    _rebuild_app(built)
     _same_as_reference(built, reference)
     _verify(built)
     assert " 0 bad and 0 without" in _verify(built)
@@ -129,7 +128,7 @@ def test_truncated_entry_is_a_miss(built: Build, reference: Build) -> None:
     entries = [p for p in (_cache(built) / "ac").glob("*/*") if not p.name.startswith(".")]
     for entry in entries:
         entry.write_bytes(entry.read_bytes()[:40])
-    _rebuild_calc(built)
+    _rebuild_app(built)
     _same_as_reference(built, reference)
 
 
@@ -215,7 +214,7 @@ def test_a_build_killed_mid_store_leaves_nothing_wrong(root: Path, reference: Bu
     assert verify.returncode == 0 and " 0 bad and 0 without" in verify.stdout, verify.stdout
 
 
-def test_cache_stats_on_the_example(built: Build) -> None:
+def test_cache_stats(built: Build) -> None:
     proc = gn_thinlto("cache", "stats", str(built.out))
     assert proc.returncode == 0, proc.stderr
     assert "entries" in proc.stdout and "hit rate" in proc.stdout

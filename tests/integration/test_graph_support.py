@@ -57,20 +57,21 @@ def gn_thinlto(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]
     return subprocess.run([sys.executable, "-m", "gn_thinlto.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
-def gen_and_build(root: Path, out: Path, *extra: str) -> Build:
+def gen_and_build(root: Path, out: Path, *extra: str, targets: tuple[str, ...] = ()) -> Build:
+    """`gn-thinlto gen` with EXTRA, then ninja (TARGETS, or everything)."""
     proc = gn_thinlto("gen", str(out), "--root", str(root), *extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     b = Build(root, out)
-    b.ninja()
+    b.ninja(*targets)
     return b
 
 
-def plain_build(root: Path, out: Path, args: str = "") -> Build:
-    """GN's own graph (in-process ThinLTO in lld), for comparisons."""
+def plain_build(root: Path, out: Path, args: str = "", targets: tuple[str, ...] = ()) -> Build:
+    """GN's own graph (in-process ThinLTO in lld), for comparisons: TARGETS, or everything."""
     cmd = ["gn", "gen", str(out), f"--root={root}"] + ([f"--args={args}"] if args else [])
     subprocess.run(cmd, check=True, capture_output=True)
     b = Build(root, out)
-    b.ninja()
+    b.ninja(*targets)
     return b
 
 

@@ -33,11 +33,14 @@ def _gen(out: Path, endpoint: str | None) -> None:
                    check=True, capture_output=True, env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
 
 
-def _ninja(out: Path, salt: str, accounting: Path | None = None) -> None:
+SOME = ("calc", "crc_tool", "archiver")  # what the tests that need not build everything build
+
+
+def _ninja(out: Path, salt: str, accounting: Path | None = None, targets: tuple[str, ...] = ()) -> None:
     env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt}
     if accounting is not None:
         env["GN_THINLTO_STEP_ACCOUNTING"] = str(accounting)
-    proc = subprocess.run(["ninja", "-C", str(out), "-j", JOBS], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["ninja", "-C", str(out), "-j", JOBS, *targets], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "goma-ext: warning" not in proc.stdout, proc.stdout[-3000:]
 
@@ -119,7 +122,7 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
 def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_path: Path, salt: str) -> None:
     """[chromium] -gsplit-dwarf on the link line with remote backends: each remote action declares its .dwo as
     an output, so the object and its .dwo come back, equal to a local build's, and the binary's skeleton
-    units name files that exist."""
+    units name files that exist. (calc alone: every backend is the same kind of action.)"""
     cluster.ensure_server()
     args = ["--args", "symbol_level=2 use_debug_fission=true"]
     local, remote = tmp_path / "local", tmp_path / "remote"
@@ -128,12 +131,12 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
         subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT), *args,
                         *remote_flag], check=True, capture_output=True,
                        env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
-        _ninja(out, salt + "-fission")
+        _ninja(out, salt + "-fission", targets=("calc",))
     summary = stats.report(remote)
-    assert summary["runs"] > 100 and summary["remote_executions"] == summary["runs"], summary
+    assert summary["runs"] > 10 and summary["remote_executions"] == summary["runs"], summary
     dwo = {str(p.relative_to(remote)): p.read_bytes() for p in (remote / "gn-thinlto").glob("*/native/**/*.dwo")}
     want = {str(p.relative_to(local)): p.read_bytes() for p in (local / "gn-thinlto").glob("*/native/**/*.dwo")}
-    assert len(dwo) > 100 and sorted(dwo) == sorted(want)
+    assert len(dwo) > 10 and sorted(dwo) == sorted(want)
     assert [name for name in want if dwo[name] != want[name]] == []
     text = subprocess.run(["/usr/lib/llvm-19/bin/llvm-dwarfdump", "--debug-info", str(remote / "exe.unstripped/calc")],
                           capture_output=True, text=True, check=True).stdout
@@ -143,9 +146,9 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
     assert proc.returncode == 0 and proc.stdout.strip().endswith("OK calc")
 
 
-def _start_ninja(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(["ninja", "-C", str(out), "-j", JOBS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, **env})
+def _start_ninja(out: Path, env: dict[str, str], targets: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    return subprocess.Popen(["ninja", "-C", str(out), "-j", JOBS, *targets], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
 
 
 def _proxies(state: str) -> list[dict[str, Any]]:
@@ -197,24 +200,26 @@ def test_two_builds_share_one_proxy_and_each_action_runs_once(
     cluster: Cluster, tmp_path: Path, salt: str, local_natives: dict[str, bytes], own_proxy_dir: str
 ) -> None:
     """[proxy] Two build directories of the same code built at the same time: one proxy serves both, and each
-    distinct backend executes once (the other build joins it in flight or finds it in the action cache)."""
+    distinct backend executes once (the other build joins it in flight or finds it in the action cache). They
+    build three of the binaries: what is shared is per action, not per binary."""
     cluster.ensure_server()
     outs = [tmp_path / "a", tmp_path / "b"]
     for out in outs:
         _gen(out, cluster.endpoint)
     env = {"GOMA_EXT_CACHE_SALT": salt + "-two", "GOMA_EXT_PROXY_DIR": own_proxy_dir}
-    builds = [_start_ninja(out, env) for out in outs]
+    builds = [_start_ninja(out, env, SOME) for out in outs]
     for build in builds:
         output, _ = build.communicate(timeout=600)
         assert build.returncode == 0 and "goma-ext: warning" not in output, output[-3000:]
     a, b = (stats.report(out) for out in outs)
-    assert a["runs"] == b["runs"] > 100 and a["local_fallbacks"] == b["local_fallbacks"] == 0
+    assert a["runs"] == b["runs"] > 30 and a["local_fallbacks"] == b["local_fallbacks"] == 0
     assert a["remote_executions"] + b["remote_executions"] == a["runs"], (a, b)
     (proxy,) = _proxies(own_proxy_dir)
     assert proxy["runs"] == a["runs"] + b["runs"] and proxy["actions_remote"] == a["runs"], proxy
     assert proxy["children_cpu_s"] == 0, proxy
     for out in outs:
-        assert _natives(out) == local_natives
+        got = _natives(out)
+        assert got and got == {name: local_natives.get(name) for name in got}
     print(f"two builds, {a['runs']} actions each: {proxy.get('joined_in_flight', 0)} joined in flight, "
           f"{a['cache_hits'] + b['cache_hits']} served by the action cache or a joined action; "
           f"{proxy['upload_requests']} upload requests in {proxy['upload_rounds']} CAS rounds "
