@@ -4,6 +4,7 @@ the same build's in-process ThinLTO: the same functions in every binary, .text w
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +34,19 @@ def _binaries(out: Path) -> list[str]:
 
 
 def test_example_through_the_distributor_matches_in_process(tmp_path: Path) -> None:
-    dist, ref = tmp_path / "dtlto", tmp_path / "inproc"
+    """The example compiles once: built with lld's in-process backends first, those binaries set aside, then the
+    same build directory with the distributor's args, which change the links alone."""
+    dist, ref = tmp_path / "out", tmp_path / "inproc"
+    _example(dist, LLVM_22)
+    for sub in ("exe.unstripped", "lib.unstripped"):
+        shutil.copytree(dist / sub, ref / sub)
+    compiled = {p: p.stat().st_mtime_ns for p in (dist / "obj").rglob("*.o")}
     printed = _example(dist, f'{LLVM_22} thin_lto_distributor="{GOMA_EXT}" '
                              f'thin_lto_distributor_args="dtlto,--cache={tmp_path / "cache"}"')
     assert "self-checks 11/11 passed" in printed, printed
+    assert {p: p.stat().st_mtime_ns for p in compiled} == compiled, "the distributor's args compiled again"
     summary = stats.report(dist, "goma_ext_dtlto.jsonl")
     assert summary["runs"] > 100 and summary["failed"] == 0, summary
-    _example(ref, LLVM_22)
     names = _binaries(dist)
     assert names == _binaries(ref) and len(names) == 13
     for name in names:
