@@ -1,5 +1,6 @@
 """The proxy under load (loopback only, bounded): 2,000 actions from up to 200 concurrent thin clients against the
-session's BuildGrid. Nothing may be lost or wrong; the figures are printed (the benchmark records them)."""
+session's BuildGrid (with --full; a fifth of both by default, tests/budget.py). Nothing may be lost or wrong; the
+figures are printed (the benchmark records them)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import pytest
 
 from bench import proxy_load
 from goma_ext.remote import proxy_protocol as wire
+from tests import budget
 from tests.remote.conftest import INSTANCE, Cluster
 
-ACTIONS, CLIENTS = 2000, 200
+ACTIONS, CLIENTS = budget.cases(2000), budget.cases(200)
 
 
 @pytest.mark.slow
-def test_two_thousand_actions_from_two_hundred_clients(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+def test_actions_from_a_crowd_of_concurrent_clients(cluster: Cluster, tmp_path: Path, salt: str) -> None:
     cluster.ensure_server()
     copies = ACTIONS // (len(proxy_load.VARIANTS) * 5)
     actions, digests = proxy_load.prepare(tmp_path, copies)
