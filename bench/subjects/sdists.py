@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import fcntl
 import shutil
 import sys
 import tarfile
@@ -70,12 +71,16 @@ def fetch(sdist: Sdist, cache: Path = DEFAULT_CACHE) -> Path:
     if (top / sdist.subdir / "CMakeLists.txt").is_file():
         return top / sdist.subdir
     cache.mkdir(parents=True, exist_ok=True)
-    tarball = cache / sdist.tarball
-    if not tarball.is_file():
-        # --no-binary for this package only: :all: would also build its build dependencies (cmake!) from source
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", sdist.name, "--no-deps",
-             f"{sdist.name}=={sdist.version}", "-d", str(cache)])
-    unpack(tarball, sdist.sha256, f"{sdist.name}-{sdist.version}", top)
+    with open(cache / f".{top.name}.lock", "a") as lock:  # runs at the same time take turns; one fetches
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (top / sdist.subdir / "CMakeLists.txt").is_file():
+            return top / sdist.subdir
+        tarball = cache / sdist.tarball
+        if not tarball.is_file():
+            # --no-binary for this package only: :all: would also build its build dependencies (cmake!) from source
+            run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", sdist.name, "--no-deps",
+                 f"{sdist.name}=={sdist.version}", "-d", str(cache)])
+        unpack(tarball, sdist.sha256, f"{sdist.name}-{sdist.version}", top)
     return top / sdist.subdir
 
 

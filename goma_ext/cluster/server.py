@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -51,12 +52,22 @@ class ServerSettings:
 
 
 def ensure_venv(venv: Path) -> Path:
-    """Create VENV with BuildGrid if it lacks it; return its `bgd`."""
+    """Create VENV with BuildGrid if it lacks it; return its `bgd`. Clusters started at the same time (a test
+    suite's workers, two `goma-ext cluster start`) take turns through a lock beside VENV, so one installs and
+    the others find it installed."""
     bgd = venv / "bin" / "bgd"
+    if bgd.exists() and not _missing_modules(venv):
+        return bgd
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install(venv, bgd)
+
+
+def _install(venv: Path, bgd: Path) -> Path:
     missing = _missing_modules(venv) if bgd.exists() else list(BUILDGRID_REQUIREMENTS)
     if not missing:
         return bgd
-    venv.parent.mkdir(parents=True, exist_ok=True)
     log = venv.parent / "server-venv-install.log"
     with open(log, "a") as out:
         steps = [] if bgd.exists() else [[sys.executable, "-m", "venv", str(venv)]]
