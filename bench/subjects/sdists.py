@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import os
-import fcntl
 import shutil
 import sys
 import tarfile
