@@ -93,10 +93,10 @@ def _timed(spent: dict[str, float]) -> Iterator[None]:
 
 
 def _prepared(out: Path, cmds: Sequence[list[str]]) -> tuple[_SourceCas, list[Any]]:
+    from goma_ext.remote.action_inputs import action_files
     from goma_ext.remote.client import prepare_action
     from goma_ext.remote.config import RemoteConfig
     from goma_ext.remote.identity import identify
-    from goma_ext.remote.inputs import action_files
     from goma_ext.remote.toolchain import ToolchainCache
 
     cfg = RemoteConfig(endpoint="grpc://127.0.0.1:1", exec_root=out)

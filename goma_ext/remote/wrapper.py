@@ -233,8 +233,8 @@ def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float)
         except proxy_client.ProxyUnavailable as e:
             print(f"{WARNING_PREFIX} no proxy ({e}); running this action in-process", file=sys.stderr, flush=True)
     load_site()
+    from goma_ext.remote.action_inputs import action_files
     from goma_ext.remote.client import RemoteExecutor
-    from goma_ext.remote.inputs import action_files
     from goma_ext.remote.toolchain import ToolchainCache
 
     down = marked_down(req.cwd, time.time())
