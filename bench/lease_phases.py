@@ -117,7 +117,7 @@ def _prepared(out: Path, cmds: Sequence[list[str]]) -> tuple[_SourceCas, list[An
 def measure(out: Path, cmds: Sequence[list[str]], rounds: int) -> list[PhaseRow]:
     """Per phase, the median and mean ms per action over ROUNDS leases of every backend (the first, which fills
     the file cache, not counted)."""
-    from goma_ext.remote.proto import code_pb2
+    from goma_ext.reapi.proto import code_pb2
     from goma_ext.worker.filecache import FileCache
     from goma_ext.worker.lease import execute_lease
     from goma_ext.worker.policy import Allowlist

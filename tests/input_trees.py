@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.proto import re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.proto import re_pb2
 
 Put = Callable[[Digest, bytes], None]
 

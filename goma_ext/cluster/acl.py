@@ -49,7 +49,7 @@ class Rpc(Enum):
 _BLOBS = frozenset({Rpc.FIND_MISSING_BLOBS, Rpc.BATCH_UPDATE_BLOBS, Rpc.BATCH_READ_BLOBS, Rpc.GET_TREE, Rpc.READ,
                     Rpc.WRITE, Rpc.QUERY_WRITE_STATUS, Rpc.GET_CAPABILITIES})
 _BOTS = frozenset({Rpc.CREATE_BOT_SESSION, Rpc.UPDATE_BOT_SESSION, Rpc.POST_BOT_EVENT_TEMP})
-# What goma-ext's client calls (goma_ext/remote/execution.py), plus GetOperation. Not ListOperations (it would
+# What goma-ext's client calls (goma_ext/reapi/execution.py), plus GetOperation. Not ListOperations (it would
 # show a client everyone's actions) nor Cancel/DeleteOperation (other users' builds): the client needs neither.
 _CLIENT = _BLOBS | {Rpc.EXECUTE, Rpc.WAIT_EXECUTION, Rpc.GET_OPERATION, Rpc.GET_ACTION_RESULT}
 

@@ -24,10 +24,10 @@ from goma_ext.cluster.server import (
     render_cleanup_config,
     render_config,
 )
-from goma_ext.remote import capabilities, retry
-from goma_ext.remote.channel import open_channel
+from goma_ext.reapi import capabilities, retry
+from goma_ext.reapi.channel import open_channel
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote.config import RemoteConfig, explain_failure
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import ENV_VARS, TOKEN_ENV
 from goma_ext.worker.bots import SESSION_FILE
 

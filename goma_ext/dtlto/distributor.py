@@ -27,9 +27,9 @@ from goma_ext.bitcode.canonical import canonical_index_digest
 from goma_ext.dtlto.jobfile import DistJob, JobFile, check_inputs, remove_outputs
 from goma_ext.dtlto.slots import Slots
 from goma_ext.errors import GomaExtError
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig, explain_failure
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.names import COMPILER_CACHE
 from thinlto_base.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
 from thinlto_base.keys import BackendJob, cache_key

@@ -21,9 +21,9 @@ from goma_ext.proxy import frames, validate
 from goma_ext.proxy.limits import Limits
 from goma_ext.proxy.listener import Connection, Listener
 from goma_ext.proxy.shared import ActionAnswer, SharedRemote
+from goma_ext.reapi.errors import InputError
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.errors import InputError
 
 SEND_TIMEOUT_S = 10.0  # a client that does not read its answer for this long loses it
 REQUEST_THREADS = 8  # decode, validate, answer: short work; actions run on their own pool

@@ -12,15 +12,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.action_inputs import ActionFiles, action_files
-from goma_ext.remote.cas import Cas
 from goma_ext.remote.client import PreparedAction, RemoteExecutor, fetch_outputs, prepare_action, toolchain_for
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM, RemoteConfig
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
 from goma_ext.remote.toolchain import ToolchainCache
 
 T = TypeVar("T")

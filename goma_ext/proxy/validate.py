@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from goma_ext.proxy.shared import ActionRequest
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote.config import ENV_VARS, RemoteConfig, load_config
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.proxy_client import endpoint_key
 

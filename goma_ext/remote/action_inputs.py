@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote.errors import InputError
+from goma_ext.reapi.errors import InputError
 
 
 @dataclass(frozen=True)

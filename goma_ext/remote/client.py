@@ -10,16 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from goma_ext.remote import action as action_mod
-from goma_ext.remote import capabilities, execution, retry
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.channel import open_channel
+from goma_ext.reapi import action as action_mod
+from goma_ext.reapi import capabilities, execution, retry
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.channel import open_channel
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import InputError, RemoteError
+from goma_ext.reapi.merkle import BlobSource, FileDigester, InputTree, build_input_tree, hash_file
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import InputError, RemoteError
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.merkle import BlobSource, FileDigester, InputTree, build_input_tree, hash_file
-from goma_ext.remote.proto import re_pb2
 from goma_ext.remote.toolchain import Toolchain, ToolchainCache
 
 

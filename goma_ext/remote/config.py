@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from goma_ext.errors import is_file, shown
-from goma_ext.remote.errors import RemoteConfigError
+from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
 from thinlto_base.fileerrors import FileErrors
 from thinlto_base.settings import Setting

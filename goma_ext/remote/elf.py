@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from goma_ext.remote.errors import InputError
+from goma_ext.reapi.errors import InputError
 from thinlto_base.elf import ElfFile, ElfFormatError, NotElfError
 from thinlto_base.elf_layout import DynamicTag, FileType, SegmentType
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import identity_cache
-from goma_ext.remote.errors import RemoteError
 
 PROP_VERSION = "compiler-version"
 PROP_SHA256 = "compiler-sha256"

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from goma_ext.errors import reason, shown
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import records
 from goma_ext.remote.config import DEFAULT_STATS_LOG
-from goma_ext.remote.errors import RemoteError
 
 
 class Mode(enum.Enum):

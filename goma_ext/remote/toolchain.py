@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import InputError
+from goma_ext.reapi.merkle import BlobSource, FileDigester, InputTree, hash_file, tree_of_files
 from goma_ext.remote import identity_cache
-from goma_ext.remote.digest import Digest
 from goma_ext.remote.elf import DynamicInfo, ElfError, read_dynamic
-from goma_ext.remote.errors import InputError
-from goma_ext.remote.merkle import BlobSource, FileDigester, InputTree, hash_file, tree_of_files
 
 TOOLCHAIN_DIR = ".goma_ext_toolchain"
 DEFAULT_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")

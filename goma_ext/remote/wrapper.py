@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import proxy_client, records, stats
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote.config import RemoteConfig, carried_settings, explain_failure, load_config, section_from_yaml
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, TOOLCHAIN_CACHE, is_off
 

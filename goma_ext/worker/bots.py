@@ -12,13 +12,13 @@ from typing import cast
 
 import grpc
 
-from goma_ext.remote import capabilities, retry
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.channel import open_channel
+from goma_ext.reapi import capabilities, retry
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.channel import open_channel
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, code_pb2, re_pb2, status_pb2, worker_pb2
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.lease import LeaseOutcome, execute_lease
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import FrameType
 
 from goma_ext.errors import GomaExtError, reason, shown
+from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote.config import load_config
-from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.worker import baseroot
 from goma_ext.worker.baseroot import DEFAULT_PACKAGES
 from goma_ext.worker.bots import BotWorker, WorkerSettings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote.proto import code_pb2
+from goma_ext.reapi.proto import code_pb2
 
 
 class Refusal(GomaExtError):

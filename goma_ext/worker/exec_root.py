@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.worker import beneath
 from goma_ext.worker.errors import bad_path
 from goma_ext.worker.filecache import FileCache

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote.digest import Digest
+from goma_ext.reapi.digest import Digest
 from goma_ext.worker.forklock import FORK_LOCK
 from thinlto_base.fsutil import process_running
 

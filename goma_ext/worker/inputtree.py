@@ -19,10 +19,10 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.proto import code_pb2, re_pb2
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.worker.errors import Refusal, bad_path
 
 MAX_LINK_HOPS = 40  # Linux's MAXSYMLINKS: past this many links in one resolution, open(2) fails with ELOOP

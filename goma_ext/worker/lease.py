@@ -20,11 +20,11 @@ from google.protobuf import struct_pb2
 from google.protobuf.message import DecodeError, Message
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import code_pb2, re_pb2, status_pb2
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import code_pb2, re_pb2, status_pb2
 from goma_ext.worker import beneath, exec_root, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache

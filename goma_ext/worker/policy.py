@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.remote.identity import (
     MATCH_PROPERTY_KEYS,
     OS_FAMILY,
@@ -16,7 +17,6 @@ from goma_ext.remote.identity import (
     CompilerIdentity,
     identify,
 )
-from goma_ext.remote.proto import code_pb2, re_pb2
 from goma_ext.worker.errors import Refusal
 
 PROP_IMAGE = "container-image"  # the environment an action runs in: always checked, advertised or not

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import IO
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote.errors import RemoteError
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.worker.forklock import FORK_LOCK
 
 GIB = 1 << 30

@@ -15,14 +15,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from goma_ext.remote import action, execution
+from goma_ext.reapi import action, execution
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import OS_FAMILY, PROP_OS, identify
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
 from tests import input_trees
 
 

@@ -21,11 +21,12 @@ import pytest
 from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import manager, procs, secretfiles, tokens
 from goma_ext.cluster.postgres import DB_USER, pg_bin
-from goma_ext.remote import capabilities, execution, retry, stats
-from goma_ext.remote.channel import open_channel
+from goma_ext.reapi import capabilities, execution, retry
+from goma_ext.reapi.channel import open_channel
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import INSTANCE, Cluster, local_reference, records, wrapper
 from tests.system_users import User, temporary_user

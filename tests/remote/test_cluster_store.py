@@ -15,10 +15,10 @@ import pytest
 
 from goma_ext.cluster import manager, procs
 from goma_ext.cluster.roles import Role
-from goma_ext.remote import capabilities, retry
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.channel import open_channel
-from goma_ext.remote.digest import Digest
+from goma_ext.reapi import capabilities, retry
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.channel import open_channel
+from goma_ext.reapi.digest import Digest
 from tests.conftest import REPO
 from tests.remote.conftest import _make_cert
 

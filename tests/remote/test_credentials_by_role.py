@@ -20,8 +20,8 @@ import grpc
 import pytest
 
 from goma_ext.cluster import secretfiles, tokens
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.proto import bots_pb2, bots_pb2_grpc, re_grpc, re_pb2
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.proto import bots_pb2, bots_pb2_grpc, re_grpc, re_pb2
 from goma_ext.worker.bots import SESSION_FILE
 from tests.remote.conftest import INSTANCE, Cluster
 

@@ -12,8 +12,8 @@ import pytest
 from bench.subjects import thin_program
 from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import procs
+from goma_ext.reapi.digest import Digest
 from goma_ext.remote import stats
-from goma_ext.remote.digest import Digest
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.remote.conftest import (
     HOST_TOOLCHAIN,

@@ -20,11 +20,12 @@ import pytest
 
 from bench.subjects.thin_program import ThinProgram
 from goma_ext.cluster import manager, pki, tokens
-from goma_ext.remote import capabilities, retry, stats
+from goma_ext.reapi import capabilities, retry
+from goma_ext.reapi.channel import open_channel
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import proxy_protocol as wire
-from goma_ext.remote.channel import open_channel
+from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests import dtlto_program
 from tests.conftest import REPO

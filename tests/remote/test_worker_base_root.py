@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 
 from goma_ext.cluster import manager, tokens
-from goma_ext.remote import execution, merkle
+from goma_ext.reapi import execution, merkle
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
 from goma_ext.worker import baseroot
 from tests.conftest import REPO
 from tests.remote.conftest import INSTANCE, Cluster

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote import action, execution
+from goma_ext.reapi import action, execution
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.errors import RemoteError
 from goma_ext.remote.identity import CompilerIdentity, identify
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
 from tests.remote.conftest import INSTANCE, Cluster
 
 

@@ -14,7 +14,7 @@ import yaml
 
 from goma_ext.cluster import acl, manager, secretfiles, tokens
 from goma_ext.cluster.acl import Rpc
-from goma_ext.remote.proto import bots_pb2_grpc, bs_grpc, operations_pb2_grpc, re_grpc
+from goma_ext.reapi.proto import bots_pb2_grpc, bs_grpc, operations_pb2_grpc, re_grpc
 
 INSTANCE = "gn-thinlto/test"
 # The services `cluster start` enables (`!execution` brings Execution, Operations and Bots), as generated stubs.

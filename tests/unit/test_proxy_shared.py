@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import cast
 
 from goma_ext.proxy.shared import DigestMemo, Inflight, UploadBatcher
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.merkle import BlobSource
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.merkle import BlobSource
 
 
 def _digest(n: int) -> Digest:

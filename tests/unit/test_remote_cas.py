@@ -10,14 +10,14 @@ from pathlib import Path
 import grpc
 import pytest
 
-from goma_ext.remote import cas as cas_mod
-from goma_ext.remote.capabilities import ServerLimits
-from goma_ext.remote.cas import Cas
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import DigestMismatchError, RemoteError
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import bs_grpc, bs_pb2, code_pb2, re_grpc, re_pb2
-from goma_ext.remote.retry import RetryPolicy
+from goma_ext.reapi import cas as cas_mod
+from goma_ext.reapi.capabilities import ServerLimits
+from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import DigestMismatchError, RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import bs_grpc, bs_pb2, code_pb2, re_grpc, re_pb2
+from goma_ext.reapi.retry import RetryPolicy
 
 
 @dataclass

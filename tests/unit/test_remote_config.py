@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote.config import RemoteConfig, load_config, section_from_yaml
-from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.wrapper import wrap_command
 from tests.conftest import REPO
 

@@ -15,11 +15,11 @@ import grpc
 import pytest
 
 from goma_ext.cluster import pki
+from goma_ext.reapi.channel import open_channel, tls_material
+from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote import proxy_client
 from goma_ext.remote import proxy_protocol as wire
-from goma_ext.remote.channel import open_channel, tls_material
 from goma_ext.remote.config import RemoteConfig, explain_failure, load_config
-from goma_ext.remote.errors import RemoteConfigError
 from goma_ext.remote.thin_client import parse
 from goma_ext.remote.wrapper import wrap_command
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from goma_ext.reapi.errors import InputError
 from goma_ext.remote.action_inputs import split_dwarf_outputs
-from goma_ext.remote.errors import InputError
 
 BACKEND = ["/llvm/clang", "-c", "-x", "ir", "a.o", "-fthinlto-index=i.bc", "-o", "stage/native.o"]
 

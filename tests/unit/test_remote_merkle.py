@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote import action
+from goma_ext.reapi import action
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import InputError
+from goma_ext.reapi.merkle import build_input_tree
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.client import check_arguments, exec_relative
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import InputError
-from goma_ext.remote.merkle import build_input_tree
-from goma_ext.remote.proto import re_pb2
 
 
 def _tree(root: Path) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from goma_ext.remote import retry, stats
-from goma_ext.remote.errors import RemoteError
+from goma_ext.reapi import retry
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.remote import stats
 
 
 class _Err(grpc.RpcError):

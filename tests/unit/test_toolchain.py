@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from goma_ext.reapi.errors import InputError
+from goma_ext.reapi.merkle import hash_file
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.client import prepare_action, toolchain_for
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM, load_config
 from goma_ext.remote.elf import ElfError, read_dynamic
-from goma_ext.remote.errors import InputError
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.merkle import hash_file
-from goma_ext.remote.proto import re_pb2
 from goma_ext.remote.toolchain import TOOLCHAIN_DIR, ToolchainCache, ToolchainError, closure, in_base, ld_cache
 
 CLANG = Path("/usr/lib/llvm-19/bin/clang")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.proto import re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.worker import exec_root
 from goma_ext.worker.filecache import TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.proto import code_pb2, re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.lease import execute_lease
 from goma_ext.worker.policy import Allowlist

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.proto import code_pb2, re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.worker import baseroot, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.lease import LeaseOutcome, execute_lease, hand_over, probe, probe_command

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.proto import code_pb2, re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.worker import beneath
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.inputtree import TreeBounds, disk_lookup, measure, resolve_link

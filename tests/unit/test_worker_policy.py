@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.proto import code_pb2, re_pb2
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.exec_root import check_name, inside
 from goma_ext.worker.policy import Allowlist

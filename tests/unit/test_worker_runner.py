@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.remote import action
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.errors import RemoteError
+from goma_ext.reapi import action
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import re_pb2
 from goma_ext.worker.cli import _size
 from goma_ext.worker.lease import execute_lease, hand_over, probe, remove_box
 from goma_ext.worker.policy import Allowlist

@@ -4,17 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import grpc
 
-from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.errors import RemoteConfigError
+from goma_ext.reapi.errors import RemoteConfigError
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # What each PEM file must hold, so a swapped or wrong file is one clear line here rather than an opaque
 # handshake failure later.
 PEM_MARKERS = {"ca_file": b"-----BEGIN CERTIFICATE-----", "client_cert": b"-----BEGIN CERTIFICATE-----",
                "client_key": b"PRIVATE KEY-----"}
+
+
+class ChannelSettings(Protocol):
+    """What a channel needs of the remote configuration (the client side's RemoteConfig has it), so the REAPI basics
+    do not import the settings."""
+
+    @property
+    def target(self) -> str: ...
+    @property
+    def secure(self) -> bool: ...
+    @property
+    def ca_file(self) -> Path | None: ...
+    @property
+    def client_cert(self) -> Path | None: ...
+    @property
+    def client_key(self) -> Path | None: ...
 
 
 @dataclass(frozen=True)
@@ -39,14 +55,14 @@ def _pem(setting: str, path: Path | None) -> bytes | None:
     return data
 
 
-def tls_material(cfg: RemoteConfig) -> TlsMaterial:
+def tls_material(cfg: ChannelSettings) -> TlsMaterial:
     """Read cfg's CA file and client certificate and key; a missing or unreadable one names the setting and file."""
     root = _pem("ca_file", cfg.ca_file)
     chain = _pem("client_cert", cfg.client_cert)  # the certificate first: the file a user names first
     return TlsMaterial(root_certificates=root, private_key=_pem("client_key", cfg.client_key), certificate_chain=chain)
 
 
-def open_channel(cfg: RemoteConfig) -> grpc.Channel:
+def open_channel(cfg: ChannelSettings) -> grpc.Channel:
     """An (insecure or TLS) channel; nothing is sent until the first call."""
     options = [
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),

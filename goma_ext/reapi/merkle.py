@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.errors import InputError
-from goma_ext.remote.proto import re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.errors import InputError
+from goma_ext.reapi.proto import re_pb2
 
 
 @dataclass(frozen=True)

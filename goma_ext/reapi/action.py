@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from goma_ext.remote.digest import Digest, serialize
-from goma_ext.remote.proto import re_pb2
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.proto import re_pb2
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import grpc
 
-from goma_ext.remote.errors import RemoteError
+from goma_ext.reapi.errors import RemoteError
 
 T = TypeVar("T")
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from goma_ext.remote import retry
-from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.proto import re_grpc, re_pb2
+from goma_ext.reapi import retry
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.proto import re_grpc, re_pb2
 
 DEFAULT_BATCH_BYTES = 4 * 1024 * 1024 - 4096
 

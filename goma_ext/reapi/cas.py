@@ -11,12 +11,12 @@ from typing import Any
 
 import grpc
 
-from goma_ext.remote import retry
-from goma_ext.remote.capabilities import ServerLimits
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import DigestMismatchError, RemoteError
-from goma_ext.remote.merkle import BlobSource
-from goma_ext.remote.proto import bs_grpc, bs_pb2, code_pb2, re_grpc, re_pb2
+from goma_ext.reapi import retry
+from goma_ext.reapi.capabilities import ServerLimits
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import DigestMismatchError, RemoteError
+from goma_ext.reapi.merkle import BlobSource
+from goma_ext.reapi.proto import bs_grpc, bs_pb2, code_pb2, re_grpc, re_pb2
 
 FIND_MISSING_CHUNK = 1000
 BATCH_OVERHEAD = 256  # per-blob framing allowance inside a batch request

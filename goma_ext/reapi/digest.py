@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from goma_ext.remote.proto import re_pb2
+from goma_ext.reapi.proto import re_pb2
 
 _CHUNK = 1 << 20
 

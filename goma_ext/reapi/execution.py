@@ -9,10 +9,10 @@ from typing import cast
 
 import grpc
 
-from goma_ext.remote import retry
-from goma_ext.remote.digest import Digest
-from goma_ext.remote.errors import RemoteError
-from goma_ext.remote.proto import code_pb2, operations_pb2, re_grpc, re_pb2
+from goma_ext.reapi import retry
+from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.proto import code_pb2, operations_pb2, re_grpc, re_pb2
 
 
 def lookup(
