@@ -1,4 +1,9 @@
-"""Jinja2 environment for the ninja templates shipped in gn_thinlto.templates, with ninja escaping filters."""
+"""Jinja2 environment for the ninja templates shipped in gn_thinlto.templates.
+
+Templates hold the files' structure (which statements, in which order, with which comments); the statements
+themselves come from the one ninja writer, gn_thinlto.steps.ninja_syntax, bound as the global `ninja`
+(`{{ ninja.build(...) }}`, `{{ ninja.variable(...) }}`), and the values a template writes itself (a rule's
+command, a comment) are escaped with its `ninja_value` filter, the writer's escape()."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from importlib import resources
 import jinja2
 
 from gn_thinlto.plan.links import is_shell_operator
-from gn_thinlto.steps.ninja_escape import ninja_path, ninja_value
+from gn_thinlto.steps import ninja_syntax
 
 TEMPLATE_PACKAGE = "gn_thinlto.templates"
 
@@ -32,20 +37,8 @@ def shell_command(args: list[str] | tuple[str, ...]) -> str:
     return " ".join(a if is_shell_operator(a) else shlex.quote(a) for a in args)
 
 
-_PLAIN_PATHS = re.compile(r"[^$ :\n]*\Z")
-
-
-def ninja_paths(items: list[str] | tuple[str, ...]) -> str:
-    """ITEMS as a space-prefixed list of ninja paths (one check for the common case of nothing to escape)."""
-    if not items:
-        return ""
-    if _PLAIN_PATHS.match("".join(items)):
-        return " " + " ".join(items)
-    return "".join(" " + ninja_path(p) for p in items)
-
-
 def make_environment() -> jinja2.Environment:
-    """The environment every ninja file is rendered with: strict undefined, no autoescape, our filters."""
+    """The environment every ninja file is rendered with: strict undefined, no autoescape, the writer, our filters."""
     loader = jinja2.FileSystemLoader(str(resources.files(TEMPLATE_PACKAGE)))
     env = jinja2.Environment(
         loader=loader,
@@ -55,9 +48,8 @@ def make_environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["ninja_path"] = ninja_path
-    env.filters["ninja_paths"] = ninja_paths
-    env.filters["ninja_value"] = ninja_value
+    env.globals["ninja"] = ninja_syntax
+    env.filters["ninja_value"] = ninja_syntax.escape
     env.filters["shell_join"] = shell_join
     env.filters["shell_command"] = shell_command
     return env

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from gn_thinlto.errors import GnThinltoError
-from goma_ext import __version__
 from gn_thinlto.cli import main as cli
-from gn_thinlto.render.templating import ninja_path, ninja_value, render
+from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.render.templating import render
+from gn_thinlto.steps.ninja_syntax import escape, escape_path
+from goma_ext import __version__
 
 
 def test_versions_match_across_entry_points(capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,10 +44,10 @@ def test_header_template_escapes_its_source() -> None:
     [("a b", "a$ b", "a b"), ("c:d", "c$:d", "c:d"), ("$x", "$$x", "$$x"), ("plain/o.o", "plain/o.o", "plain/o.o")],
 )
 def test_ninja_escaping_contexts(raw: str, path: str, value: str) -> None:
-    assert ninja_path(raw) == path
-    assert ninja_value(raw) == value
+    assert escape_path(raw) == path
+    assert escape(raw) == value
 
 
 def test_newline_is_refused_in_ninja_output() -> None:
     with pytest.raises(GnThinltoError, match="newline"):
-        ninja_path("a\nb")
+        escape_path("a\nb")

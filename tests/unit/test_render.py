@@ -11,10 +11,9 @@ from dataclasses import replace
 import pytest
 
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.gn.ninja_text import parse
 from gn_thinlto.plan.config import Config
 from gn_thinlto.plan.config import TestonlyMode as Mode
-from gn_thinlto.steps.dyndep import dyndep_text
-from gn_thinlto.gn.ninja_text import parse
 from gn_thinlto.plan.model import BackendCommand
 from gn_thinlto.render.ninja import (
     SHARED_FILE,
@@ -23,7 +22,9 @@ from gn_thinlto.render.ninja import (
     edit_gn_target_files,
     render_files,
 )
-from gn_thinlto.render.templating import ninja_path, ninja_value, shell_join
+from gn_thinlto.render.templating import shell_join
+from gn_thinlto.steps.dyndep import dyndep_text
+from gn_thinlto.steps.ninja_syntax import escape, escape_path
 
 from .test_plan import BASIC_GN, GOLDEN, basic_graph, basic_plan
 
@@ -84,9 +85,9 @@ def test_dyndep_and_escaping() -> None:
     text = dyndep_text("./a b", ["n/x:y.o", "n/$z.o"], "0" * 64)
     assert "build ./a$ b: dyndep | n/x$:y.o n/$$z.o\n" in text
     assert text.startswith("ninja_dyndep_version = 1\n")
-    assert ninja_path("a b:$") == "a$ b$:$$" and ninja_value("x $y") == "x $$y"
+    assert escape_path("a b:$") == "a$ b$:$$" and escape("x $y") == "x $$y"
     with pytest.raises(GnThinltoError, match="newline"):
-        ninja_path("a\nb")
+        escape_path("a\nb")
 
 
 def test_backend_cache_off_renders_no_cache_backends() -> None:
