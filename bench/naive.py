@@ -12,17 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bench.subjects.synth import Link
+from gn_thinlto.steps.ninja_syntax import build, raw, rule
 
-RULES = """\
-rule cc
-  command = clang++ -flto=thin -O2 -c $in -o $out
-rule thin_link
-  command = ld.lld --thinlto-index-only -o $out.unused $in
-rule backend
-  command = clang++ -O2 -x ir $in -fthinlto-index=$index -c -o $out
-rule link
-  command = clang++ -fuse-ld=lld -o $out $in
-"""
+RULES = "\n".join([
+    rule("cc", {"command": raw("clang++ -flto=thin -O2 -c $in -o $out")}),
+    rule("thin_link", {"command": raw("ld.lld --thinlto-index-only -o $out.unused $in")}),
+    rule("backend", {"command": raw("clang++ -O2 -x ir $in -fthinlto-index=$index -c -o $out")}),
+    rule("link", {"command": raw("clang++ -fuse-ld=lld -o $out $in")}),
+])
 
 
 def obj_path(source: str) -> str:
@@ -34,17 +31,16 @@ def ninja_text(links: Iterable[Link], source_prefix: str) -> str:
     links = list(links)
     out = [RULES]
     for source in sorted({s for link in links for s in link.objects}):
-        out.append(f"build {obj_path(source)}: cc {source_prefix}{source}\n")
+        out.append(build(obj_path(source), "cc", source_prefix + source))
     for link in links:
         objs = [obj_path(s) for s in link.objects]
-        every = " ".join(objs)
         index = {o: f"{link.name}/idx/{o}.thinlto.bc" for o in objs}
         native = {o: f"{link.name}/nat/{o}" for o in objs}
-        out.append(f"build {' '.join(index[o] for o in objs)}: thin_link {every}\n")
-        for o in objs:
-            out.append(f"build {native[o]}: backend {o} | {index[o]} {every}\n  index = {index[o]}\n")
-        out.append(f"build {link.name}/{link.name}: link {' '.join(native[o] for o in objs)}\n")
-    return "".join(out)
+        out.append(build([index[o] for o in objs], "thin_link", objs))
+        for o in objs:  # its object, its index and every object of the link
+            out.append(build(native[o], "backend", o, implicit=[index[o], *objs], variables={"index": index[o]}))
+        out.append(build(f"{link.name}/{link.name}", "link", [native[o] for o in objs]))
+    return "\n".join(out) + "\n"
 
 
 def backend_edges(links: Iterable[Link]) -> int:
