@@ -10,20 +10,19 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.analysis.graph_query import backend_outputs
-from tests.conftest import EXAMPLE_ROOT
 
+from .conftest import copy_example_tree
 from .test_graph_support import (
-    executables,
     Build,
+    code_modulo_plt,
     defined_functions,
     disassembly,
-    edit_and_rebuild,
-    gen_and_build,
-    native_of,
-    plain_build,
-    section_bytes,
-    code_modulo_plt,
     dynamic_symbols,
+    edit_and_rebuild,
+    executables,
+    native_of,
+    plain_build_from,
+    section_bytes,
     section_table,
     text_size,
     unstripped,
@@ -35,24 +34,19 @@ DATA_SECTIONS = {".rodata", ".data.rel.ro", ".data", ".eh_frame", ".init_array",
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (EXAMPLE_ROOT / "BUILD.gn").is_file():
-        pytest.fail(f"{EXAMPLE_ROOT} has no BUILD.gn")
-    import shutil
-
-    dest = tmp_path_factory.mktemp("example") / "chromium_style"
-    shutil.copytree(EXAMPLE_ROOT, dest)
-    return dest
+def built(example_tree: Build, tmp_path_factory: pytest.TempPathFactory) -> Build:
+    """The session's graph build of the example, copied: this file edits its sources."""
+    return copy_example_tree(example_tree, tmp_path_factory.mktemp("example"))
 
 
 @pytest.fixture(scope="module")
-def built(root: Path) -> Build:
-    return gen_and_build(root, root.parent / "out")
+def root(built: Build) -> Path:
+    return built.root
 
 
 @pytest.fixture(scope="module")
-def reference(root: Path) -> Build:
-    return plain_build(root, root.parent / "ref")
+def reference(built: Build) -> Build:
+    return plain_build_from(built, built.root.parent / "ref")
 
 
 def _links(b: Build) -> dict[str, dict]:

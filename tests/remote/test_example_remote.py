@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,12 +51,28 @@ def _natives(out: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def local_natives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The native objects of a local build of the example: what every remote build must reproduce."""
+def local_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local build of the example. Its natives are what every remote build must reproduce, and the remote builds
+    start from copies of it (`_from_local`), so the example's compiles run once in this file."""
     local = tmp_path_factory.mktemp("local") / "out"
     _gen(local, None)
     _ninja(local, "local")
-    return _natives(local)
+    return local
+
+
+@pytest.fixture(scope="module")
+def local_natives(local_build: Path) -> dict[str, bytes]:
+    return _natives(local_build)
+
+
+def _from_local(local_build: Path, out: Path) -> Path:
+    """OUT as a copy of a local build, at the same depth (its paths to the source root stay right), without its
+    backend cache and cache log: regenerated with --remote, it compiles nothing again and every backend misses
+    the local cache."""
+    shutil.copytree(local_build, out, symlinks=True)
+    shutil.rmtree(out / "gn-thinlto" / "cache")
+    (out / "gn-thinlto" / "backend.log").unlink(missing_ok=True)
+    return out
 
 
 def _self_checks(out: Path) -> None:
@@ -68,9 +85,10 @@ def _self_checks(out: Path) -> None:
 
 @pytest.mark.slow
 def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Cluster, tmp_path: Path, salt: str,
+                                                                    local_build: Path,
                                                                     local_natives: dict[str, bytes]) -> None:
     cluster.ensure_server()
-    remote, fresh = tmp_path / "remote", tmp_path / "fresh"
+    remote, fresh = _from_local(local_build, tmp_path / "remote"), _from_local(local_build, tmp_path / "fresh")
     _gen(remote, cluster.endpoint)
     _ninja(remote, salt)
 
@@ -128,6 +146,8 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
     local, remote = tmp_path / "local", tmp_path / "remote"
     for out, endpoint in ((local, None), (remote, cluster.endpoint)):
         remote_flag = ["--remote", endpoint] if endpoint else []
+        if endpoint:  # the remote build starts from the local one's compiles
+            _from_local(local, remote)
         subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT), *args,
                         *remote_flag], check=True, capture_output=True,
                        env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
@@ -169,12 +189,12 @@ def own_proxy_dir() -> Iterator[str]:
 
 @pytest.mark.slow
 def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
-    cluster: Cluster, tmp_path: Path, salt: str, local_natives: dict[str, bytes], own_proxy_dir: str
+    cluster: Cluster, tmp_path: Path, salt: str, local_build: Path, local_natives: dict[str, bytes], own_proxy_dir: str
 ) -> None:
     """[proxy] SIGKILL the proxy while ninja runs remote backends through it: the build finishes, every native
     object equals the local build's (clients whose connection dropped start a new proxy or run locally)."""
     cluster.ensure_server()
-    remote = tmp_path / "remote"
+    remote = _from_local(local_build, tmp_path / "remote")
     _gen(remote, cluster.endpoint)
     build = _start_ninja(remote, {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir})
     log = remote / stats.DEFAULT_STATS_LOG
@@ -197,13 +217,13 @@ def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
 
 @pytest.mark.slow
 def test_two_builds_share_one_proxy_and_each_action_runs_once(
-    cluster: Cluster, tmp_path: Path, salt: str, local_natives: dict[str, bytes], own_proxy_dir: str
+    cluster: Cluster, tmp_path: Path, salt: str, local_build: Path, local_natives: dict[str, bytes], own_proxy_dir: str
 ) -> None:
     """[proxy] Two build directories of the same code built at the same time: one proxy serves both, and each
     distinct backend executes once (the other build joins it in flight or finds it in the action cache). They
     build three of the binaries: what is shared is per action, not per binary."""
     cluster.ensure_server()
-    outs = [tmp_path / "a", tmp_path / "b"]
+    outs = [_from_local(local_build, tmp_path / "a"), _from_local(local_build, tmp_path / "b")]
     for out in outs:
         _gen(out, cluster.endpoint)
     env = {"GOMA_EXT_CACHE_SALT": salt + "-two", "GOMA_EXT_PROXY_DIR": own_proxy_dir}
