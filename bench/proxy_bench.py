@@ -77,7 +77,9 @@ def hit_costs(work: Path, endpoint: str, env: Mapping[str, str], repeat: int) ->
             "proxy_wall_ms": new_wall, "hits": len(cmds)}
 
 
-def _builds(cache: Path, salt: str, name: str, workers: int) -> tuple[list[Row], str]:
+def _builds(cache: Path, salt: str, name: str, workers: int,
+            keep: bool = False) -> tuple[list[Row], str, tuple[Path, str] | None]:
+    """Rows c, d1, d2 on a cluster of their own, stopped after them unless KEEP (then also its state and endpoint)."""
     subject = subjects.SUBJECTS[name](cache)
     work = cache / "proxy" / name
     rows = [one_build(subject, Variant.GRAPH, work / "out_c", None, salt, "c")]
@@ -86,16 +88,22 @@ def _builds(cache: Path, salt: str, name: str, workers: int) -> tuple[list[Row],
     try:
         rows.append(one_build(subject, Variant.REMOTE, work / "out_d1", endpoint, salt, "d1", IN_PROCESS))
         rows.append(one_build(subject, Variant.REMOTE, work / "out_d2", endpoint, salt, "d2", IN_PROCESS))
+    except BaseException:
+        keep = False
+        raise
     finally:
-        cluster_tool.stop(state)
-        remove(state)
+        if not keep:
+            cluster_tool.stop(state)
+            remove(state)
     progress("  in-process builds: done")
-    return rows, subject.name
+    return rows, subject.name, (state, endpoint) if keep else None
 
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench proxy", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="fewer hits and a smaller load test")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer hits, a smaller load test, one cluster (the proxy rows' CAS is warm: their upload "
+                        "figures are not a full run's)")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--workers", type=int, default=4, help="workers of each cluster (both have as many)")
@@ -113,9 +121,12 @@ def main(argv: Sequence[str]) -> int:
         return 0
     salt = f"bench-{time.time_ns()}"
     state_dir = tempfile.mkdtemp(prefix="gxb-")
-    rows, subject_name = _builds(args.cache, salt, args.subject, args.workers)
-    state = args.cache / f"cluster-{salt}-b"  # fresh: cold CAS and action cache for the proxy rows
-    endpoint = cluster_tool.start(state, args.workers)
+    rows, subject_name, kept = _builds(args.cache, salt, args.subject, args.workers, keep=args.quick)
+    if kept:  # --quick: the first cluster again, under a new salt (a cold action cache, a warm CAS)
+        (state, endpoint), salt = kept, f"{salt}-p"
+    else:
+        state = args.cache / f"cluster-{salt}-b"  # fresh: cold CAS and action cache for the proxy rows
+        endpoint = cluster_tool.start(state, args.workers)
     env = {**os.environ, wire.STATE_DIR_ENV: state_dir, "GOMA_EXT_CACHE_SALT": salt}  # with this cluster's token
     work = Path(tempfile.mkdtemp(prefix="proxy-bench-", dir=args.cache))
     try:
