@@ -231,3 +231,12 @@ def test_html_report_renders_in_a_headless_browser(built: Build, tmp_path: Path)
              if ((pixels == [int(colour[i:i + 2], 16) for i in (1, 3, 5)]).all(axis=2)).sum() > 200}
     assert found, "no plot colours in the screenshot"
 
+
+def test_cache_stats_read_the_link_lines_policy(built: Build) -> None:
+    """`gn-thinlto cache stats` on the example: its entries, and the policy its link lines give lld."""
+    from .test_graph_support import gn_thinlto
+
+    proc = gn_thinlto("cache", "stats", str(built.out))
+    assert proc.returncode == 0, proc.stderr
+    assert "entries" in proc.stdout and "hit rate" in proc.stdout
+    assert "policy: cache_size=10%:cache_size_bytes=40g:cache_size_files=100000" in proc.stdout
