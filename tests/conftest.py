@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,19 @@ def step_servers() -> Iterator[None]:
             del os.environ[SESSION_MARK]
         else:
             os.environ[SESSION_MARK] = old
+
+
+def copy_build_dir(src: Path, dest: Path) -> Path:
+    """A copy of build directory SRC at DEST, links as links and modification times kept (ninja finds it as up to
+    date as SRC), without sockets and FIFOs (a step server may be listening in SRC: a copy cannot take its
+    socket). DEST should be as deep as SRC, so that the build's relative paths to its sources hold."""
+
+    def special(directory: str, names: list[str]) -> set[str]:
+        modes = {n: os.lstat(os.path.join(directory, n)).st_mode for n in names}
+        return {n for n, m in modes.items() if stat.S_ISSOCK(m) or stat.S_ISFIFO(m)}
+
+    shutil.copytree(src, dest, symlinks=True, ignore=special)
+    return dest
 
 
 @dataclass(frozen=True)

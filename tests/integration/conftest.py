@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_ROOT
+from tests.conftest import EXAMPLE_ROOT, copy_build_dir
 
 from .test_graph_support import Build, gen_and_build
 
@@ -27,5 +27,5 @@ def copy_example_tree(tree: Build, dest: Path) -> Build:
     regenerates its copy without compiling what did not change."""
     root, out = dest / "chromium_style", dest / "out"
     shutil.copytree(tree.root, root, symlinks=True)
-    shutil.copytree(tree.out, out, symlinks=True)
+    copy_build_dir(tree.out, out)
     return Build(root, out)

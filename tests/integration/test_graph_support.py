@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_build_dir
 
 WORKSPACES = REPO / "tests" / "workspaces"
 OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
@@ -78,7 +78,7 @@ def plain_build(root: Path, out: Path, args: str = "", targets: tuple[str, ...] 
 def plain_build_from(graph: Build, out: Path, args: str = "", targets: tuple[str, ...] = ()) -> Build:
     """plain_build into OUT, a copy of the GRAPH build of the same sources and args (without gn-thinlto's state): the
     compile commands are the same, so only the links run, in lld's process."""
-    shutil.copytree(graph.out, out, symlinks=True)
+    copy_build_dir(graph.out, out)
     shutil.rmtree(out / "gn-thinlto")
     return plain_build(graph.root, out, args, targets)
 

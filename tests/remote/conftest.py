@@ -188,6 +188,20 @@ def no_temp_files(program: ThinProgram) -> list[str]:
     return sorted(p.name for p in (program.out / "obj").iterdir() if p.name.endswith(".tmp"))
 
 
+@pytest.fixture
+def own_proxy_dir() -> Iterator[str]:
+    """A proxy state directory of the test's own (GOMA_EXT_PROXY_DIR for the clients it starts), its proxies stopped
+    after: for tests that kill a proxy, or whose outage a proxy would remember (it holds a server it found down
+    for DOWN_HOLD_S) past the test."""
+    state = tempfile.mkdtemp(prefix="gxe-")
+    try:
+        yield state
+    finally:
+        subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "stop"], capture_output=True, check=False,
+                       env={**os.environ, "GOMA_EXT_PROXY_DIR": state}, timeout=120)
+        shutil.rmtree(state, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def attacker(cluster: Cluster) -> Iterator[Attacker]:
     """A local user made for the module (removed after), admitted to the cluster with its own copy of the client

@@ -12,9 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
-from tests.conftest import EXAMPLE_ROOT
+from tests.conftest import EXAMPLE_ROOT, copy_build_dir
 from tests.remote.conftest import INSTANCE, Cluster
 
 JOBS = "6"
@@ -69,7 +67,7 @@ def _from_local(local_build: Path, out: Path) -> Path:
     """OUT as a copy of a local build, at the same depth (its paths to the source root stay right), without its
     backend cache and cache log: regenerated with --remote, it compiles nothing again and every backend misses
     the local cache."""
-    shutil.copytree(local_build, out, symlinks=True)
+    copy_build_dir(local_build, out)
     shutil.rmtree(out / "gn-thinlto" / "cache")
     (out / "gn-thinlto" / "backend.log").unlink(missing_ok=True)
     return out
@@ -175,16 +173,6 @@ def _proxies(state: str) -> list[dict[str, Any]]:
     out = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "status", "--json"], capture_output=True,
                          text=True, check=True, env={**os.environ, "GOMA_EXT_PROXY_DIR": state}).stdout
     return list(json.loads(out))
-
-
-@pytest.fixture
-def own_proxy_dir() -> Iterator[str]:
-    state = tempfile.mkdtemp(prefix="gxe-")
-    try:
-        yield state
-    finally:
-        subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "stop"], capture_output=True, check=False,
-                       env={**os.environ, "GOMA_EXT_PROXY_DIR": state})
 
 
 @pytest.mark.slow

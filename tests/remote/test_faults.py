@@ -53,10 +53,13 @@ def test_server_down_before_the_build(program: ThinProgram, tmp_path: Path, salt
     _check_build(program, ref)
 
 
-def test_server_killed_mid_build(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
+def test_server_killed_mid_build(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
+                                 own_proxy_dir: str) -> None:
+    """Its own proxy, which remembers the outage (DOWN_HOLD_S) and goes with the test."""
     ref = local_reference(program, tmp_path)
     slow = str(healthy.slow_clang)
-    running = [start_wrapper(program, program.backend(m, compiler=slow), healthy.endpoint, salt, HOST_TOOLCHAIN)
+    env = {**HOST_TOOLCHAIN, "GOMA_EXT_PROXY_DIR": own_proxy_dir}
+    running = [start_wrapper(program, program.backend(m, compiler=slow), healthy.endpoint, salt, env)
                for m in thin_program.MODULES]
     time.sleep(1.5)
     server = healthy.st.server_pid
@@ -85,7 +88,7 @@ def test_worker_killed_mid_action(healthy: Cluster, program: ThinProgram, tmp_pa
     proc = start_wrapper(program, program.backend("alpha", compiler=str(healthy.slow_clang)), healthy.endpoint, salt,
                          HOST_TOOLCHAIN)
     busy: list[Path] = []
-    deadline = time.monotonic() + 120  # generous: the workers may still be reconnecting to a restarted server
+    deadline = time.monotonic() + 60  # generous: the workers may still be reconnecting to a restarted server
     while not busy and time.monotonic() < deadline:
         busy = list(Path(str(healthy.st.sandbox_dir)).glob("*/sb-*"))  # SANDBOX-DIR/BOT-ID/sb-…
         time.sleep(0.05)
