@@ -225,8 +225,11 @@ def test_a_program_busy_for_writing_is_retried_once(box: Path, released: bool) -
 # --- the command line and the base-root builder ------------------------------------------------------------------
 
 def _worker(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    # as root, a runner user that exists (the default goma-ext-runner is made by `cluster start`, which a fresh
+    # machine may not have run yet), so that the option under test is the one refused
+    run_as = ["--run-as", "nobody"] if os.geteuid() == 0 else []
     argv = [sys.executable, "-m", "goma_ext.cli", "worker", "--remote", "grpc://127.0.0.1:1", "--work-dir",
-            str(tmp_path / "w"), *extra]
+            str(tmp_path / "w"), *run_as, *extra]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
