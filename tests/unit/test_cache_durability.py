@@ -35,6 +35,7 @@ from thinlto_base.store import CacheStore
 from tests.unit.test_cache_durability import content, key
 store = CacheStore(sys.argv[1])
 n = int(sys.argv[2])
+print("ready", flush=True)
 while True:
     for i in range(n):
         store.store(key(i), {"o": content(i), "dwo": content(i)[::-1]})
@@ -69,8 +70,13 @@ def test_a_writer_killed_at_random_points_never_leaves_a_wrong_hit(tmp_path: Pat
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for _ in range(ROUNDS):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(cache), str(KEYS)], env=env, cwd=REPO)
-        time.sleep(rng.uniform(0.05, 0.4))  # start-up is ~50 ms: most kills land inside stores
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(cache), str(KEYS)], env=env, cwd=REPO, stdout=subprocess.PIPE
+        )
+        # Timed from the writer's first store, not from its start: under a loaded machine the interpreter's
+        # start-up alone can outlast a fixed delay, and every kill would then land before any work.
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.0, 0.3))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     store = CacheStore(cache)
