@@ -9,6 +9,7 @@ from pathlib import Path
 
 from goma_ext.cluster import manager, pki, roles, tokens
 from goma_ext.cluster.roles import Role
+from goma_ext.cluster.server import DEFAULT_POLL_S
 
 DEFAULT_STATE = Path(".state/cluster")
 TOKEN_FOR = {tokens.Role.CLIENT: "client", tokens.Role.CACHE_WRITER: "cache-writer", tokens.Role.WORKER: "worker"}
@@ -112,6 +113,10 @@ def _add_role_options(start: argparse.ArgumentParser) -> None:
                    help=f"CAS bound: least recently used blobs go above it (default {roles.DEFAULT_CAS_MAX_SIZE})")
     g.add_argument("--ac-max-memory", metavar="SIZE",
                    help=f"action cache (redis) memory bound, LRU (default {roles.DEFAULT_AC_MAX_MEMORY})")
+    g.add_argument("--poll-interval", type=_seconds, default=DEFAULT_POLL_S, metavar="SECONDS",
+                   help="how often the scheduler looks for work and finished actions (default %(default)s): each "
+                        "action waits up to about twice this; an idle server costs ~30%% of a core at 0.05, ~10%% "
+                        "at 0.25, ~3%% at 1")
     w = start.add_argument_group("--role worker")
     w.add_argument("--server", metavar="URL", help="the server host's endpoint, e.g. grpcs://10.0.0.5:8981")
     w.add_argument("--token-file", type=Path, metavar="FILE",
@@ -151,7 +156,18 @@ def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
         server_url=args.server,
         worker_token_file=args.token_file,
         bot_id=args.bot_id,
+        poll_s=args.poll_interval,
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.001 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"not a number of seconds between 0.001 and 10: {text[:40]!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,6 +29,10 @@ SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to f
 # A shell script cannot travel as a toolchain: actions of the slow clang use the worker's own (toolchain: host).
 HOST_TOOLCHAIN = {"GOMA_EXT_REMOTE_TOOLCHAIN": "host"}
 SLOW_DELAY_S = 2.0
+# The test clusters idle through most of the run (one per pytest-xdist worker, beside the other worker's tests):
+# they poll 5x less than a real cluster (goma_ext/cluster/server.py DEFAULT_POLL_S): ~20 % of a core saved per
+# cluster, ~0.2 s more per action.
+TEST_POLL_S = 0.25
 INSTANCE = "gn-thinlto/test"  # a non-empty REAPI instance name, so resource names carry it
 
 
@@ -110,7 +114,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
             compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
                        str(slow), "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
-            keepalive_s=20, run_as=runner.name if runner else None, sandbox_dir=reachable / "sandboxes",
+            keepalive_s=20, poll_s=TEST_POLL_S, run_as=runner.name if runner else None,
+            sandbox_dir=reachable / "sandboxes",
             worker_args=("--max-procs", "256", "--cpu-time", "120", "--max-stream-bytes", "8M", "--tmp-size", "64M"),
             also_plaintext=True,
         )

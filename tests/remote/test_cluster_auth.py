@@ -28,7 +28,7 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from tests.remote.conftest import INSTANCE, Cluster, local_reference, records, wrapper
+from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, local_reference, records, wrapper
 from tests.system_users import User, temporary_user
 
 ONCE = retry.RetryPolicy(1, timeout_s=5.0)
@@ -140,7 +140,7 @@ def tls_only(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     spec = manager.ClusterSpec(
         state=base / "state", workers=1, server_venv=Path(cluster.st.server_venv), tls_cert=cluster.ca_cert,
         tls_key=cluster.ca_cert.with_name("server.key"), instance=INSTANCE,
-        compilers=cluster.st.compilers, keepalive_s=20,
+        compilers=cluster.st.compilers, keepalive_s=20, poll_s=TEST_POLL_S,
         run_as=cluster.runner.name if cluster.runner else None, sandbox_dir=reachable / "sandboxes",
         worker_args=("--max-procs", "256", "--cpu-time", "120"),
     )

@@ -30,6 +30,7 @@ import pytest
 from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
 from tests.conftest import EXAMPLE_ROOT, REPO
+from tests.remote.conftest import TEST_POLL_S
 from tests.system_users import temporary_user
 
 pytestmark = [
@@ -134,7 +135,8 @@ def _server_start(t: Topology, ca: Path, cert: Path, key: Path, venv: Path) -> m
     listen = [a for p in PEERS for a in ("--listen", Topology.server_ip(p))]
     _goma_ext(t, "srv", "cluster", "start", "--role", "server", "--state", str(t.state("srv")), "--tls-cert",
               str(cert), "--tls-key", str(key), "--tls-ca", str(ca), "--server-venv", str(venv), "--instance",
-              INSTANCE, "--cas-max-size", "20G", "--ac-max-memory", "256M", *listen)
+              INSTANCE, "--cas-max-size", "20G", "--ac-max-memory", "256M", "--poll-interval", str(TEST_POLL_S),
+              *listen)
     st = manager.load(t.state("srv"))
     assert st is not None and st.tls_port
     assert all(procs.alive(pid) for pid in (st.server_pid, st.redis_pid, st.cleanup_pid)), st

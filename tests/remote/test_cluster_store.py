@@ -20,7 +20,7 @@ from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.channel import open_channel
 from goma_ext.reapi.digest import Digest
 from tests.conftest import REPO
-from tests.remote.conftest import _make_cert
+from tests.remote.conftest import TEST_POLL_S, _make_cert
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,8 @@ def server(tmp_path: Path) -> Iterator[manager.ClusterState]:
     cert, key = _make_cert(tmp_path)
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     spec = manager.ClusterSpec(state=base / "state", role=Role.SERVER, tls_cert=cert, tls_key=key, server_venv=venv,
-                               cas_max_size=MAX, ac_max_memory=16 << 20, cas_access_refresh_s=1)
+                               cas_max_size=MAX, ac_max_memory=16 << 20, cas_access_refresh_s=1,
+                               poll_s=TEST_POLL_S)
     try:
         yield manager.start(spec)
     finally:

@@ -29,7 +29,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests import dtlto_program
 from tests.conftest import REPO
-from tests.remote.conftest import INSTANCE, WrapperRun, local_reference, records
+from tests.remote.conftest import INSTANCE, TEST_POLL_S, WrapperRun, local_reference, records
 from tests.system_users import temporary_user
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
@@ -112,7 +112,7 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MtlsCluster]:
             server_venv=Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv")),
             tls_cert=certs / pki.SERVER_CERT, tls_key=certs / pki.SERVER_KEY, tls_ca=certs / pki.CA_CERT,
             tls_client_ca=certs / pki.CA_CERT, worker_cert=worker_cert, worker_key=worker_key, instance=INSTANCE,
-            compilers=COMPILERS, keepalive_s=20, run_as=runner.name if runner else None,
+            compilers=COMPILERS, keepalive_s=20, poll_s=TEST_POLL_S, run_as=runner.name if runner else None,
             sandbox_dir=reachable / "sandboxes", worker_args=("--max-procs", "256", "--cpu-time", "120"),
         )
         stack.callback(manager.destroy, base / "state")

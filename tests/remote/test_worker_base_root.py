@@ -29,7 +29,7 @@ from goma_ext.remote.client import RemoteExecutor
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.worker import baseroot
 from tests.conftest import REPO
-from tests.remote.conftest import INSTANCE, Cluster
+from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster
 from tests.system_users import temporary_user
 
 CLANG = Path("/usr/lib/llvm-19/bin/clang")
@@ -116,7 +116,7 @@ def base_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaseClust
         venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
         spec = manager.ClusterSpec(
             state=state, workers=1, server_venv=venv, instance=INSTANCE, run_as=runner.name,
-            sandbox_dir=reach / "sandboxes", keepalive_s=20,
+            sandbox_dir=reach / "sandboxes", keepalive_s=20, poll_s=TEST_POLL_S,
             worker_args=("--base-root", str(base), "--platform", f"container-image={IMAGE}", "--cpu-time", "120"),
         )
         stack.callback(manager.destroy, state)

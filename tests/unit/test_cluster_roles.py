@@ -243,3 +243,30 @@ def test_a_server_prints_what_worker_hosts_and_clients_need(tmp_path: Path, caps
     assert "--role worker --server grpcs://SERVER-ADDRESS:2000 --tls-ca CA --token-file TOKEN" in out
     assert f"GOMA_EXT_REMOTE_TOKEN_FILE={auth / secretfiles.CLIENT_TOKEN}" in out
     assert "GOMA_EXT_REMOTE_CA_FILE=/k/ca.pem" in out
+
+
+# -- the scheduler's polling ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("poll_s", "assign_s"), [(None, 0.01), (0.25, 0.05)])
+def test_the_scheduler_polls_as_often_as_the_cluster_says(poll_s: float | None, assign_s: float) -> None:
+    """The default keeps the benchmarks' 50 ms (assigner 10 ms); a test suite's clusters may poll less."""
+    doc = _render(**({} if poll_s is None else {"poll_s": poll_s}))
+    scheduler = _services(doc)["execution"]["scheduler"]
+    want = poll_s or server.DEFAULT_POLL_S
+    assert scheduler["poll-interval"] == want and scheduler["bot-poll-interval"] == want
+    assert scheduler["assigners"][0]["interval"] == assign_s
+
+
+def test_the_poll_interval_comes_from_the_command_line_and_a_wrong_one_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[manager.ClusterSpec] = []
+    monkeypatch.setattr(manager, "start", lambda spec: seen.append(spec) or (_ for _ in ()).throw(ClusterError("x")))
+    main(["cluster", "start", "--state", str(tmp_path / "s"), "--poll-interval", "0.25"])
+    assert [s.poll_s for s in seen] == [0.25]
+    capsys.readouterr()
+    for wrong in ("0", "x", "11"):
+        with pytest.raises(SystemExit):
+            main(["cluster", "start", "--state", str(tmp_path / "s"), "--poll-interval", wrong])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--poll-interval: not a number of seconds between 0.001 and 10" in err[0], err
