@@ -38,7 +38,7 @@ def _prepared(project: CMakeProject, build: Path, link_flags: str) -> Path:
     are the same in every variant: configuring an existing BUILD for another variant relinks and compiles
     nothing."""
     cmake_projects.configure(project, build, link_flags)
-    cmake_projects.build(build, env={"GOMA_EXT_DTLTO": "--no-cache"})
+    cmake_projects.build(build, *project.targets, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
 
 

@@ -26,13 +26,13 @@ def test_cmake_project_through_the_distributor(project: CMakeProject, tmp_path: 
     prereqs.ensure()
     build, ref = tmp_path / "build", tmp_path / "inproc"
     cmake_projects.configure(project, build)
-    cmake_projects.build(build)
+    cmake_projects.build(build, *project.targets)
     for name in project.binaries:
         (ref / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(build / name, ref / name)
     compiled = _objects(build)
     cmake_projects.configure(project, build, cmake_projects.distributor_flags([f"--cache={tmp_path / 'cache'}"]))
-    cmake_projects.build(build)
+    cmake_projects.build(build, *project.targets)
     after = _objects(build)
     assert {name: after.get(name) for name in compiled} == compiled, "the distributor's configuration compiled again"
     print(f"\n{project.sdist.name} through goma-ext dtlto: {cmake_projects.test(project, build)}")
