@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -21,9 +20,16 @@ import pytest
 from hypothesis import settings
 
 from tests import budget, durations
+from tests.builds import (  # noqa: F401 (re-exported: the helpers of every folder import them from here)
+    EXAMPLE_ROOT,
+    REPO,
+    Build,
+    build_example_tree,
+    copy_build_dir,
+    copy_example_tree,
+    forget_backends,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE_ROOT = REPO / "examples" / "chromium_style"
 LLVM_VERSIONS = (19, 22)
 
 REQUIRED_TOOLS: dict[str, tuple[str, ...]] = {
@@ -143,17 +149,11 @@ def step_servers() -> Iterator[None]:
             os.environ[SESSION_MARK] = old
 
 
-def copy_build_dir(src: Path, dest: Path) -> Path:
-    """A copy of build directory SRC at DEST, links as links and modification times kept (ninja finds it as up to
-    date as SRC), without sockets and FIFOs (a step server may be listening in SRC: a copy cannot take its
-    socket). DEST should be as deep as SRC, so that the build's relative paths to its sources hold."""
-
-    def special(directory: str, names: list[str]) -> set[str]:
-        modes = {n: os.lstat(os.path.join(directory, n)).st_mode for n in names}
-        return {n for n, m in modes.items() if stat.S_ISSOCK(m) or stat.S_ISFIFO(m)}
-
-    shutil.copytree(src, dest, symlinks=True, ignore=special)
-    return dest
+@pytest.fixture(scope="session")
+def example_tree(tmp_path_factory: pytest.TempPathFactory) -> Build:
+    """The example built through the graph with the default settings, once per session (per pytest-xdist worker):
+    sources at ROOT/chromium_style, the build at ROOT/out. Tests take copies (`copy_example_tree`), never this one."""
+    return build_example_tree(tmp_path_factory.mktemp("example-tree"))
 
 
 @dataclass(frozen=True)

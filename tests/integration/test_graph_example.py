@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.analysis.graph_query import backend_outputs
+from tests.builds import copy_example_tree
 
-from .conftest import copy_example_tree
 from .test_graph_support import (
     Build,
     code_modulo_plt,

@@ -6,39 +6,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import REPO, copy_build_dir
+from tests.builds import REPO, Build, copy_build_dir, gen_and_build, gn_thinlto  # noqa: F401 (re-exported)
 
 WORKSPACES = REPO / "tests" / "workspaces"
 OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
 NM = "/usr/lib/llvm-19/bin/llvm-nm"
-
-
-@dataclass(frozen=True)
-class Build:
-    root: Path
-    out: Path
-
-    def ninja(self, *args: str) -> str:
-        proc = subprocess.run(["ninja", "-C", str(self.out), *args], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-        return proc.stdout
-
-    def log_entries(self) -> list[tuple[int, int, str]]:
-        """(start_ms, end_ms, output) of every .ninja_log line (format v5: start end mtime output hash)."""
-        lines = (self.out / ".ninja_log").read_text().splitlines()[1:]
-        return [(int(p[0]), int(p[1]), p[3]) for p in (line.split("\t") for line in lines)]
-
-    def ran_since(self, count_before: int) -> list[str]:
-        return [o for _, _, o in self.log_entries()[count_before:]]
-
-    def run_binary(self, name: str) -> str:
-        proc = subprocess.run([str(self.out / name)], cwd=self.out, capture_output=True, text=True, timeout=30)
-        assert proc.returncode == 0, f"{name}: exit {proc.returncode} {proc.stdout}{proc.stderr}"
-        return proc.stdout.strip()
 
 
 def executables(b: Build) -> list[str]:
@@ -51,19 +26,6 @@ def copy_workspace(name: str, dest: Path) -> Path:
     root = dest / name
     shutil.copytree(WORKSPACES / name, root)
     return root
-
-
-def gn_thinlto(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gn_thinlto.cli", *args], cwd=cwd, capture_output=True, text=True)
-
-
-def gen_and_build(root: Path, out: Path, *extra: str, targets: tuple[str, ...] = ()) -> Build:
-    """`gn-thinlto gen` with EXTRA, then ninja (TARGETS, or everything)."""
-    proc = gn_thinlto("gen", str(out), "--root", str(root), *extra)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    b = Build(root, out)
-    b.ninja(*targets)
-    return b
 
 
 def plain_build(root: Path, out: Path, args: str = "", targets: tuple[str, ...] = ()) -> Build:

@@ -9,6 +9,7 @@ goma_ext.dtlto and goma_ext.proxy once were) shows only here.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_ROOT, REPO
+from tests.builds import REPO, Build, copy_example_tree, forget_backends
 
 pytestmark = pytest.mark.slow
 
@@ -143,13 +144,18 @@ def test_every_command_and_subcommand_help_runs(venv: Path, tmp_path: Path) -> N
     assert failed == []
 
 
-def test_example_builds_with_the_installed_package(venv: Path, tmp_path: Path) -> None:
+def test_example_builds_with_the_installed_package(venv: Path, tmp_path: Path, example_tree: Build) -> None:
     """The README's main command with the installed `gn-thinlto`: GN's hook, the thin links and the backend
-    steps (python -S scripts in site-packages) all come from the venv; every self-check passes."""
-    out = tmp_path / "out"
-    proc = run_in(venv, "gn-thinlto", "example", "--root", str(EXAMPLE_ROOT), "--out", str(out), cwd=tmp_path,
+    steps (python -S scripts in site-packages) all come from the venv; every self-check passes. It runs on a copy
+    of the session's build of the example with its backends forgotten: the compiles (clang alone) stay, every
+    step of ours runs again."""
+    tree = copy_example_tree(example_tree, tmp_path / "copy")
+    out = forget_backends(tree.out)
+    proc = run_in(venv, "gn-thinlto", "example", "--root", str(tree.root), "--out", str(out), cwd=tmp_path,
                   timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "self-checks 11/11 passed" in proc.stdout.strip().splitlines()[-1]
+    compiled = re.search(r"ThinLTO backends: (\d+) jobs run, 0 cache hits, (\d+) compiled", proc.stdout)
+    assert compiled and int(compiled[1]) == int(compiled[2]) > 100, proc.stdout
     rules = (out / "gn-thinlto/rules.ninja").read_text()
     assert str(venv) in rules and f"{REPO}/gn_thinlto" not in rules

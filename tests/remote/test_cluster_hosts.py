@@ -29,7 +29,7 @@ import pytest
 
 from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
-from tests.conftest import EXAMPLE_ROOT, REPO
+from tests.builds import REPO, Build, copy_example_tree, forget_backends
 from tests.remote.conftest import TEST_POLL_S
 from tests.system_users import temporary_user
 
@@ -195,8 +195,8 @@ class Client:
     endpoint: str
     env: dict[str, str]
 
-    def gen(self, out: Path) -> None:
-        _run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT), "--remote",
+    def gen(self, b: Build) -> None:
+        _run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(b.out), "--root", str(b.root), "--remote",
               self.endpoint], env=self.env, cwd=REPO)
 
     def ninja(self, out: Path, *targets: str) -> str:
@@ -247,7 +247,7 @@ def _restart_server(t: Topology, ca: Path, cert: Path, key: Path, venv: Path) ->
 
 
 def test_a_cluster_across_hosts_survives_server_restarts_and_serves_a_fresh_build_from_its_cache(
-    topology: Topology, worker_fs: WorkerFs, salt: str
+    topology: Topology, worker_fs: WorkerFs, salt: str, example_tree: Build
 ) -> None:
     t = topology
     ca, cert, key = _make_cert(t.base / "srv")
@@ -260,29 +260,24 @@ def test_a_cluster_across_hosts_survives_server_restarts_and_serves_a_fresh_buil
             users.callback(manager.stop, t.state(peer))  # before its runner user goes
             _worker_start(t, peer, ca, st.tls_port or 0, runner.name, worker_fs)
             assert _llvm_visible_to_worker(t, peer) is not worker_fs.hide_llvm  # checked inside its mount namespace
-        _build_restart_and_rebuild(t, ca, cert, key, venv, st, salt)
-
-
-def _forget_backends(out: Path) -> None:
-    """OUT as a fresh build directory is to its backends: no native object, no local backend cache, no stats log.
-    Its compiles stay (they are local work the cluster has nothing to do with)."""
-    shutil.rmtree(out / "gn-thinlto" / "cache")
-    for native in (out / "gn-thinlto").glob("*/native"):
-        shutil.rmtree(native)
-    (out / stats.DEFAULT_STATS_LOG).unlink()
+        _build_restart_and_rebuild(t, ca, cert, key, venv, st, salt, example_tree)
 
 
 def _build_restart_and_rebuild(t: Topology, ca: Path, cert: Path, key: Path, venv: Path, st: manager.ClusterState,
-                               salt: str) -> None:
+                               salt: str, example_tree: Build) -> None:
+    """The client builds a copy of the session's local build of the example, its backends forgotten: the compiles
+    are local work the cluster has nothing to do with."""
     proxy_dir = tempfile.mkdtemp(prefix="gxt-proxy-")
     env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE,
            "GOMA_EXT_REMOTE_CA_FILE": str(ca), "GOMA_EXT_REMOTE_TOKEN_FILE": str(t.state("srv") / "auth" /
                                                                                    "client.token"),
            "GOMA_EXT_PROXY_DIR": proxy_dir}
     client = Client(t, f"grpcs://{Topology.server_ip('cli')}:{st.tls_port}", env)
-    out = t.base / "cli" / "out"
+    tree = copy_example_tree(example_tree, t.base / "cli")
+    forget_backends(tree.out)
+    out = tree.out
     try:
-        client.gen(out)
+        client.gen(tree)
         client.ninja(out, *FIRST_TARGETS)
         first = stats.report(out)
         assert first["remote_executions"] > 10 and first["remote_executions"] == first["runs"], first
@@ -294,7 +289,7 @@ def _build_restart_and_rebuild(t: Topology, ca: Path, cert: Path, key: Path, ven
         assert all(n > 0 for n in per_host.values()) and sum(per_host.values()) >= whole["remote_executions"], per_host
 
         _restart_server(t, ca, cert, key, venv)
-        _forget_backends(out)
+        forget_backends(out)
         client.ninja(out)
         fresh = stats.report(out)
         assert fresh["runs"] == whole["runs"] and fresh["cache_hits"] == fresh["runs"], fresh

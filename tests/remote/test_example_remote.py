@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,17 +17,19 @@ from typing import Any
 
 import pytest
 
+from gn_thinlto import tools
+from gn_thinlto.cli.example import run_self_checks
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
-from tests.conftest import EXAMPLE_ROOT, copy_build_dir
+from tests.builds import Build, build_example_tree, copy_example_tree, forget_backends
 from tests.remote.conftest import INSTANCE, Cluster
 
 JOBS = "6"
 
 
-def _gen(out: Path, endpoint: str | None) -> None:
+def _gen(b: Build, endpoint: str | None, *args: str) -> None:
     remote = ["--remote", endpoint] if endpoint else []
-    subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT), *remote],
+    subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(b.out), "--root", str(b.root), *args, *remote],
                    check=True, capture_output=True, env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
 
 
@@ -49,45 +50,33 @@ def _natives(out: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def local_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A local build of the example. Its natives are what every remote build must reproduce, and the remote builds
-    start from copies of it (`_from_local`), so the example's compiles run once in this file."""
-    local = tmp_path_factory.mktemp("local") / "out"
-    _gen(local, None)
-    _ninja(local, "local")
-    return local
+def local_natives(example_tree: Build) -> dict[str, bytes]:
+    """What every remote build must reproduce: the natives of the session's local build of the example (which
+    the remote builds start from copies of, `_from_local`, so the example's compiles run once per session)."""
+    return _natives(example_tree.out)
 
 
-@pytest.fixture(scope="module")
-def local_natives(local_build: Path) -> dict[str, bytes]:
-    return _natives(local_build)
+def _from_local(local: Build, dest: Path) -> Build:
+    """DEST/chromium_style and DEST/out, a copy of a LOCAL build of the example with its backends forgotten:
+    generated again with --remote, it compiles nothing and every backend misses the local cache."""
+    b = copy_example_tree(local, dest)
+    forget_backends(b.out)
+    return b
 
 
-def _from_local(local_build: Path, out: Path) -> Path:
-    """OUT as a copy of a local build, at the same depth (its paths to the source root stay right), without its
-    backend cache and cache log: regenerated with --remote, it compiles nothing again and every backend misses
-    the local cache."""
-    copy_build_dir(local_build, out)
-    shutil.rmtree(out / "gn-thinlto" / "cache")
-    (out / "gn-thinlto" / "backend.log").unlink(missing_ok=True)
-    return out
-
-
-def _self_checks(out: Path) -> None:
-    from gn_thinlto import tools
-    from gn_thinlto.cli.example import run_self_checks
-
-    binaries = tools.gn_ls(out, EXAMPLE_ROOT, "--type=executable", "--as=output")
-    assert binaries and [c for c in run_self_checks(out, binaries) if not c.ok] == []
+def _self_checks(b: Build) -> None:
+    binaries = tools.gn_ls(b.out, b.root, "--type=executable", "--as=output")
+    assert binaries and [c for c in run_self_checks(b.out, binaries) if not c.ok] == []
 
 
 @pytest.mark.slow
 def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Cluster, tmp_path: Path, salt: str,
-                                                                    local_build: Path,
+                                                                    example_tree: Build,
                                                                     local_natives: dict[str, bytes]) -> None:
     cluster.ensure_server()
-    remote, fresh = _from_local(local_build, tmp_path / "remote"), _from_local(local_build, tmp_path / "fresh")
-    _gen(remote, cluster.endpoint)
+    remote_b, fresh_b = _from_local(example_tree, tmp_path / "remote"), _from_local(example_tree, tmp_path / "fresh")
+    remote, fresh = remote_b.out, fresh_b.out
+    _gen(remote_b, cluster.endpoint)
     _ninja(remote, salt)
 
     summary = stats.report(remote)
@@ -103,9 +92,9 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
     assert two_step > 0 and len(got) > summary["runs"] - two_step and sorted(got) == sorted(want)
     assert [name for name in want if got[name] != want[name]] == []
 
-    _self_checks(remote)
+    _self_checks(remote_b)
 
-    _gen(fresh, cluster.endpoint)
+    _gen(fresh_b, cluster.endpoint)
     accounting = tmp_path / "steps.txt"
     _ninja(fresh, salt, accounting)
     again = stats.report(fresh)
@@ -140,16 +129,12 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
     an output, so the object and its .dwo come back, equal to a local build's, and the binary's skeleton
     units name files that exist. (calc alone: every backend is the same kind of action.)"""
     cluster.ensure_server()
-    args = ["--args", "symbol_level=2 use_debug_fission=true"]
-    local, remote = tmp_path / "local", tmp_path / "remote"
-    for out, endpoint in ((local, None), (remote, cluster.endpoint)):
-        remote_flag = ["--remote", endpoint] if endpoint else []
-        if endpoint:  # the remote build starts from the local one's compiles
-            _from_local(local, remote)
-        subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(out), "--root", str(EXAMPLE_ROOT), *args,
-                        *remote_flag], check=True, capture_output=True,
-                       env={**os.environ, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE})
-        _ninja(out, salt + "-fission", targets=("calc",))
+    args = ("--args", "symbol_level=2 use_debug_fission=true")
+    local_b = build_example_tree(tmp_path / "local", *args, targets=("calc",))
+    remote_b = _from_local(local_b, tmp_path / "remote")  # the remote build starts from the local one's compiles
+    _gen(remote_b, cluster.endpoint, *args)
+    _ninja(remote_b.out, salt + "-fission", targets=("calc",))
+    local, remote = local_b.out, remote_b.out
     summary = stats.report(remote)
     assert summary["runs"] > 10 and summary["remote_executions"] == summary["runs"], summary
     dwo = {str(p.relative_to(remote)): p.read_bytes() for p in (remote / "gn-thinlto").glob("*/native/**/*.dwo")}
@@ -177,13 +162,15 @@ def _proxies(state: str) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
-    cluster: Cluster, tmp_path: Path, salt: str, local_build: Path, local_natives: dict[str, bytes], own_proxy_dir: str
+    cluster: Cluster, tmp_path: Path, salt: str, example_tree: Build, local_natives: dict[str, bytes],
+    own_proxy_dir: str
 ) -> None:
     """[proxy] SIGKILL the proxy while ninja runs remote backends through it: the build finishes, every native
     object equals the local build's (clients whose connection dropped start a new proxy or run locally)."""
     cluster.ensure_server()
-    remote = _from_local(local_build, tmp_path / "remote")
-    _gen(remote, cluster.endpoint)
+    remote_b = _from_local(example_tree, tmp_path / "remote")
+    remote = remote_b.out
+    _gen(remote_b, cluster.endpoint)
     build = _start_ninja(remote, {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir})
     log = remote / stats.DEFAULT_STATS_LOG
     deadline = time.monotonic() + 120
@@ -195,7 +182,7 @@ def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
     output, _ = build.communicate(timeout=600)
     assert build.returncode == 0, output[-3000:]
     assert _natives(remote) == local_natives
-    _self_checks(remote)
+    _self_checks(remote_b)
     summary = stats.report(remote)
     (second,) = _proxies(own_proxy_dir)
     assert second["pid"] != first["pid"] and summary["failed"] == 0, summary
@@ -205,15 +192,17 @@ def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
 
 @pytest.mark.slow
 def test_two_builds_share_one_proxy_and_each_action_runs_once(
-    cluster: Cluster, tmp_path: Path, salt: str, local_build: Path, local_natives: dict[str, bytes], own_proxy_dir: str
+    cluster: Cluster, tmp_path: Path, salt: str, example_tree: Build, local_natives: dict[str, bytes],
+    own_proxy_dir: str
 ) -> None:
     """[proxy] Two build directories of the same code built at the same time: one proxy serves both, and each
     distinct backend executes once (the other build joins it in flight or finds it in the action cache). They
     build three of the binaries: what is shared is per action, not per binary."""
     cluster.ensure_server()
-    outs = [_from_local(local_build, tmp_path / "a"), _from_local(local_build, tmp_path / "b")]
-    for out in outs:
-        _gen(out, cluster.endpoint)
+    trees = [_from_local(example_tree, tmp_path / "a"), _from_local(example_tree, tmp_path / "b")]
+    for tree in trees:
+        _gen(tree, cluster.endpoint)
+    outs = [tree.out for tree in trees]
     env = {"GOMA_EXT_CACHE_SALT": salt + "-two", "GOMA_EXT_PROXY_DIR": own_proxy_dir}
     builds = [_start_ninja(out, env, SOME) for out in outs]
     for build in builds:

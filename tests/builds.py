@@ -1,0 +1,100 @@
+"""Build directories the tests share (no tests here): the example built once per session, and copies of a build
+that ninja finds up to date, so that a test runs only the steps it is about.
+
+(Apart from tests/conftest.py, which re-exports these, so that helpers of every folder can import them without
+importing a conftest.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from goma_ext.remote.names import DEFAULT_STATS_LOG
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_ROOT = REPO / "examples" / "chromium_style"
+
+
+@dataclass(frozen=True)
+class Build:
+    root: Path
+    out: Path
+
+    def ninja(self, *args: str) -> str:
+        proc = subprocess.run(["ninja", "-C", str(self.out), *args], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        return proc.stdout
+
+    def log_entries(self) -> list[tuple[int, int, str]]:
+        """(start_ms, end_ms, output) of every .ninja_log line (format v5: start end mtime output hash)."""
+        lines = (self.out / ".ninja_log").read_text().splitlines()[1:]
+        return [(int(p[0]), int(p[1]), p[3]) for p in (line.split("\t") for line in lines)]
+
+    def ran_since(self, count_before: int) -> list[str]:
+        return [o for _, _, o in self.log_entries()[count_before:]]
+
+    def run_binary(self, name: str) -> str:
+        proc = subprocess.run([str(self.out / name)], cwd=self.out, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, f"{name}: exit {proc.returncode} {proc.stdout}{proc.stderr}"
+        return proc.stdout.strip()
+
+
+def gn_thinlto(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gn_thinlto.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def gen_and_build(root: Path, out: Path, *extra: str, targets: tuple[str, ...] = ()) -> Build:
+    """`gn-thinlto gen` with EXTRA, then ninja (TARGETS, or everything)."""
+    proc = gn_thinlto("gen", str(out), "--root", str(root), *extra)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    b = Build(root, out)
+    b.ninja(*targets)
+    return b
+
+
+def build_example_tree(dest: Path, *extra: str, targets: tuple[str, ...] = ()) -> Build:
+    """A copy of the example's sources (DEST/chromium_style) built through the graph (DEST/out) with EXTRA
+    `gn-thinlto gen` arguments, TARGETS or everything: with neither, what the session's `example_tree` holds."""
+    root = dest / "chromium_style"
+    shutil.copytree(EXAMPLE_ROOT, root)
+    return gen_and_build(root, dest / "out", *extra, targets=targets)
+
+
+def copy_build_dir(src: Path, dest: Path) -> Path:
+    """A copy of build directory SRC at DEST, links as links and modification times kept (ninja finds it as up to
+    date as SRC), without sockets and FIFOs (a step server may be listening in SRC: a copy cannot take its
+    socket). DEST should be as deep as SRC, so that the build's relative paths to its sources hold."""
+
+    def special(directory: str, names: list[str]) -> set[str]:
+        modes = {n: os.lstat(os.path.join(directory, n)).st_mode for n in names}
+        return {n for n, m in modes.items() if stat.S_ISSOCK(m) or stat.S_ISFIFO(m)}
+
+    shutil.copytree(src, dest, symlinks=True, ignore=special)
+    return dest
+
+
+def copy_example_tree(tree: Build, dest: Path) -> Build:
+    """DEST/chromium_style and DEST/out: a copy of TREE, sources and build side by side as there (so every relative
+    path in the build holds) with their modification times, so ninja finds it up to date; a test edits and
+    regenerates its copy without compiling what did not change."""
+    root, out = dest / "chromium_style", dest / "out"
+    shutil.copytree(tree.root, root, symlinks=True)
+    copy_build_dir(tree.out, out)
+    return Build(root, out)
+
+
+def forget_backends(out: Path) -> Path:
+    """OUT as a fresh build directory is to its backends: no native object or .dwo, no local backend cache, no
+    cache or stats log. Its compiles and thin links stay: generated again (e.g. with --remote), it compiles
+    nothing and every backend runs again, missing the local cache."""
+    shutil.rmtree(out / "gn-thinlto" / "cache", ignore_errors=True)
+    for native in (out / "gn-thinlto").glob("*/native"):
+        shutil.rmtree(native)
+    (out / "gn-thinlto" / "backend.log").unlink(missing_ok=True)
+    (out / DEFAULT_STATS_LOG).unlink(missing_ok=True)
+    return out
