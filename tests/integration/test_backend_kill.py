@@ -41,6 +41,14 @@ def _workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
     return out, bitcode, reference
 
 
+def _wait_for_temporary(directory: Path, proc: subprocess.Popen[bytes], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(p.name.endswith(".tmp") for p in directory.iterdir()):
+            return
+        time.sleep(0.001)
+
+
 def test_killed_backend_steps_leave_no_partial_output_and_no_temporaries(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     out, bitcode, reference = _workspace(tmp_path)
@@ -49,7 +57,11 @@ def test_killed_backend_steps_leave_no_partial_output_and_no_temporaries(tmp_pat
     for n in range(ROUNDS):
         cache = "" if n % 2 else str(tmp_path / f"cache{n}")  # every round a miss: no cache, or a new one
         proc = subprocess.Popen(_step(out, bitcode, cache))
-        time.sleep(rng.uniform(0.01, 0.25))
+        if n % 4 == 3:  # timed from the first temporary file: on a loaded machine start-up alone can outlast any
+            _wait_for_temporary(out / "obj", proc)  # fixed delay, and no kill would land mid-compile
+            time.sleep(rng.uniform(0.0, 0.02))
+        else:
+            time.sleep(rng.uniform(0.01, 0.25))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert not native.exists() or native.read_bytes() == reference.read_bytes()

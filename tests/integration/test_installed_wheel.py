@@ -155,7 +155,8 @@ def test_example_builds_with_the_installed_package(venv: Path, tmp_path: Path, e
                   timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "self-checks 11/11 passed" in proc.stdout.strip().splitlines()[-1]
-    compiled = re.search(r"ThinLTO backends: (\d+) jobs run, 0 cache hits, (\d+) compiled", proc.stdout)
-    assert compiled and int(compiled[1]) == int(compiled[2]) > 100, proc.stdout
+    # the copy's backend cache was forgotten: each distinct backend compiles (an identical one in another binary hits)
+    compiled = re.search(r"ThinLTO backends: \d+ jobs run, \d+ cache hits, (\d+) compiled", proc.stdout)
+    assert compiled and int(compiled[1]) > 100, proc.stdout
     rules = (out / "gn-thinlto/rules.ninja").read_text()
     assert str(venv) in rules and f"{REPO}/gn_thinlto" not in rules
