@@ -1,31 +1,19 @@
-"""[bench] Every benchmark runs end to end once at its smallest size, so it cannot rot (no timing asserts)."""
+"""[bench] Every benchmark runs end to end once at its smallest size, so it cannot rot (no timing asserts). The
+long ones have files of their own (test_bench_*.py), so that they run beside each other."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import REPO
 
+from .bench_support import CACHE, bench
+
 pytestmark = pytest.mark.slow
-
-# Shared across runs (gitignored): the pinned ninja sdist and the ninja/mark_built tools built from it.
-CACHE = REPO / "out" / "bench-cache"
-
-
-def bench(name: str, *args: str, results: Path) -> dict[str, Any]:
-    """Run one benchmark; return its results file, checked for the machine it ran on and its command."""
-    proc = subprocess.run([sys.executable, "-m", "bench", name, *args, "--cache", str(CACHE), "--results",
-                           str(results)], cwd=REPO, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    data: dict[str, Any] = json.loads((results / f"{name}.json").read_text())
-    assert data["machine"]["cores"] >= 1 and data["command"].startswith(f"python -m bench {name}")
-    return data
 
 
 def test_scale_smallest(tmp_path: Path) -> None:
@@ -55,57 +43,12 @@ def test_regen_smallest(tmp_path: Path) -> None:
     assert edits["no change"]["planned"] == 0 and edits["a test's sources"]["planned"] == 1
 
 
-def test_builds_smallest(tmp_path: Path) -> None:
-    data = bench("builds", "--subjects", "tiny", "--variants", "abcd", "--repeat", "1", results=tmp_path)
-    cases = {(b["variant"], b["case"]) for b in data["builds"]}
-    variants = "abc" if data.get("remote_missing") else "abcd"
-    assert cases == {(v, c) for v in variants for c in ("clean", "comment", "body", "leaf")}
-    assert all("self-checks OK" in c for c in data["checks"])
-    assert {r["case"] for r in data["ratios"] if r.get("c_vs_a_wall")} == {"clean", "comment", "body", "leaf"}
-    assert all(b["wall_samples"] == [b["wall_s"]] for b in data["builds"])
-
-
 def test_sharing_smallest(tmp_path: Path) -> None:
     rows = bench("sharing", "--workspaces", "grid:2:3", results=tmp_path)["rows"]
     thin, null = rows
     assert thin["binaries_x_objects"] == 2 * 4 == thin["backend_edges_run"]
     assert 0 < thin["compiler_runs"] <= thin["backend_edges_run"] and null["mode"] == "null_index"
     assert thin["compiler_runs_off"] == thin["backend_edges_run"]  # with the cache off every edge compiles
-
-
-def test_remote_smallest(tmp_path: Path) -> None:
-    data = bench("remote", "--subjects", "tiny", results=tmp_path)
-    if not data["rows"]:  # no PostgreSQL here: the benchmark says so instead of inventing numbers
-        assert data["missing"]
-        return
-    builds = {r["build"]: r for r in data["rows"]}
-    assert builds["d1"]["remote_executions"] + builds["d1"]["local_fallbacks"] == builds["d1"]["actions"] > 0
-    assert data["ratios"][0]["d2_cache_hit_rate"] is not None
-
-
-def test_proxy_smallest(tmp_path: Path) -> None:
-    data = bench("proxy", "--quick", "--subject", "tiny", "--workers", "2", results=tmp_path)
-    if data.get("missing"):  # no PostgreSQL here: the benchmark says so instead of inventing numbers
-        return
-    for run in (data["thin_load"], data["load"]):
-        assert run["lost"] == run["wrong"] == 0 and run["actions"] == 200, run
-    # [lean] the second load test runs the build's client: step launchers served by the build directory's server
-    assert data["load"]["client"] == "steps" and data["load"]["python_steps"] == 0
-    assert 0 < data["step_server_cpu_ms_per_action"] < data["client_cpu_ms_per_action"]
-    assert {r["build"] for r in data["rows"]} == {"c", "c2", "d1", "d2", "p1", "p2"}
-    assert data["proxy_cpu_ms_per_action"] > 0 and set(data["goals"]) >= {"client_cpu_per_hit_proxy_vs_in_process"}
-
-
-def test_dtlto_smallest(tmp_path: Path) -> None:
-    data = bench("dtlto", "--project", "libdeflate", "--repeat", "1", results=tmp_path)
-    rows = {r["variant"][:3]: r for r in data["rows"]}
-    assert rows["(a)"]["jobs"] == 0 and rows["(b)"]["jobs"] == rows["(b)"]["local"] > 0
-    assert all(r["test"].startswith("100% tests passed") for r in rows.values())
-    if not data["remote_missing"]:
-        assert rows["(c)"]["remote"] == rows["(c)"]["jobs"]
-        # benchmark.c's index differs in every link of regular archives (lld 22 numbers its values after its
-        # pid-named member files; docs/benchmarks.md): that job may execute again, the others hit
-        assert rows["(d)"]["action_cache_hits"] >= rows["(d)"]["jobs"] - 1 and rows["(d)"]["fallbacks"] == 0
 
 
 def test_cache_smallest(tmp_path: Path) -> None:

@@ -1,0 +1,31 @@
+"""[bench] The builds benchmarks (local and remote) run end to end at their smallest size (no timing asserts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .bench_support import bench
+
+pytestmark = pytest.mark.slow
+
+
+def test_builds_smallest(tmp_path: Path) -> None:
+    data = bench("builds", "--subjects", "tiny", "--variants", "abcd", "--repeat", "1", results=tmp_path)
+    cases = {(b["variant"], b["case"]) for b in data["builds"]}
+    variants = "abc" if data.get("remote_missing") else "abcd"
+    assert cases == {(v, c) for v in variants for c in ("clean", "comment", "body", "leaf")}
+    assert all("self-checks OK" in c for c in data["checks"])
+    assert {r["case"] for r in data["ratios"] if r.get("c_vs_a_wall")} == {"clean", "comment", "body", "leaf"}
+    assert all(b["wall_samples"] == [b["wall_s"]] for b in data["builds"])
+
+
+def test_remote_smallest(tmp_path: Path) -> None:
+    data = bench("remote", "--subjects", "tiny", results=tmp_path)
+    if not data["rows"]:  # no PostgreSQL here: the benchmark says so instead of inventing numbers
+        assert data["missing"]
+        return
+    builds = {r["build"]: r for r in data["rows"]}
+    assert builds["d1"]["remote_executions"] + builds["d1"]["local_fallbacks"] == builds["d1"]["actions"] > 0
+    assert data["ratios"][0]["d2_cache_hit_rate"] is not None
