@@ -2,8 +2,8 @@
 the full count with `pytest --full` (`./dev test --full`). The seeds stay fixed either way, so each run is
 reproducible; the hand-written loops draw the full run's first cases.
 
-Hypothesis tests take their count through `examples(n)` in their @settings; the hand-written fuzz loops through
-`cases(n)`; tests without @settings follow the Hypothesis profile loaded in tests/conftest.py."""
+Hypothesis tests and the hand-written fuzz loops take their count through `cases(n)` (in @settings(max_examples=…)
+for the former); tests without @settings follow the Hypothesis profile loaded in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -26,6 +26,3 @@ def share(full_count: int) -> int:
 def cases(full_count: int) -> int:
     """FULL_COUNT with --full, else share(FULL_COUNT)."""
     return full_count if full() else share(full_count)
-
-
-examples = cases  # the name Hypothesis' @settings(max_examples=…) reads best with

@@ -260,7 +260,7 @@ def abbreviated_records(draw: st.DrawFn) -> tuple[list, list, tuple, bytes | Non
     return scalars + tail, written, tuple(decoded), blob
 
 
-@settings(max_examples=budget.examples(300), deadline=None, derandomize=True,
+@settings(max_examples=budget.cases(300), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(abbreviated_records(), min_size=1, max_size=4), st.integers(3, 8))
 def test_abbreviated_records_round_trip(records: list, width: int) -> None:

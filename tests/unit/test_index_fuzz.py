@@ -18,7 +18,7 @@ from tests import budget
 DATA = Path(__file__).parent / "index_data"
 SEEDS = sorted(p for p in DATA.iterdir() if p.name.startswith("llvm"))
 SEED_BYTES = [p.read_bytes() for p in SEEDS]
-FUZZ = settings(max_examples=budget.examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow],
+FUZZ = settings(max_examples=budget.cases(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow],
                 derandomize=True)
 # A hang guard, not a speed target (speed is bench/index_bench.py's): generous enough for a loaded CI machine.
 PER_INPUT_LIMIT_S = 10.0

@@ -34,7 +34,7 @@ def test_bad_offsets_are_user_errors() -> None:
             thin_member_path("libt.a", data, offset)
 
 
-@settings(max_examples=budget.examples(500), deadline=None, derandomize=True,
+@settings(max_examples=budget.cases(500), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=6), st.integers(0, 400))
 def test_mutated_thin_archives(edits: list[tuple[int, int]], offset: int) -> None:

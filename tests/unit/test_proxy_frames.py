@@ -90,7 +90,7 @@ def test_a_real_request_costs_two_counts() -> None:
     assert decode(text.encode()) == json.loads(text)  # its CPU per action is bench proxy's to measure
 
 
-@settings(max_examples=budget.examples(300), deadline=None)
+@settings(max_examples=budget.cases(300), deadline=None)
 @given(st.binary(max_size=200))
 def test_any_bytes_decode_or_raise_frame_error(body: bytes) -> None:
     try:
@@ -99,7 +99,7 @@ def test_any_bytes_decode_or_raise_frame_error(body: bytes) -> None:
         assert "\n" not in str(e)
 
 
-@settings(max_examples=budget.examples(200), deadline=None)
+@settings(max_examples=budget.cases(200), deadline=None)
 @given(st.binary(max_size=64), st.integers(min_value=1, max_value=7))
 def test_any_split_of_a_stream_gives_the_same_verdict(data: bytes, step: int) -> None:
     def verdict(chunks: list[bytes]) -> object:
