@@ -58,11 +58,12 @@ def gen_and_build(root: Path, out: Path, *extra: str, targets: tuple[str, ...] =
 
 
 def build_example_tree(dest: Path, *extra: str, targets: tuple[str, ...] = ()) -> Build:
-    """A copy of the example's sources (DEST/chromium_style) built through the graph (DEST/out) with EXTRA
-    `gn-thinlto gen` arguments, TARGETS or everything: with neither, what the session's `example_tree` holds."""
-    root = dest / "chromium_style"
+    """A copy of the example's sources built through the graph with EXTRA `gn-thinlto gen` arguments, TARGETS or
+    everything (with neither, what the session's `example_tree` holds), laid out as in the checkout:
+    DEST/examples/chromium_style and DEST/out/example, so that `gn-thinlto example` run in DEST finds both."""
+    root = dest / EXAMPLE_ROOT.relative_to(REPO)
     shutil.copytree(EXAMPLE_ROOT, root)
-    return gen_and_build(root, dest / "out", *extra, targets=targets)
+    return gen_and_build(root, dest / "out" / "example", *extra, targets=targets)
 
 
 def copy_build_dir(src: Path, dest: Path) -> Path:
@@ -79,10 +80,11 @@ def copy_build_dir(src: Path, dest: Path) -> Path:
 
 
 def copy_example_tree(tree: Build, dest: Path) -> Build:
-    """DEST/chromium_style and DEST/out: a copy of TREE, sources and build side by side as there (so every relative
+    """A copy of TREE in DEST, sources and build placed as they are under their common parent (so every relative
     path in the build holds) with their modification times, so ninja finds it up to date; a test edits and
     regenerates its copy without compiling what did not change."""
-    root, out = dest / "chromium_style", dest / "out"
+    base = Path(os.path.commonpath([tree.root, tree.out]))
+    root, out = dest / tree.root.relative_to(base), dest / tree.out.relative_to(base)
     shutil.copytree(tree.root, root, symlinks=True)
     copy_build_dir(tree.out, out)
     return Build(root, out)

@@ -151,8 +151,8 @@ def step_servers() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def example_tree(tmp_path_factory: pytest.TempPathFactory) -> Build:
-    """The example built through the graph with the default settings, once per session (per pytest-xdist worker):
-    sources at ROOT/chromium_style, the build at ROOT/out. Tests take copies (`copy_example_tree`), never this one."""
+    """The example built through the graph with the default settings, once per session (per pytest-xdist worker),
+    laid out as in the checkout (`build_example_tree`). Tests take copies (`copy_example_tree`), never this one."""
     return build_example_tree(tmp_path_factory.mktemp("example-tree"))
 
 

@@ -160,6 +160,26 @@ def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
     )
 
 
+def _changed_options(args: argparse.Namespace, st: manager.ClusterState) -> list[str]:
+    """The options of ARGS that ask for another transport or authentication than the existing cluster ST was made
+    with. `start` on an existing state restarts the cluster as it was made; without this, such options would be
+    silently left out (a `--tls-client-ca` restart serving what it served before)."""
+    def differs(given: Path | None, made: str | None) -> bool:
+        return given is not None and (made is None or given.resolve() != Path(made))
+
+    paths = (("--tls-cert", args.tls_cert, st.tls_cert), ("--tls-key", args.tls_key, st.tls_key),
+             ("--tls-ca", args.tls_ca, st.tls_ca), ("--tls-client-ca", args.tls_client_ca, st.tls_client_ca),
+             ("--worker-cert", args.worker_cert, st.worker_cert), ("--worker-key", args.worker_key, st.worker_key))
+    changed = [f"{flag} {str(given)[:200]}" for flag, given, made in paths if differs(given, made)]
+    if args.also_plaintext and not st.plaintext:
+        changed.append("--also-plaintext")
+    if args.auth != st.auth and args.auth == manager.Auth.NONE.value:
+        changed.append("--auth none")
+    if args.instance and args.instance != st.instance:
+        changed.append(f"--instance {args.instance[:100]}")
+    return changed
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -177,7 +197,15 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
         raise manager.ClusterError(f"--state {str(args.state)[:200]}: {getattr(e, 'strerror', None) or e}") from None
     if args.cluster_command == "start":
-        st = manager.start(_spec(args, state))
+        spec = _spec(args, state)
+        found = manager.load(state)
+        changed = _changed_options(args, found) if found is not None else []
+        if changed:
+            raise manager.ClusterError(
+                f"--state {str(args.state)[:200]} holds a cluster made without {' '.join(changed)}: start it as it was "
+                "made (`cluster status` shows how), or give these options another --state"
+            )
+        st = manager.start(spec)
         _print_started(st, state)
         return 0
     if args.cluster_command == "token":

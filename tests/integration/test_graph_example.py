@@ -46,7 +46,7 @@ def root(built: Build) -> Path:
 
 @pytest.fixture(scope="module")
 def reference(built: Build) -> Build:
-    return plain_build_from(built, built.root.parent / "ref")
+    return plain_build_from(built, built.out.parent / "ref")
 
 
 def _links(b: Build) -> dict[str, dict]:

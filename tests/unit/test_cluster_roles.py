@@ -270,3 +270,19 @@ def test_the_poll_interval_comes_from_the_command_line_and_a_wrong_one_is_one_li
             main(["cluster", "start", "--state", str(tmp_path / "s"), "--poll-interval", wrong])
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--poll-interval: not a number of seconds between 0.001 and 10" in err[0], err
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--tls-cert", "c.pem", "--tls-key", "k.pem"], "--tls-cert"),
+    (["--auth", "none"], "--auth none"),
+    (["--instance", "other"], "--instance other"),
+])
+def test_start_refuses_options_an_existing_cluster_was_not_made_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], named: str
+) -> None:
+    """A restart is `start` on the state again; options asking for another transport or authentication are one
+    line, not silently left out (the cluster would serve plaintext where TLS was asked for)."""
+    _state(tmp_path, workers=2, auth="jwt", instance="").save()
+    assert main(["cluster", "start", "--state", str(tmp_path), *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a cluster made without" in err[0] and named in err[0], err

@@ -1,6 +1,7 @@
 """[shape] The docs: README.md stays a short start page whose links work, and every `gn-thinlto`/`goma-ext` command
 line the user guide and the README show parses against the real parsers (the `--help` and `--version` ones run
-for real). The MkDocs site's `build --strict` is a static check: `./dev test` runs it beside pytest."""
+for real; tests/remote/test_guide_commands.py runs every guide page's commands). The MkDocs site's `build
+--strict` is a static check: `./dev test` runs it beside pytest."""
 
 from __future__ import annotations
 
@@ -12,61 +13,22 @@ import re
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from gn_thinlto.cli import main as gn_thinlto_cli
 from goma_ext import cli as goma_ext_cli
 from tests.conftest import REPO
+from tests.docs_commands import GUIDE, Command, shell_lines
 
 README = REPO / "README.md"
 README_MAX_BYTES = 12 * 1024
-COMMAND_PAGES = (README, *sorted((REPO / "docs" / "guide").glob("*.md")))
+COMMAND_PAGES = (README, *sorted(GUIDE.glob("*.md")))
 PARSERS = {"gn-thinlto": gn_thinlto_cli.build_parser, "goma-ext": goma_ext_cli.build_parser}
 MODULES = {"gn-thinlto": "gn_thinlto.cli", "goma-ext": "goma_ext.cli"}
-SHELL_FENCES = ("sh", "console")
-FENCE = re.compile(r"^\s*```(\w*)")
 # A whole-word placeholder (PORT, OUT, N) stands for any value, so it may fill an option typed int or float.
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
-
-
-@dataclass(frozen=True)
-class Command:
-    page: Path
-    line: int
-    words: tuple[str, ...]
-
-    @property
-    def where(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.line}"
-
-
-def shell_lines(page: Path) -> list[tuple[int, str]]:
-    """(line number, command) of each command in the page's ```sh and ```console blocks, continuations joined."""
-    found: list[tuple[int, str]] = []
-    fence: str | None = None
-    pending: tuple[int, str] | None = None
-    for number, text in enumerate(page.read_text().splitlines(), 1):
-        opened = FENCE.match(text)
-        if opened:
-            fence = None if fence is not None else opened.group(1)
-            continue
-        if fence not in SHELL_FENCES:
-            continue
-        if fence == "console" and pending is None:
-            if not text.startswith("$ "):
-                continue  # output
-            text = text[2:]
-        start, so_far = pending if pending else (number, "")
-        if text.rstrip().endswith("\\"):
-            pending = (start, so_far + text.rstrip()[:-1] + " ")
-            continue
-        pending = None
-        found.append((start, so_far + text))
-    return found
 
 
 def documented_commands() -> list[Command]:
