@@ -8,6 +8,7 @@ tests that need it are skipped with that line as the reason (shown by -ra), neve
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from goma_ext.worker.cli import DEFAULT_RUNNER
 from tests import budget, durations
 from tests.builds import (  # noqa: F401 (re-exported: the helpers of every folder import them from here)
     EXAMPLE_ROOT,
@@ -31,6 +33,7 @@ from tests.builds import (  # noqa: F401 (re-exported: the helpers of every fold
 )
 
 LLVM_VERSIONS = (19, 22)
+RUNNER_BEFORE = pytest.StashKey[bool]()  # whether the action runner user existed when the run started
 
 REQUIRED_TOOLS: dict[str, tuple[str, ...]] = {
     "integration": (
@@ -58,6 +61,31 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("full"):
         os.environ[budget.FULL_ENV] = "1"
     settings.load_profile("full" if budget.full() else "ci")
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # in the run's own process (pytest-xdist's controller, or the one process without it), not in each worker
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[RUNNER_BEFORE] = _user_exists(DEFAULT_RUNNER)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The action runner user `goma-ext cluster start` makes as root when it is missing (the benchmarks' and the
+    guide's clusters, which run as they would for a user) is removed again when the suite made it: by now every
+    cluster of the run has stopped."""
+    if hasattr(session.config, "workerinput") or os.geteuid() != 0:
+        return
+    if session.config.stash.get(RUNNER_BEFORE, True) is False and _user_exists(DEFAULT_RUNNER):
+        subprocess.run(["pkill", "-KILL", "-u", DEFAULT_RUNNER], capture_output=True, check=False)
+        subprocess.run(["userdel", DEFAULT_RUNNER], capture_output=True, check=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
