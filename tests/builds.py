@@ -90,6 +90,14 @@ def copy_example_tree(tree: Build, dest: Path) -> Build:
     return Build(root, out)
 
 
+def copy_without_backends(tree: Build, dest: Path) -> Build:
+    """A copy of TREE in DEST (`copy_example_tree`) with its backends forgotten (`forget_backends`): generated
+    again (e.g. with --remote), it compiles nothing and runs every backend again."""
+    b = copy_example_tree(tree, dest)
+    forget_backends(b.out)
+    return b
+
+
 def forget_backends(out: Path) -> Path:
     """OUT as a fresh build directory is to its backends: no native object or .dwo, no local backend cache, no
     cache or stats log. Its compiles and thin links stay: generated again (e.g. with --remote), it compiles

@@ -8,7 +8,6 @@ tests that need it are skipped with that line as the reason (shown by -ra), neve
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -29,8 +28,10 @@ from tests.builds import (  # noqa: F401 (re-exported: the helpers of every fold
     build_example_tree,
     copy_build_dir,
     copy_example_tree,
+    copy_without_backends,
     forget_backends,
 )
+from tests.system_users import remove_user, user_exists
 
 LLVM_VERSIONS = (19, 22)
 RUNNER_BEFORE = pytest.StashKey[bool]()  # whether the action runner user existed when the run started
@@ -63,18 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.load_profile("full" if budget.full() else "ci")
 
 
-def _user_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     # in the run's own process (pytest-xdist's controller, or the one process without it), not in each worker
     if not hasattr(session.config, "workerinput"):
-        session.config.stash[RUNNER_BEFORE] = _user_exists(DEFAULT_RUNNER)
+        session.config.stash[RUNNER_BEFORE] = user_exists(DEFAULT_RUNNER)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -83,9 +76,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     cluster of the run has stopped."""
     if hasattr(session.config, "workerinput") or os.geteuid() != 0:
         return
-    if session.config.stash.get(RUNNER_BEFORE, True) is False and _user_exists(DEFAULT_RUNNER):
-        subprocess.run(["pkill", "-KILL", "-u", DEFAULT_RUNNER], capture_output=True, check=False)
-        subprocess.run(["userdel", DEFAULT_RUNNER], capture_output=True, check=False)
+    if session.config.stash.get(RUNNER_BEFORE, True) is False and user_exists(DEFAULT_RUNNER):
+        remove_user(DEFAULT_RUNNER)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -31,6 +31,20 @@ class User:
                               text=True, timeout=300, **kw)  # type: ignore[call-overload]
 
 
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def remove_user(name: str) -> None:
+    """Kill every process of NAME, then delete the user (and its group); nothing when there is no such user."""
+    subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
+    subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
 @contextmanager
 def temporary_user(prefix: str = "gnt") -> Iterator[User]:
     """A new system user without a home or login shell, gone afterwards."""
@@ -42,8 +56,7 @@ def temporary_user(prefix: str = "gnt") -> Iterator[User]:
         pw = pwd.getpwnam(name)
         yield User(name, pw.pw_uid, pw.pw_gid)
     finally:
-        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
-        subprocess.run(["userdel", name], capture_output=True, check=False)
+        remove_user(name)
 
 
 def python_for(user: User) -> list[str]:

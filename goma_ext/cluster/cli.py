@@ -193,12 +193,11 @@ def _seconds(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     try:
         state: Path = args.state.resolve()
-        manager.load(state)  # a state directory that cannot even be looked at is one line, here
+        found = manager.load(state)  # a state directory that cannot even be looked at is one line, here
     except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
         raise manager.ClusterError(f"--state {str(args.state)[:200]}: {getattr(e, 'strerror', None) or e}") from None
     if args.cluster_command == "start":
         spec = _spec(args, state)
-        found = manager.load(state)
         changed = _changed_options(args, found) if found is not None else []
         if changed:
             raise manager.ClusterError(
@@ -209,7 +208,6 @@ def run(args: argparse.Namespace) -> int:
         _print_started(st, state)
         return 0
     if args.cluster_command == "token":
-        found = manager.load(state)
         whose = next(r for r, name in TOKEN_FOR.items() if name == args.token_for)
         # a worker host only holds the worker token it was given: it mints none (it has no secret to sign with)
         token = found.token_file(whose) if found is not None and found.host_role.runs_server else None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builds import REPO, Build, copy_example_tree, forget_backends
+from tests.builds import REPO, Build, copy_without_backends
 
 pytestmark = pytest.mark.slow
 
@@ -149,8 +149,8 @@ def test_example_builds_with_the_installed_package(venv: Path, tmp_path: Path, e
     steps (python -S scripts in site-packages) all come from the venv; every self-check passes. It runs on a copy
     of the session's build of the example with its backends forgotten: the compiles (clang alone) stay, every
     step of ours runs again."""
-    tree = copy_example_tree(example_tree, tmp_path / "copy")
-    out = forget_backends(tree.out)
+    tree = copy_without_backends(example_tree, tmp_path / "copy")
+    out = tree.out
     proc = run_in(venv, "gn-thinlto", "example", "--root", str(tree.root), "--out", str(out), cwd=tmp_path,
                   timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -29,7 +29,7 @@ import pytest
 
 from goma_ext.cluster import manager, procs
 from goma_ext.remote import stats
-from tests.builds import REPO, Build, copy_example_tree, forget_backends
+from tests.builds import REPO, Build, copy_without_backends, forget_backends
 from tests.remote.conftest import TEST_POLL_S
 from tests.system_users import temporary_user
 
@@ -273,8 +273,7 @@ def _build_restart_and_rebuild(t: Topology, ca: Path, cert: Path, key: Path, ven
                                                                                    "client.token"),
            "GOMA_EXT_PROXY_DIR": proxy_dir}
     client = Client(t, f"grpcs://{Topology.server_ip('cli')}:{st.tls_port}", env)
-    tree = copy_example_tree(example_tree, t.base / "cli")
-    forget_backends(tree.out)
+    tree = copy_without_backends(example_tree, t.base / "cli")
     out = tree.out
     try:
         client.gen(tree)

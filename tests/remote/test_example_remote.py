@@ -21,7 +21,7 @@ from gn_thinlto import tools
 from gn_thinlto.cli.example import run_self_checks
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
-from tests.builds import Build, build_example_tree, copy_example_tree, forget_backends
+from tests.builds import Build, build_example_tree, copy_without_backends
 from tests.remote.conftest import INSTANCE, Cluster
 
 JOBS = "6"
@@ -52,16 +52,9 @@ def _natives(out: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def local_natives(example_tree: Build) -> dict[str, bytes]:
     """What every remote build must reproduce: the natives of the session's local build of the example (which
-    the remote builds start from copies of, `_from_local`, so the example's compiles run once per session)."""
+    the remote builds start from copies of, `copy_without_backends`, so the example's compiles run once per
+    session)."""
     return _natives(example_tree.out)
-
-
-def _from_local(local: Build, dest: Path) -> Build:
-    """DEST/chromium_style and DEST/out, a copy of a LOCAL build of the example with its backends forgotten:
-    generated again with --remote, it compiles nothing and every backend misses the local cache."""
-    b = copy_example_tree(local, dest)
-    forget_backends(b.out)
-    return b
 
 
 def _self_checks(b: Build) -> None:
@@ -74,7 +67,7 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
                                                                     example_tree: Build,
                                                                     local_natives: dict[str, bytes]) -> None:
     cluster.ensure_server()
-    remote_b, fresh_b = _from_local(example_tree, tmp_path / "remote"), _from_local(example_tree, tmp_path / "fresh")
+    remote_b, fresh_b = (copy_without_backends(example_tree, tmp_path / name) for name in ("remote", "fresh"))
     remote, fresh = remote_b.out, fresh_b.out
     _gen(remote_b, cluster.endpoint)
     _ninja(remote, salt)
@@ -131,7 +124,7 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
     cluster.ensure_server()
     args = ("--args", "symbol_level=2 use_debug_fission=true")
     local_b = build_example_tree(tmp_path / "local", *args, targets=("calc",))
-    remote_b = _from_local(local_b, tmp_path / "remote")  # the remote build starts from the local one's compiles
+    remote_b = copy_without_backends(local_b, tmp_path / "remote")  # it starts from the local build's compiles
     _gen(remote_b, cluster.endpoint, *args)
     _ninja(remote_b.out, salt + "-fission", targets=("calc",))
     local, remote = local_b.out, remote_b.out
@@ -168,7 +161,7 @@ def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
     """[proxy] SIGKILL the proxy while ninja runs remote backends through it: the build finishes, every native
     object equals the local build's (clients whose connection dropped start a new proxy or run locally)."""
     cluster.ensure_server()
-    remote_b = _from_local(example_tree, tmp_path / "remote")
+    remote_b = copy_without_backends(example_tree, tmp_path / "remote")
     remote = remote_b.out
     _gen(remote_b, cluster.endpoint)
     build = _start_ninja(remote, {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir})
@@ -199,7 +192,7 @@ def test_two_builds_share_one_proxy_and_each_action_runs_once(
     distinct backend executes once (the other build joins it in flight or finds it in the action cache). They
     build three of the binaries: what is shared is per action, not per binary."""
     cluster.ensure_server()
-    trees = [_from_local(example_tree, tmp_path / "a"), _from_local(example_tree, tmp_path / "b")]
+    trees = [copy_without_backends(example_tree, tmp_path / name) for name in ("a", "b")]
     for tree in trees:
         _gen(tree, cluster.endpoint)
     outs = [tree.out for tree in trees]

@@ -27,7 +27,7 @@ import pytest
 from goma_ext.cluster import manager, tokens
 from goma_ext.cluster.roles import Role
 from goma_ext.worker.bots import SESSION_FILE
-from tests.builds import REPO, Build, copy_example_tree, forget_backends
+from tests.builds import REPO, Build, copy_example_tree, copy_without_backends
 from tests.docs_commands import GUIDE, page_commands
 from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, _make_cert
 
@@ -214,8 +214,7 @@ def test_local_builds_cache_and_inspect_pages(example_tree: Build, cluster: Clus
     local = _tree(example_tree, tmp_path / "local")
     (local / "gn_thinlto.yaml").write_text("dyndep: true\n")
     in_process = _tree(example_tree, tmp_path / "example-in-process")
-    remote = _tree(example_tree, tmp_path / "example-remote")
-    forget_backends(remote / "out" / "example")
+    remote = copy_without_backends(example_tree, tmp_path / "example-remote").out.parent.parent
     pages = [
         Page("local-builds.md", local, guide_env,
              {"SRC": "examples/chromium_style", "out/Release": "out/example", "OUT": "out/remote",
@@ -236,12 +235,11 @@ def test_local_builds_cache_and_inspect_pages(example_tree: Build, cluster: Clus
 @pytest.mark.skipif(os.geteuid() != 0, reason="workers.md's base-root needs root (CI runs as root)")
 def test_remote_workers_dtlto_and_install_pages(example_tree: Build, cluster: Cluster, tmp_path: Path,
                                                 guide_env: dict[str, str]) -> None:
-    """remote.md on a copy of the example built remotely once (its `gen --remote` and ninja then hit the action
-    cache), its `cluster` commands in a directory of their own; workers.md against a server-only cluster made
-    here (its workers join it, then stop); dtlto.md on a small program; install.md."""
-    src = _tree(example_tree, tmp_path / "remote")
-    out = src / "out" / "example"
-    forget_backends(out)
+    """remote.md on a copy of the example with its backends forgotten (its `gen --remote` and ninja run them on
+    the session cluster), its `cluster` commands in a directory of their own; workers.md against a server-only
+    cluster made here (its workers join it, then stop); dtlto.md on a small program; install.md."""
+    tree = copy_without_backends(example_tree, tmp_path / "remote")
+    out = tree.out
     _thin_pair(out)
     clusters = tmp_path / "clusters"
     for name in ("cluster", "mtls-cluster"):  # the page's state directories, with the BuildGrid venv installed
@@ -261,7 +259,7 @@ def test_remote_workers_dtlto_and_install_pages(example_tree: Build, cluster: Cl
         worker_env[CA_ENV] = str(server_cert)
         tls = f"localhost:{server.tls_port}"
         pages = [
-            Page("remote.md", src / "examples" / "chromium_style", guide_env,
+            Page("remote.md", tree.root, guide_env,
                  {"out/Release": "../../out/example", "HOST:PORT": f"localhost:{cluster.st.tls_port}",
                   "TOKEN": str(cluster.token_file), "PORT": cluster.endpoint.rsplit(":", 1)[1]},
                  places={"goma-ext run ": out, "goma-ext index": out, "goma-ext cluster": clusters,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from goma_ext.cli import main
+from goma_ext.cli import build_parser, main
+from goma_ext.cluster import cli as cluster_cli
 from goma_ext.cluster import manager, redis_server, roles, secretfiles, server, tokens
 from goma_ext.cluster.postgres import ClusterError
 from goma_ext.cluster.roles import Role, RoleOptions
@@ -258,13 +259,10 @@ def test_the_scheduler_polls_as_often_as_the_cluster_says(poll_s: float | None, 
 
 
 def test_the_poll_interval_comes_from_the_command_line_and_a_wrong_one_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    seen: list[manager.ClusterSpec] = []
-    monkeypatch.setattr(manager, "start", lambda spec: seen.append(spec) or (_ for _ in ()).throw(ClusterError("x")))
-    main(["cluster", "start", "--state", str(tmp_path / "s"), "--poll-interval", "0.25"])
-    assert [s.poll_s for s in seen] == [0.25]
-    capsys.readouterr()
+    args = build_parser().parse_args(["cluster", "start", "--state", str(tmp_path / "s"), "--poll-interval", "0.25"])
+    assert cluster_cli._spec(args, tmp_path / "s").poll_s == 0.25
     for wrong in ("0", "x", "11"):
         with pytest.raises(SystemExit):
             main(["cluster", "start", "--state", str(tmp_path / "s"), "--poll-interval", wrong])
