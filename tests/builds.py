@@ -61,9 +61,14 @@ def build_example_tree(dest: Path, *extra: str, targets: tuple[str, ...] = ()) -
     """A copy of the example's sources built through the graph with EXTRA `gn-thinlto gen` arguments, TARGETS or
     everything (with neither, what the session's `example_tree` holds), laid out as in the checkout:
     DEST/examples/chromium_style and DEST/out/example, so that `gn-thinlto example` run in DEST finds both."""
-    root = dest / EXAMPLE_ROOT.relative_to(REPO)
-    shutil.copytree(EXAMPLE_ROOT, root)
-    return gen_and_build(root, dest / "out" / "example", *extra, targets=targets)
+    tree = example_tree_in(dest)
+    shutil.copytree(EXAMPLE_ROOT, tree.root)
+    return gen_and_build(tree.root, tree.out, *extra, targets=targets)
+
+
+def example_tree_in(dest: Path) -> Build:
+    """Where `build_example_tree` lays out the example in DEST."""
+    return Build(dest / EXAMPLE_ROOT.relative_to(REPO), dest / "out" / "example")
 
 
 def copy_build_dir(src: Path, dest: Path) -> Path:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 from goma_ext.worker.cli import DEFAULT_RUNNER
-from tests import budget, durations
+from tests import budget, durations, run_shared
 from tests.builds import (  # noqa: F401 (re-exported: the helpers of every folder import them from here)
     EXAMPLE_ROOT,
     REPO,
@@ -29,6 +29,7 @@ from tests.builds import (  # noqa: F401 (re-exported: the helpers of every fold
     copy_build_dir,
     copy_example_tree,
     copy_without_backends,
+    example_tree_in,
     forget_backends,
 )
 from tests.system_users import remove_user, user_exists
@@ -65,18 +66,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # in the run's own process (pytest-xdist's controller, or the one process without it), not in each worker
+    # in the run's own process (pytest-xdist's controller, or the one process without it), not in each worker:
+    # before the workers start, so that they inherit the run's shared directory
     if not hasattr(session.config, "workerinput"):
         session.config.stash[RUNNER_BEFORE] = user_exists(DEFAULT_RUNNER)
+        run_shared.begin()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The action runner user `goma-ext cluster start` makes as root when it is missing (the benchmarks' and the
-    guide's clusters, which run as they would for a user) is removed again when the suite made it: by now every
-    cluster of the run has stopped."""
-    if hasattr(session.config, "workerinput") or os.geteuid() != 0:
+    """What the run's processes shared (the run's cluster, the example's build) is undone when every worker has
+    finished. Then the action runner user `goma-ext cluster start` makes as root when it is missing (the
+    benchmarks' and the guide's clusters, which run as they would for a user) is removed again when the suite
+    made it: by now every cluster of the run has stopped."""
+    if hasattr(session.config, "workerinput"):
         return
-    if session.config.stash.get(RUNNER_BEFORE, True) is False and user_exists(DEFAULT_RUNNER):
+    run_shared.end_all()
+    if os.geteuid() == 0 and session.config.stash.get(RUNNER_BEFORE, True) is False and user_exists(DEFAULT_RUNNER):
         remove_user(DEFAULT_RUNNER)
 
 
@@ -170,10 +176,11 @@ def step_servers() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def example_tree(tmp_path_factory: pytest.TempPathFactory) -> Build:
-    """The example built through the graph with the default settings, once per session (per pytest-xdist worker),
-    laid out as in the checkout (`build_example_tree`). Tests take copies (`copy_example_tree`), never this one."""
-    return build_example_tree(tmp_path_factory.mktemp("example-tree"))
+def example_tree() -> Build:
+    """The example built through the graph with the default settings, once per run (for every pytest-xdist
+    worker: tests/run_shared.py), laid out as in the checkout (`build_example_tree`). Tests take copies
+    (`copy_example_tree`), never this one."""
+    return example_tree_in(run_shared.once("example-tree", build_example_tree))
 
 
 @dataclass(frozen=True)

@@ -45,18 +45,28 @@ def remove_user(name: str) -> None:
     subprocess.run(["userdel", name], capture_output=True, check=False)
 
 
-@contextmanager
-def temporary_user(prefix: str = "gnt") -> Iterator[User]:
-    """A new system user without a home or login shell, gone afterwards."""
+def make_user(prefix: str = "gnt") -> User:
+    """A new system user without a home or login shell (`remove_user` takes it away again)."""
     name = f"{prefix}{os.getpid() % 100000}"
     subprocess.run(["userdel", name], capture_output=True, check=False)  # a leftover of a killed run
     subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
                    capture_output=True)
+    return user(name)
+
+
+def user(name: str) -> User:
+    pw = pwd.getpwnam(name)
+    return User(name, pw.pw_uid, pw.pw_gid)
+
+
+@contextmanager
+def temporary_user(prefix: str = "gnt") -> Iterator[User]:
+    """A new system user without a home or login shell, gone afterwards."""
+    made = make_user(prefix)
     try:
-        pw = pwd.getpwnam(name)
-        yield User(name, pw.pw_uid, pw.pw_gid)
+        yield made
     finally:
-        remove_user(name)
+        remove_user(made.name)
 
 
 def python_for(user: User) -> list[str]:

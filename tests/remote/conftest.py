@@ -1,4 +1,4 @@
-"""Remote fixtures: one real cluster (PostgreSQL + BuildGrid 0.4.4 + goma-ext workers) per test session."""
+"""Remote fixtures: the run's cluster (PostgreSQL + BuildGrid 0.4.4 + goma-ext workers), test programs, wrappers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,113 +16,33 @@ import pytest
 
 from bench.subjects import thin_program
 from bench.subjects.thin_program import ThinProgram
-from goma_ext.cluster import manager, procs, tokens
 from goma_ext.remote import stats
-from tests.conftest import REPO
-from tests.system_users import User, temporary_user
+from tests.remote import session_cluster
+from tests.remote.session_cluster import (  # noqa: F401 (re-exported: the remote tests import them from here)
+    INSTANCE,
+    SLOW_CLANG,
+    SLOW_DELAY_S,
+    TEST_POLL_S,
+    Cluster,
+    make_cert,
+)
+from tests.system_users import temporary_user
 
 if TYPE_CHECKING:
     from tests.remote.attacker import Attacker
 
-SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to fault-inject mid-action
 # A shell script cannot travel as a toolchain: actions of the slow clang use the worker's own (toolchain: host).
 HOST_TOOLCHAIN = {"GOMA_EXT_REMOTE_TOOLCHAIN": "host"}
-SLOW_DELAY_S = 2.0
-# The test clusters idle through most of the run (one per pytest-xdist worker, beside the other worker's tests):
-# they poll 5x less than a real cluster (goma_ext/cluster/server.py DEFAULT_POLL_S): ~20 % of a core saved per
-# cluster, ~0.2 s more per action.
-TEST_POLL_S = 0.25
-INSTANCE = "gn-thinlto/test"  # a non-empty REAPI instance name, so resource names carry it
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """A running test cluster and the files the tests need."""
-
-    state: Path
-    ca_cert: Path
-    slow_clang: Path
-    runner: User | None  # the unprivileged user the workers run actions as (None when the tests are not root)
-
-    @property
-    def st(self) -> manager.ClusterState:
-        st = manager.load(self.state)
-        if st is None:
-            raise RuntimeError("cluster state vanished")
-        return st
-
-    @property
-    def endpoint(self) -> str:
-        """The plaintext endpoint (the session cluster serves it beside TLS: `--also-plaintext`)."""
-        endpoint = self.st.plaintext_endpoint
-        if endpoint is None:
-            raise RuntimeError("the test cluster serves no plaintext endpoint")
-        return endpoint
-
-    @property
-    def tls_endpoint(self) -> str:
-        return f"grpcs://localhost:{self.st.tls_port}"
-
-    @property
-    def token_file(self) -> Path:
-        """The client token the cluster minted (JWT is on): every test client sends it, through the environment."""
-        path = self.st.token_file(tokens.Role.CLIENT)
-        if path is None:
-            raise RuntimeError("the test cluster has no authentication")
-        return path
-
-    def ensure_server(self) -> None:
-        """Restart BuildGrid if a fault test stopped it."""
-        if not procs.alive(self.st.server_pid):
-            manager.start(manager.ClusterSpec(state=self.state, workers=self.st.workers))
-
-
-def _make_cert(d: Path) -> tuple[Path, Path]:
-    cert, key = d / "server.crt", d / "server.key"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )
-    return cert, key
-
-
-def _make_slow_clang(d: Path) -> Path:
-    script = d / SLOW_CLANG
-    script.write_text(f"#!/bin/sh\n/bin/sleep {SLOW_DELAY_S}\nexec /usr/bin/clang-19 \"$@\"\n")
-    script.chmod(0o755)
-    return script
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Workers sandbox every action (bubblewrap); as root they run actions as a user made for the session, in a
-    directory that user can reach (pytest's own temp dirs are 0700). JWT authentication is on (the default) and
-    every client the tests start finds the client token in GOMA_EXT_REMOTE_TOKEN_FILE, set for the session;
-    grpcs:// and, asked for explicitly, plaintext grpc:// are served."""
-    base = tmp_path_factory.mktemp("cluster")
-    cert, key = _make_cert(base)
-    with ExitStack() as stack:
-        reachable = Path(tempfile.mkdtemp(prefix="gx-remote-"))
-        stack.callback(shutil.rmtree, reachable, True)
-        os.chmod(reachable, 0o711)
-        slow = _make_slow_clang(reachable)  # the sandbox binds it: the runner must reach it
-        runner = stack.enter_context(temporary_user("gxrun")) if os.geteuid() == 0 else None
-        venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
-        spec = manager.ClusterSpec(
-            state=base / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
-            compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
-                       str(slow), "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
-            keepalive_s=20, poll_s=TEST_POLL_S, run_as=runner.name if runner else None,
-            sandbox_dir=reachable / "sandboxes",
-            worker_args=("--max-procs", "256", "--cpu-time", "120", "--max-stream-bytes", "8M", "--tmp-size", "64M"),
-            also_plaintext=True,
-        )
-        stack.callback(manager.destroy, base / "state")
-        st = manager.start(spec)
-        env = stack.enter_context(pytest.MonkeyPatch.context())
-        env.setenv("GOMA_EXT_REMOTE_TOKEN_FILE", str(st.token_file(tokens.Role.CLIENT)))
-        yield Cluster(base / "state", cert, slow, runner)
+def cluster() -> Iterator[Cluster]:
+    """The run's cluster (tests/remote/session_cluster.py), shared by every pytest-xdist worker. Every client the
+    tests start finds its client token in GOMA_EXT_REMOTE_TOKEN_FILE, set for the session."""
+    shared = session_cluster.shared()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GOMA_EXT_REMOTE_TOKEN_FILE", str(shared.token_file))
+        yield shared
 
 
 @pytest.fixture(scope="session")

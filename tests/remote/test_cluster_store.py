@@ -20,7 +20,7 @@ from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.channel import open_channel
 from goma_ext.reapi.digest import Digest
 from tests.conftest import REPO
-from tests.remote.conftest import TEST_POLL_S, _make_cert
+from tests.remote.conftest import TEST_POLL_S, make_cert
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ COUNT = 40  # 2.5 MiB: well above the bound
 def server(tmp_path: Path) -> Iterator[manager.ClusterState]:
     base = Path(tempfile.mkdtemp(prefix="gxs-"))  # the postgres user reaches it when we are root
     os.chmod(base, 0o711)
-    cert, key = _make_cert(tmp_path)
+    cert, key = make_cert(tmp_path)
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     spec = manager.ClusterSpec(state=base / "state", role=Role.SERVER, tls_cert=cert, tls_key=key, server_venv=venv,
                                cas_max_size=MAX, ac_max_memory=16 << 20, cas_access_refresh_s=1,

@@ -32,7 +32,6 @@ def _proxy_runs(cluster: Cluster) -> int:
 def test_remote_link_equals_local_then_a_fresh_directory_executes_nothing(
     cluster: Cluster, tmp_path: Path, salt: str
 ) -> None:
-    cluster.ensure_server()
     local, remote, fresh = (build(tmp_path / d) for d in ("local", "remote", "fresh"))
     done = link(local, dist=("--no-cache",), inputs=OBJECTS_ONLY)
     assert done.returncode == 0, done.stderr
@@ -57,7 +56,6 @@ def test_archive_members_are_the_same_action_in_every_link(cluster: Cluster, tmp
     """lld extracts liblib.a's member to a file named after its pid, and the index names it; staged under its
     content's name with a renamed index, its job and its importers are still served by the action cache in a
     fresh directory, and the binary is the local link's."""
-    cluster.ensure_server()
     local, work, fresh = (build(tmp_path / d) for d in ("local", "ws", "fresh"))
     assert link(local, dist=("--no-cache",)).returncode == 0
     done = link(work, dist=_remote(cluster), env=_env(salt))
@@ -75,7 +73,6 @@ def test_archive_members_are_the_same_action_in_every_link(cluster: Cluster, tmp
 def test_job_file_disagreeing_with_the_index_is_an_error_naming_both(
     cluster: Cluster, tmp_path: Path, salt: str
 ) -> None:
-    cluster.ensure_server()
     work = build(tmp_path / "ws")
     drop_import = "job = next(j for j in doc['jobs'] if j['args'][0] == 'main.o')\njob['inputs'].remove('util.o')"
     done = link(work, dist=_remote(cluster), env=_env(salt), inputs=OBJECTS_ONLY,
@@ -90,7 +87,6 @@ def test_job_file_disagreeing_with_the_index_is_an_error_naming_both(
 def test_absolute_paths_compile_locally_with_one_warning(cluster: Cluster, tmp_path: Path, salt: str) -> None:
     """A link line with absolute paths makes lld's job file absolute: not a remote action (it would be machine-
     specific), so every job falls back to a local compile, with one warning."""
-    cluster.ensure_server()
     work = build(tmp_path / "ws")
     done = link(work, dist=_remote(cluster), env=_env(salt), inputs=[str(work / o) for o in OBJECTS_ONLY])
     assert done.returncode == 0, done.stderr

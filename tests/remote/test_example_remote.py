@@ -66,7 +66,6 @@ def _self_checks(b: Build) -> None:
 def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Cluster, tmp_path: Path, salt: str,
                                                                     example_tree: Build,
                                                                     local_natives: dict[str, bytes]) -> None:
-    cluster.ensure_server()
     remote_b, fresh_b = (copy_without_backends(example_tree, tmp_path / name) for name in ("remote", "fresh"))
     remote, fresh = remote_b.out, fresh_b.out
     _gen(remote_b, cluster.endpoint)
@@ -121,7 +120,6 @@ def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_p
     """[chromium] -gsplit-dwarf on the link line with remote backends: each remote action declares its .dwo as
     an output, so the object and its .dwo come back, equal to a local build's, and the binary's skeleton
     units name files that exist. (calc alone: every backend is the same kind of action.)"""
-    cluster.ensure_server()
     args = ("--args", "symbol_level=2 use_debug_fission=true")
     local_b = build_example_tree(tmp_path / "local", *args, targets=("calc",))
     remote_b = copy_without_backends(local_b, tmp_path / "remote")  # it starts from the local build's compiles
@@ -160,7 +158,6 @@ def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
 ) -> None:
     """[proxy] SIGKILL the proxy while ninja runs remote backends through it: the build finishes, every native
     object equals the local build's (clients whose connection dropped start a new proxy or run locally)."""
-    cluster.ensure_server()
     remote_b = copy_without_backends(example_tree, tmp_path / "remote")
     remote = remote_b.out
     _gen(remote_b, cluster.endpoint)
@@ -191,7 +188,6 @@ def test_two_builds_share_one_proxy_and_each_action_runs_once(
     """[proxy] Two build directories of the same code built at the same time: one proxy serves both, and each
     distinct backend executes once (the other build joins it in flight or finds it in the action cache). They
     build three of the binaries: what is shared is per action, not per binary."""
-    cluster.ensure_server()
     trees = [copy_without_backends(example_tree, tmp_path / name) for name in ("a", "b")]
     for tree in trees:
         _gen(tree, cluster.endpoint)

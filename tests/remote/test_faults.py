@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from goma_ext.cluster import procs
 from goma_ext.reapi.digest import Digest
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
+from tests.remote import session_cluster
 from tests.remote.conftest import (
     HOST_TOOLCHAIN,
     Cluster,
@@ -26,11 +28,21 @@ from tests.remote.conftest import (
 )
 
 
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A cluster of this module's own: the run's is shared with tests running meanwhile, which a killed server or
+    worker would fail."""
+    with session_cluster.private(tmp_path_factory.mktemp("faults") / "cluster") as own:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("GOMA_EXT_REMOTE_TOKEN_FILE", str(own.token_file))
+            yield own
+
+
 @pytest.fixture
-def healthy(cluster: Cluster) -> Cluster:
-    """The session cluster, with BuildGrid restarted if an earlier fault test stopped it."""
-    cluster.ensure_server()
-    return cluster
+def healthy(own_cluster: Cluster) -> Cluster:
+    """The module's cluster, with BuildGrid restarted if an earlier fault test stopped it."""
+    own_cluster.ensure_server()
+    return own_cluster
 
 
 def _check_build(program: ThinProgram, ref: dict[str, bytes]) -> None:
@@ -121,7 +133,7 @@ def test_corrupted_blob_is_caught_by_its_digest(healthy: Cluster, program: ThinP
     try:
         run = wrapper(fresh, fresh.backend("beta"), healthy.endpoint, salt)
     finally:
-        blob.write_bytes(good)  # the CAS is the session's: later tests fetch this object too
+        blob.write_bytes(good)  # later tests of the module fetch this object too
     assert run.returncode == 0
     assert run.stderr.count(WARNING_PREFIX) == 1 and "content" in run.stderr, run.stderr
     assert [r.mode for r in records(fresh)] == [stats.Mode.FALLBACK]

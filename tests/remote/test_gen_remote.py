@@ -38,7 +38,6 @@ def natives(out: Path) -> dict[str, bytes]:
 
 
 def test_gen_remote_builds_through_the_cluster(cluster: Cluster, tmp_path: Path, salt: str) -> None:
-    cluster.ensure_server()
     root = copy_workspace("basic", tmp_path)
     local, remote, fresh = tmp_path / "local", tmp_path / "remote", tmp_path / "fresh"
     gen_and_build(root, local, salt)

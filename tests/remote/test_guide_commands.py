@@ -29,7 +29,7 @@ from goma_ext.cluster.roles import Role
 from goma_ext.worker.bots import SESSION_FILE
 from tests.builds import REPO, Build, copy_example_tree, copy_without_backends
 from tests.docs_commands import GUIDE, page_commands
-from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, _make_cert
+from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, make_cert
 
 pytestmark = pytest.mark.slow
 CA_ENV = "GOMA_EXT_REMOTE_CA_FILE"
@@ -157,7 +157,7 @@ def _server_only(base: Path) -> tuple[manager.ClusterState, Path]:
     """A server host (PostgreSQL, redis, BuildGrid over TLS on 127.0.0.1) for workers.md's workers to join, and
     the certificate they verify it with."""
     base.mkdir()
-    cert, key = _make_cert(base)
+    cert, key = make_cert(base)
     st = manager.start(manager.ClusterSpec(state=base / "state", role=Role.SERVER, tls_cert=cert, tls_key=key,
                                            server_venv=_server_venv(), poll_s=TEST_POLL_S))
     return st, cert
@@ -188,7 +188,6 @@ def guide_env(cluster: Cluster, tmp_path: Path, own_proxy_dir: str) -> dict[str,
     """The session's environment with the installed commands first on PATH, this test's own proxy directory (a
     page's `goma-ext proxy stop` stops only its proxies) and HOME, and the session cluster's CA and instance
     name (its client token is set for the session)."""
-    cluster.ensure_server()
     home = tmp_path / "home"
     home.mkdir()
     env = dict(os.environ)

@@ -31,12 +31,6 @@ THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
 
 
 @pytest.fixture
-def healthy(cluster: Cluster) -> Cluster:
-    cluster.ensure_server()
-    return cluster
-
-
-@pytest.fixture
 def proxy_dir() -> Iterator[Path]:
     """A state directory of this test's own (so its proxy's figures are its own); its proxies stop at the end."""
     directory = Path(tempfile.mkdtemp(prefix="gxt-"))
@@ -113,16 +107,16 @@ def alive(pid: int) -> bool:
 
 
 def test_one_proxy_serves_every_action_and_a_fresh_directory_from_the_cache(
-    healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str, proxy_dir: Path
+    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str, proxy_dir: Path
 ) -> None:
     ref = local_reference(program, tmp_path)
     second = program.copy(tmp_path / "second")
     env = client_env(salt, proxy_dir)
     for m in thin_program.MODULES:
-        run = run_client(program, m, healthy.endpoint, env)
+        run = run_client(program, m, cluster.endpoint, env)
         assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
     for m in thin_program.MODULES:
-        run = run_client(second, m, healthy.endpoint, env)
+        run = run_client(second, m, cluster.endpoint, env)
         assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
     assert {r.mode for r in records(program)} == {stats.Mode.REMOTE}
     assert {r.mode for r in records(second)} == {stats.Mode.CACHE_HIT}
@@ -138,14 +132,14 @@ def test_one_proxy_serves_every_action_and_a_fresh_directory_from_the_cache(
     assert sock.stat().st_mode & 0o777 == 0o600 and proxy_dir.stat().st_mode & 0o777 == 0o700
 
 
-def test_identical_actions_in_flight_run_once(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
+def test_identical_actions_in_flight_run_once(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
                                               proxy_dir: Path) -> None:
     env = client_env(salt, proxy_dir)
     copies = [program.copy(tmp_path / f"copy{i}") for i in range(6)]
-    slow = str(healthy.slow_clang)  # sleeps 2 s first: every copy's request arrives while the first executes
-    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", healthy.endpoint],
+    slow = str(cluster.slow_clang)  # sleeps 2 s first: every copy's request arrives while the first executes
+    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", cluster.endpoint],
                    check=True, env=env, capture_output=True)
-    running = [start_client(c, "alpha", healthy.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow) for c in copies]
+    running = [start_client(c, "alpha", cluster.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow) for c in copies]
     for proc in running:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0 and warnings(err) == [], err
@@ -155,15 +149,15 @@ def test_identical_actions_in_flight_run_once(healthy: Cluster, program: ThinPro
     assert len(outputs) == 1
 
 
-def test_proxy_killed_mid_action_is_replaced(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
+def test_proxy_killed_mid_action_is_replaced(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
                                              proxy_dir: Path) -> None:
     ref = local_reference(program, tmp_path)
     env = client_env(salt, proxy_dir)
-    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", healthy.endpoint],
+    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", cluster.endpoint],
                    check=True, env=env, capture_output=True)
     first = the_proxy(env)
-    slow = str(healthy.slow_clang)
-    running = [start_client(program, m, healthy.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow)
+    slow = str(cluster.slow_clang)
+    running = [start_client(program, m, cluster.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow)
                for m in thin_program.MODULES]
     wait_for(lambda: the_proxy(env)["active"] >= 1)
     os.kill(first["pid"], signal.SIGKILL)
@@ -179,37 +173,37 @@ def test_proxy_killed_mid_action_is_replaced(healthy: Cluster, program: ThinProg
     assert all(r.exit_code == 0 for r in records(program))
 
 
-def test_stale_socket_file_is_replaced(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
+def test_stale_socket_file_is_replaced(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
                                        proxy_dir: Path) -> None:
     env = client_env(salt, proxy_dir)
-    assert run_client(program, "alpha", healthy.endpoint, env).returncode == 0
+    assert run_client(program, "alpha", cluster.endpoint, env).returncode == 0
     old = the_proxy(env)
     os.kill(old["pid"], signal.SIGKILL)
     wait_for(lambda: not alive(old["pid"]))
     sock = Path(old["socket"])
     assert sock.is_socket()  # left behind: nothing listens on it now
-    run = run_client(program, "beta", healthy.endpoint, env)
+    run = run_client(program, "beta", cluster.endpoint, env)
     assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
     assert the_proxy(env)["pid"] != old["pid"]
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE, stats.Mode.REMOTE]
 
 
-def test_hung_proxy_means_local_runs_after_the_deadline(healthy: Cluster, program: ThinProgram, tmp_path: Path,
+def test_hung_proxy_means_local_runs_after_the_deadline(cluster: Cluster, program: ThinProgram, tmp_path: Path,
                                                         salt: str, proxy_dir: Path) -> None:
     ref = local_reference(program, tmp_path)
     env = client_env(salt, proxy_dir, GOMA_EXT_PROXY_TIMEOUT="2")
-    assert run_client(program, "alpha", healthy.endpoint, env).returncode == 0
+    assert run_client(program, "alpha", cluster.endpoint, env).returncode == 0
     pid = the_proxy(env)["pid"]
     os.kill(pid, signal.SIGSTOP)
     try:
         t = time.monotonic()
-        run = run_client(program, "beta", healthy.endpoint, env)
+        run = run_client(program, "beta", cluster.endpoint, env)
         first_s = time.monotonic() - t
         assert run.returncode == 0 and len(warnings(run.stderr)) == 1, run.stderr
         assert "running locally" in run.stderr and "stopped answering" in run.stderr
         t = time.monotonic()
         for m in ("gamma", "delta", "main"):  # later clients do not wait for the hung proxy again
-            run = run_client(program, m, healthy.endpoint, env)
+            run = run_client(program, m, cluster.endpoint, env)
             assert run.returncode == 0 and len(warnings(run.stderr)) == 1, run.stderr
         later_s = time.monotonic() - t
     finally:
@@ -219,7 +213,7 @@ def test_hung_proxy_means_local_runs_after_the_deadline(healthy: Cluster, progra
     check_outputs(program, ref)
 
 
-def test_a_proxy_of_another_version_makes_way(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
+def test_a_proxy_of_another_version_makes_way(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
                                              proxy_dir: Path) -> None:
     old_tree = tmp_path / "old"
     shutil.copytree(REPO / "goma_ext", old_tree / "goma_ext", ignore=shutil.ignore_patterns("__pycache__"))
@@ -227,11 +221,11 @@ def test_a_proxy_of_another_version_makes_way(healthy: Cluster, program: ThinPro
     init.write_text(init.read_text().replace('__version__ = "', '__version__ = "0.0.0-old-'))
     env = client_env(salt, proxy_dir)
     old_env = {**env, "PYTHONPATH": str(old_tree)}
-    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", healthy.endpoint],
+    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", cluster.endpoint],
                    check=True, env=old_env, capture_output=True, cwd=tmp_path)
     old = the_proxy(env)
     assert old["version"].startswith("0.0.0-old-"), old
-    run = run_client(program, "alpha", healthy.endpoint, env)
+    run = run_client(program, "alpha", cluster.endpoint, env)
     assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
     wait_for(lambda: not alive(old["pid"]))
     new = the_proxy(env)
@@ -257,14 +251,14 @@ def _frame(message: object) -> bytes:
 
 
 def test_bad_requests_are_refused_and_the_proxy_keeps_serving(
-    healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str, proxy_dir: Path
+    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str, proxy_dir: Path
 ) -> None:
     env = client_env(salt, proxy_dir)
-    assert run_client(program, "alpha", healthy.endpoint, env).returncode == 0
+    assert run_client(program, "alpha", cluster.endpoint, env).returncode == 0
     status = the_proxy(env)
     good = wire.run_message(
         program.backend("beta"), str(program.out), ("/x", "v", "0" * 64), {},
-        {"GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, "GOMA_EXT_REMOTE": healthy.endpoint,
+        {"GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE, "GOMA_EXT_REMOTE": cluster.endpoint,
          "GOMA_EXT_REMOTE_TOKEN_FILE": env["GOMA_EXT_REMOTE_TOKEN_FILE"]},  # the cluster's client token (JWT)
         {"exec_root": ".."}, "")
     compiler = json.loads((program.out / ".goma_ext_compilers.json").read_text())
@@ -291,7 +285,7 @@ def test_bad_requests_are_refused_and_the_proxy_keeps_serving(
         answer = _raw(status["socket"], payload)
         assert answer is not None and answer["type"] == wire.REFUSED and why in answer["message"], (why, answer)
     _raw(status["socket"], struct.pack(">I", 100) + b"{", read=False)  # a truncated frame, then gone
-    run = run_client(program, "beta", healthy.endpoint, env)
+    run = run_client(program, "beta", cluster.endpoint, env)
     assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
     after = the_proxy(env)
     assert after["pid"] == status["pid"] and after["refused"] == len(bad) + 1
@@ -300,21 +294,21 @@ def test_bad_requests_are_refused_and_the_proxy_keeps_serving(
 
 
 def test_no_startable_proxy_means_the_in_process_path_with_one_warning(
-    healthy: Cluster, program: ThinProgram, salt: str, tmp_path: Path
+    cluster: Cluster, program: ThinProgram, salt: str, tmp_path: Path
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     env = client_env(salt, blocker / "proxy")
-    run = run_client(program, "alpha", healthy.endpoint, env)
+    run = run_client(program, "alpha", cluster.endpoint, env)
     assert run.returncode == 0, run.stderr
     assert len(warnings(run.stderr)) == 1 and "running this action in-process" in run.stderr, run.stderr
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE]
 
 
-def test_idle_proxy_stops_and_removes_its_socket(healthy: Cluster, program: ThinProgram, salt: str,
+def test_idle_proxy_stops_and_removes_its_socket(cluster: Cluster, program: ThinProgram, salt: str,
                                                  proxy_dir: Path) -> None:
     env = client_env(salt, proxy_dir, GOMA_EXT_PROXY_IDLE_TIMEOUT="2")
-    assert run_client(program, "alpha", healthy.endpoint, env).returncode == 0
+    assert run_client(program, "alpha", cluster.endpoint, env).returncode == 0
     status = the_proxy(env)
     wait_for(lambda: not alive(status["pid"]), timeout_s=20)
     assert not Path(status["socket"]).exists() and proxy_status(env) == []

@@ -202,7 +202,6 @@ def test_malformed_frames_get_one_refusal_line_and_the_proxy_serves_the_next(pro
 def test_a_real_action_is_served_while_slowloris_connections_are_held(
     cluster: Cluster, program: ThinProgram, salt: str, proxy_env: dict[str, str]
 ) -> None:
-    cluster.ensure_server()
     env = client_env(salt, Path(proxy_env[wire.STATE_DIR_ENV]), GOMA_EXT_PROXY_REQUEST_TIMEOUT="60")
     p = start_proxy(cluster.endpoint, env)
     before = p.threads()

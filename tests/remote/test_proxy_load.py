@@ -20,7 +20,6 @@ ACTIONS, CLIENTS = budget.cases(2000), budget.cases(200)
 
 @pytest.mark.slow
 def test_actions_from_a_crowd_of_concurrent_clients(cluster: Cluster, tmp_path: Path, salt: str) -> None:
-    cluster.ensure_server()
     copies = ACTIONS // (len(proxy_load.VARIANTS) * 5)
     actions, digests = proxy_load.prepare(tmp_path, copies)
     state = tempfile.mkdtemp(prefix="gxl-")

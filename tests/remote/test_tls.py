@@ -11,7 +11,6 @@ from tests.remote.conftest import Cluster, local_reference, records, wrapper
 
 
 def test_backend_over_tls_with_the_ca_file(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
-    cluster.ensure_server()
     ref = local_reference(program, tmp_path)
     run = wrapper(program, program.backend("delta"), cluster.tls_endpoint, salt, "--ca-file", str(cluster.ca_cert))
     assert run.returncode == 0 and WARNING_PREFIX not in run.stderr, run.stderr
@@ -20,7 +19,6 @@ def test_backend_over_tls_with_the_ca_file(cluster: Cluster, program: ThinProgra
 
 
 def test_tls_without_the_ca_file_is_refused_and_falls_back(cluster: Cluster, program: ThinProgram, salt: str) -> None:
-    cluster.ensure_server()
     run = wrapper(program, program.backend("delta"), cluster.tls_endpoint, salt)
     assert run.returncode == 0 and run.stderr.count(WARNING_PREFIX) == 1, run.stderr
     assert [r.mode for r in records(program)] == [stats.Mode.FALLBACK]

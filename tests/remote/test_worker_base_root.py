@@ -207,7 +207,6 @@ def test_the_session_cluster_runs_shipped_programs_too(
 ) -> None:
     """The host-layout workers run an input program as well (sandboxed, host /usr visible: LLVM is there), and
     refuse a container-image, since they advertise none."""
-    cluster.ensure_server()
     ex = RemoteExecutor(RemoteConfig(endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2,
                                      token_file=cluster.token_file))
     try:

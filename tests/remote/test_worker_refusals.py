@@ -20,7 +20,6 @@ from tests.remote.conftest import INSTANCE, Cluster
 
 @pytest.fixture
 def executor(cluster: Cluster, salt: str) -> Iterator[RemoteExecutor]:
-    cluster.ensure_server()
     ex = RemoteExecutor(RemoteConfig(  # the allow-list of host compilers: actions naming a program (toolchain: host)
         endpoint=cluster.endpoint, instance=INSTANCE, cache_salt=salt, max_attempts=2, token_file=cluster.token_file,
         toolchain="host",
