@@ -66,6 +66,25 @@ def build_example_tree(dest: Path, *extra: str, targets: tuple[str, ...] = ()) -
     return gen_and_build(tree.root, tree.out, *extra, targets=targets)
 
 
+EXAMPLE_STDOUT = "gn-thinlto-example.stdout"
+
+
+def example_command_tree(dest: Path) -> None:
+    """The example built as the README shows, `gn-thinlto example --root examples/chromium_style --out
+    out/example` run in DEST (the graph, default settings: what `build_example_tree` makes, and every binary's
+    self-check run), laid out in DEST as `build_example_tree` does; the command's output kept in DEST (read it
+    with `example_stdout`)."""
+    shutil.copytree(EXAMPLE_ROOT, example_tree_in(dest).root)
+    proc = gn_thinlto("example", "--root", str(EXAMPLE_ROOT.relative_to(REPO)), "--out", "out/example", cwd=dest)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (dest / EXAMPLE_STDOUT).write_text(proc.stdout)
+
+
+def example_stdout(tree: Build) -> str:
+    """What `gn-thinlto example` printed when it built TREE (made by `example_command_tree`)."""
+    return (tree.out.parent.parent / EXAMPLE_STDOUT).read_text()
+
+
 def example_tree_in(dest: Path) -> Build:
     """Where `build_example_tree` lays out the example in DEST."""
     return Build(dest / EXAMPLE_ROOT.relative_to(REPO), dest / "out" / "example")

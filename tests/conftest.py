@@ -29,6 +29,8 @@ from tests.builds import (  # noqa: F401 (re-exported: the helpers of every fold
     copy_build_dir,
     copy_example_tree,
     copy_without_backends,
+    example_command_tree,
+    example_stdout,
     example_tree_in,
     forget_backends,
 )
@@ -177,10 +179,10 @@ def step_servers() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def example_tree() -> Build:
-    """The example built through the graph with the default settings, once per run (for every pytest-xdist
-    worker: tests/run_shared.py), laid out as in the checkout (`build_example_tree`). Tests take copies
-    (`copy_example_tree`), never this one."""
-    return example_tree_in(run_shared.once("example-tree", build_example_tree))
+    """The example built by `gn-thinlto example` (the graph, the default settings), once per run (for every
+    pytest-xdist worker: tests/run_shared.py), laid out as in the checkout (`example_command_tree`). Tests take
+    copies (`copy_example_tree`), never this one."""
+    return example_tree_in(run_shared.once("example-tree", example_command_tree))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """[foundation]/[graph] The README main command builds the bundled example and every binary passes its self-check.
 
-By default through the gn-thinlto graph (reporting backend jobs and cache hits); --in-process switches the
-same build directory back to GN's own in-process ThinLTO links.
+By default through the gn-thinlto graph (reporting backend jobs and cache hits): the session's `example_tree` is
+built by that command, and its output is checked here; --in-process switches a copy of that build directory
+back to GN's own in-process ThinLTO links.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builds import Build, copy_example_tree, example_stdout
 from tests.conftest import EXAMPLE_ROOT, REPO
 
 pytestmark = pytest.mark.slow
@@ -30,11 +32,10 @@ def query(out: Path, target: str) -> str:
     return subprocess.run(["ninja", "-C", str(out), "-t", "query", target], capture_output=True, text=True).stdout
 
 
-def assert_all_self_checks_passed(proc: subprocess.CompletedProcess[str]) -> None:
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    summary = proc.stdout.strip().splitlines()[-1]
+def assert_all_self_checks_passed(stdout: str) -> None:
+    summary = stdout.strip().splitlines()[-1]
     assert f"self-checks {EXAMPLE_BINARIES}/{EXAMPLE_BINARIES} passed" in summary, summary
-    assert "FAIL" not in proc.stdout
+    assert "FAIL" not in stdout
 
 
 def test_example_has_chromium_shape() -> None:
@@ -43,18 +44,19 @@ def test_example_has_chromium_shape() -> None:
     assert any(p.suffix == ".c" for p in units) and any(p.suffix == ".S" for p in units)
 
 
-def test_example_builds_through_the_graph_then_in_process(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    graph = example("--root", str(EXAMPLE_ROOT), "--out", str(out))
+def test_example_builds_through_the_graph_then_in_process(example_tree: Build, tmp_path: Path) -> None:
+    graph = example_stdout(example_tree)
     assert_all_self_checks_passed(graph)
-    backends = next(line for line in graph.stdout.splitlines() if line.startswith("ThinLTO backends: "))
+    backends = next(line for line in graph.splitlines() if line.startswith("ThinLTO backends: "))
     assert int(backends.split()[2]) > 0 and " cache hits" in backends
-    assert "input: gn_thinlto_final_link" in query(out, "calc")
+    assert "input: gn_thinlto_final_link" in query(example_tree.out, "calc")
 
-    in_process = example("--root", str(EXAMPLE_ROOT), "--out", str(out), "--in-process")
-    assert_all_self_checks_passed(in_process)
-    assert "input: link\n" in query(out, "calc")
-    assert not (out / "gn-thinlto").exists()
+    copy = copy_example_tree(example_tree, tmp_path)
+    in_process = example("--root", str(copy.root), "--out", str(copy.out), "--in-process")
+    assert in_process.returncode == 0, in_process.stdout + in_process.stderr
+    assert_all_self_checks_passed(in_process.stdout)
+    assert "input: link\n" in query(copy.out, "calc")
+    assert not (copy.out / "gn-thinlto").exists()
 
 
 def test_example_command_rejects_a_root_without_dot_gn(tmp_path: Path) -> None:
