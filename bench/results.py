@@ -9,6 +9,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cluster_tool
 from bench.machine import busy_processes, describe, load_average
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -30,8 +31,12 @@ def _plain(value: Any) -> Any:
 
 def context() -> dict[str, Any]:
     """What to record before a benchmark: when, on what, how busy."""
-    return {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": describe(),
-            "load_1min_at_start": load_average(), "busy_at_start": busy_processes()}
+    ctx = {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": describe(),
+           "load_1min_at_start": load_average(), "busy_at_start": busy_processes()}
+    shared = cluster_tool.existing()
+    if shared:  # a smoke test's run on a cluster serving other work: not a measurement of a cluster of its own
+        ctx["shared_cluster"] = shared
+    return ctx
 
 
 def write(results_dir: Path, name: str, data: dict[str, Any]) -> Path:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_dtlto_smallest(tmp_path: Path) -> None:
-    data = bench("dtlto", "--project", "libdeflate", "--repeat", "1", results=tmp_path)
+    data = bench("dtlto", "--project", "libdeflate", "--repeat", "1", results=tmp_path, cluster=True)
     rows = {r["variant"][:3]: r for r in data["rows"]}
     assert rows["(a)"]["jobs"] == 0 and rows["(b)"]["jobs"] == rows["(b)"]["local"] > 0
     assert all(r["test"].startswith("100% tests passed") for r in rows.values())

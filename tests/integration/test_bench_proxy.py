@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_proxy_smallest(tmp_path: Path) -> None:
-    data = bench("proxy", "--quick", "--subject", "tiny", "--workers", "2", results=tmp_path)
+    data = bench("proxy", "--quick", "--subject", "tiny", "--workers", "2", results=tmp_path, cluster=True)
     if data.get("missing"):  # no PostgreSQL here: the benchmark says so instead of inventing numbers
         return
     for run in (data["thin_load"], data["load"]):

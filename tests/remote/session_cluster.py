@@ -81,7 +81,10 @@ def make_cert(d: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def start(d: Path, runner_prefix: str = "gxrun") -> None:
+WORKERS = 3  # the run's cluster serves every pytest-xdist worker's remote tests (./dev test runs three)
+
+
+def start(d: Path, runner_prefix: str = "gxrun", workers: int = WORKERS) -> None:
     """A cluster in D (state, certificate) whose workers sandbox every action (bubblewrap); as root they run
     actions as a user made for it, in a directory that user can reach (pytest's own temp dirs are 0700). JWT
     authentication is on (the default); grpcs:// and, asked for explicitly, plaintext grpc:// are served. What it
@@ -99,7 +102,7 @@ def start(d: Path, runner_prefix: str = "gxrun") -> None:
         (d / _FILE).write_text(json.dumps(made))
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     manager.start(manager.ClusterSpec(
-        state=d / "state", workers=2, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
+        state=d / "state", workers=workers, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
         compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",
                    str(slow), "/usr/lib/llvm-22/bin/clang"),  # what lld 22 names for DTLTO jobs
         keepalive_s=20, poll_s=TEST_POLL_S, run_as=made["runner"], sandbox_dir=reachable / "sandboxes",
@@ -134,7 +137,7 @@ def private(d: Path) -> Iterator[Cluster]:
     """A cluster like the run's, of the caller's own in the new directory D, stopped after."""
     d.mkdir(mode=0o700)
     try:
-        start(d, runner_prefix="gxprun")
+        start(d, runner_prefix="gxprun", workers=2)
         yield load(d)
     finally:
         stop(d)
