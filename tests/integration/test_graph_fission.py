@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import EXAMPLE_ROOT
 
-from .test_graph_support import Build, gen_and_build, plain_build_from, unstripped
+from .test_graph_support import Build, gen_and_build, plain_build, unstripped
 
 pytestmark = pytest.mark.slow
 ARGS = "symbol_level=2 use_debug_fission=true"
@@ -35,9 +35,8 @@ def built(root: Path) -> Build:
 
 
 @pytest.fixture(scope="module")
-def reference(built: Build, root: Path) -> Build:
-    """lld's in-process links of the same objects (a copy of BUILT's directory: nothing compiles again)."""
-    return plain_build_from(built, root.parent / "ref", ARGS, targets=BUILT)
+def reference(root: Path) -> Build:
+    return plain_build(root, root.parent / "ref", ARGS, targets=BUILT)
 
 
 def _attr(text: str, name: str) -> list[str]:
