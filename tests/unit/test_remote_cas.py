@@ -51,12 +51,14 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
         return resp
 
     def Write(self, request_iterator: Iterator[bs_pb2.WriteRequest], context):  # noqa: N802
-        name, data = "", b""
+        name, data, finished = "", b"", False
         for r in request_iterator:
             name = name or r.resource_name
             data += r.data
+            finished = r.finish_write
         self.stream_writes.append(name)
-        self.blobs[name.split("/")[-2]] = data
+        if finished:  # as a real CAS: a stream the client abandons (cancelled, on some runs ended) commits nothing
+            self.blobs[name.split("/")[-2]] = data
         return bs_pb2.WriteResponse(committed_size=len(data))
 
     def Read(self, request, context):  # noqa: N802
