@@ -23,7 +23,7 @@ CACHE = REPO / "out" / "bench-cache"
 def bench(name: str, *args: str, results: Path, cluster: bool = False) -> dict[str, Any]:
     """Run one benchmark; return its results file, checked for the machine it ran on and its command. With
     CLUSTER, its remote rows run on the run's cluster (tests/remote/session_cluster.py) instead of one the
-    benchmark starts and stops (a cluster's start alone costs ~16 s of CPU)."""
+    benchmark starts and stops (a cluster's start alone costs ~11 s of CPU, measured)."""
     env = dict(os.environ)
     if cluster and cluster_tool.available() is None:
         shared = session_cluster.shared()

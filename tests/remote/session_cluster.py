@@ -121,7 +121,8 @@ def stop(d: Path) -> None:
     """Undo `start`: the cluster, then its runner user and the directory that user reached."""
     with ExitStack() as undo:
         made = json.loads((d / _FILE).read_text()) if (d / _FILE).exists() else {}
-        undo.callback(shutil.rmtree, made.get("reachable") or d / "none", True)
+        if made.get("reachable"):
+            undo.callback(shutil.rmtree, made["reachable"], True)
         if made.get("runner"):
             undo.callback(remove_user, made["runner"])
         manager.destroy(d / "state")
