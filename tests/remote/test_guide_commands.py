@@ -219,7 +219,7 @@ def test_local_builds_cache_and_inspect_pages(example_tree: Build, cluster: Clus
              {"SRC": "examples/chromium_style", "out/Release": "out/example", "OUT": "out/remote",
               "ARGS": "is_official_build=true", "HOST:PORT": f"localhost:{cluster.st.tls_port}",
               "PORT": cluster.endpoint.rsplit(":", 1)[1]},
-             places={"use_thin_lto=false": _tree(example_tree, tmp_path / "example-args"),
+             places={"generate_linker_map=true": _tree(example_tree, tmp_path / "example-args"),
                      "example --in-process": in_process, "example --remote": remote}),
         Page("cache.md", local, guide_env,
              {"OUT": "out/example", "/srv/thinlto-cache": "out/example/gn-thinlto/cache"}),
