@@ -8,13 +8,16 @@ cluster, cold (a new cache salt each time, no local backend cache); (d) remote f
 with (c)'s salt: the action cache should serve every job, libgtest.a's member (which lld extracts to a file
 named after its pid) and the jobs importing from it included.
 Each link is timed alone (`ninja ninja_test` after removing the binary), its median of --repeat runs;
-peak RSS is the largest process of the link's tree. The binaries pass ninja_test.
+peak RSS is the largest process of the link's tree. The binaries pass ninja_test. (a)'s binaries are kept in
+CACHE/dtlto-bench/PROJECT/in-process for comparing their code with the other variants' (the results name that
+directory and the build directory those relink).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +43,16 @@ def _prepared(project: CMakeProject, build: Path, link_flags: str) -> Path:
     cmake_projects.configure(project, build, link_flags)
     cmake_projects.build(build, *project.targets, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
+
+
+def _keep_binaries(project: CMakeProject, build: Path, dest: Path) -> Path:
+    """DEST with a copy of PROJECT's binaries as BUILD has them (paths kept): (a)'s, which the later variants'
+    relinks of BUILD replace, kept for comparing their code (tests/integration/test_bench_dtlto.py)."""
+    remove(dest)
+    for name in project.binaries:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(build / name, dest / name)
+    return dest
 
 
 def _time_link(project: CMakeProject, build: Path,
@@ -85,6 +98,7 @@ def main(argv: Sequence[str]) -> int:
     inproc = _prepared(project, work / "build", "")
     rows.append(_row(project, "(a) lld in-process", [_time_link(project, inproc, None) for _ in range(args.repeat)],
                      inproc))
+    reference = _keep_binaries(project, inproc, work / "in-process")
     progress("(b) goma-ext local")
     local = _prepared(project, work / "build", dist)  # (a)'s objects, linked again
     samples = [_time_link(project, local, {"GOMA_EXT_DTLTO": f"--cache={work / f'local-cache-{i}-{os.getpid()}'}"})
@@ -110,7 +124,8 @@ def main(argv: Sequence[str]) -> int:
     command = "python -m bench dtlto" + (f" {' '.join(argv)}" if argv else "")
     path = results.write(args.results, args.name, {**ctx, "command": command, "project": args.project,
                                                    "target": project.bench_target, "rows": rows,
-                                                   "remote_missing": missing})
+                                                   "remote_missing": missing, "in_process_binaries": str(reference),
+                                                   "build_dir": str(local)})
     print(f"results: {path}")
     return 0
 

@@ -1,10 +1,15 @@
-"""[bench] The DTLTO benchmark runs end to end at its smallest size (no timing asserts)."""
+"""[bench] The DTLTO benchmark runs end to end at its smallest size (no timing asserts); [dtlto] its C project,
+libdeflate, linked through the distributor (locally, then its benchmark program remotely) has the code of lld's
+in-process link."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from bench.subjects import cmake_projects
+from tests.integration.test_graph_support import same_code
 
 from .bench_support import bench
 
@@ -21,3 +26,6 @@ def test_dtlto_smallest(tmp_path: Path) -> None:
         # benchmark.c's index differs in every link of regular archives (lld 22 numbers its values after its
         # pid-named member files; docs/benchmarks.md): that job may execute again, the others hit
         assert rows["(d)"]["action_cache_hits"] >= rows["(d)"]["jobs"] - 1 and rows["(d)"]["fallbacks"] == 0
+    # the binaries as the last variant left them: (b)'s local links, (c)'s/(d)'s remote one of the benchmark program
+    print("\n".join(same_code(Path(data["build_dir"]), Path(data["in_process_binaries"]),
+                               cmake_projects.LIBDEFLATE.binaries)))

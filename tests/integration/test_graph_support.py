@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,18 @@ def text_size(binary: Path) -> int:
         if len(parts) > 2 and parts[1] == ".text":
             return int(parts[2], 16)
     raise AssertionError(f"no .text in {binary}")
+
+
+def same_code(got: Path, want: Path, names: Sequence[str]) -> list[str]:
+    """Each of NAMES (paths under GOT and WANT) has the same defined functions in both and a .text within 2% of
+    WANT's (what a DTLTO link is held to against lld's in-process one); a line per binary, for a test to print."""
+    lines = []
+    for name in names:
+        a, b = got / name, want / name
+        assert defined_functions(a) == defined_functions(b), name
+        assert abs(text_size(a) - text_size(b)) <= 0.02 * text_size(b), f"{name}: {text_size(a)} vs {text_size(b)}"
+        lines.append(f"{name}: {len(defined_functions(a))} functions, .text {text_size(a)} vs {text_size(b)}")
+    return lines
 
 
 def section_bytes(binary: Path, section: str) -> bytes:
