@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from tests import budget
 from thinlto_base.policy import CachePolicy
 from thinlto_base.prune import prune
 from thinlto_base.store import CacheStore, fetch_outputs
 
-ROUNDS = 60
+ROUNDS = budget.cases(60)  # writers killed: 20 in a default run, 60 with --full
 KEYS = 40
 SEED = 20261125
 REPO = Path(__file__).resolve().parents[2]
