@@ -7,44 +7,39 @@ import os
 import sys
 from collections.abc import Sequence
 
-from goma_ext.cliapp import build_parser as _build_parser
-from goma_ext.cliapp import run_cli
+from goma_ext.cliapp import build_lazy_parser, run_cli
 from goma_ext.errors import GomaExtError
 
+# subcommand -> its module (tests/unit/test_cli.py checks each registers its name); in `--help` order
+COMMANDS = {
+    "index": "goma_ext.bitcode.cli",
+    "inputs": "goma_ext.inputs.cli",
+    "run": "goma_ext.remote.wrapper",
+    "worker": "goma_ext.worker.cli",
+    "cluster": "goma_ext.cluster.cli",
+    "report": "goma_ext.remote.report_cli",
+    "dtlto": "goma_ext.dtlto.cli",
+    "proxy": "goma_ext.proxy.cli",
+}
 
-def build_parser() -> argparse.ArgumentParser:
-    from goma_ext.bitcode import cli as cmd_index
-    from goma_ext.cluster import cli as cluster_cli
-    from goma_ext.dtlto import cli as dtlto_cli
-    from goma_ext.inputs import cli as cmd_inputs
-    from goma_ext.proxy import cli as proxy_cli
-    from goma_ext.remote import report_cli
-    from goma_ext.remote import wrapper as run
-    from goma_ext.worker import cli as worker_cli
 
-    return _build_parser(
-        "goma-ext",
-        __doc__,
-        [cmd_index.add_parser, cmd_inputs.add_parser, run.add_parser, worker_cli.add_parser,
-         cluster_cli.add_parser, report_cli.add_parser, dtlto_cli.add_parser, proxy_cli.add_parser],
-    )
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """Every command's parser; with ARGV naming a command, only that command's (and only its module imported:
+    lld starts the distributor once per link, and gRPC and the cluster manager would double its start-up)."""
+    return build_lazy_parser("goma-ext", __doc__, COMMANDS, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["dtlto"]:
-        # lld starts the distributor once per link: its own parser only, without the other commands' imports
-        # (gRPC, the cluster manager), which would double its start-up.
         from goma_ext.dtlto import cli as dtlto_cli
 
-        parser = _build_parser("goma-ext", __doc__, [dtlto_cli.add_parser])
         try:
             args = dtlto_cli.with_env_options(args, os.environ)
         except GomaExtError as e:
             print(f"goma-ext: error: {e}", file=sys.stderr)
             return 2
-        return run_cli(parser, args, (GomaExtError,))
-    return run_cli(build_parser(), args, (GomaExtError,))
+    return run_cli(build_parser(args), args, (GomaExtError,))
 
 
 if __name__ == "__main__":

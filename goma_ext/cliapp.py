@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from goma_ext import __version__
@@ -30,6 +31,17 @@ def build_parser(prog: str, description: str | None, commands: Sequence[Register
     for add_parser in commands:
         add_parser(subparsers)
     return parser
+
+
+def build_lazy_parser(prog: str, description: str | None, commands: Mapping[str, str],
+                      argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """build_parser from COMMANDS, subcommand name -> the module whose `add_parser` registers it; when ARGV
+    starts with one of the names, that module alone is imported: a command's start-up does not pay for every
+    other command's imports (gRPC, the planner, Jinja). Anything else (--help, --version, a typo) gets them all.
+    (pip finds its commands the same way.) Only the top of each program does this: a table of its own
+    subcommands, checked by tests/unit/test_cli_registry.py; what the commands import stays in plain imports."""
+    chosen = [argv[0]] if argv and argv[0] in commands else list(commands)
+    return build_parser(prog, description, [importlib.import_module(commands[name]).add_parser for name in chosen])
 
 
 def run_cli(parser: argparse.ArgumentParser, argv: Sequence[str] | None, errors: tuple[type[Exception], ...]) -> int:
