@@ -10,7 +10,7 @@ from gn_thinlto.errors import GnThinltoError
 from goma_ext.cliapp import build_lazy_parser, run_cli
 from goma_ext.errors import GomaExtError
 
-# subcommand -> its module (tests/unit/test_cli.py checks each registers its name); in `--help` order
+# subcommand -> its module (tests/unit/test_cli_registry.py checks each registers its name); in `--help` order
 COMMANDS = {name: f"gn_thinlto.cli.{name}" for name in ("example", "gen", "explain", "cache", "trace", "report",
                                                          "parity")}
 

@@ -26,6 +26,6 @@ def test_dtlto_smallest(tmp_path: Path) -> None:
         # benchmark.c's index differs in every link of regular archives (lld 22 numbers its values after its
         # pid-named member files; docs/benchmarks.md): that job may execute again, the others hit
         assert rows["(d)"]["action_cache_hits"] >= rows["(d)"]["jobs"] - 1 and rows["(d)"]["fallbacks"] == 0
-    # the binaries as the last variant left them: (b)'s local links, (c)'s/(d)'s remote one of the benchmark program
+    # the binaries of (b)'s build directory: its local links, and (c)'s remote link of the benchmark program
     print("\n".join(same_code(Path(data["build_dir"]), Path(data["in_process_binaries"]),
                                cmake_projects.LIBDEFLATE.binaries)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,8 +175,11 @@ def test_imported_body_change_runs_only_changed_backends(built: Build) -> None:
 
 def test_the_build_writes_nothing_into_the_source_tree(built: Build) -> None:
     """The link wrappers import a module of their own: no __pycache__ may appear among the sources (the
-    benchmarks copy //build as text)."""
+    benchmarks copy //build as text), nor its bytecode where PYTHONPYCACHEPREFIX (`./dev test` sets it) would put
+    it: the wrappers write none."""
     assert not list(built.root.rglob("__pycache__"))
+    if sys.pycache_prefix:
+        assert not list((Path(sys.pycache_prefix) / built.root.resolve().relative_to("/")).rglob("*.pyc"))
 
 
 def test_trace_of_the_build_names_every_phase(built: Build, tmp_path: Path) -> None:
