@@ -23,8 +23,9 @@ SLOW_CLANG = "slow-clang-19"  # an allow-listed compiler that sleeps first, to f
 SLOW_DELAY_S = 2.0
 # The test clusters idle through most of the run, beside the tests: they poll 20x less than a real cluster
 # (goma_ext/cluster/server.py DEFAULT_POLL_S; the assigner every 0.2 s, not 10 ms). Measured, a cluster of three
-# workers idle for 40 s: 2.7 % of a core at 2 s, 6 % at 0.5 s, 30 % at the default; the example's 128 remote
-# backends took 47.9 s at 2 s and 49.9 s at 0.5 s (waiting bots are woken by the scheduler, not by their poll).
+# workers idle for 40 s: 3.7 % of a core at 1 s, 2.7 % at 2 s, 6 % at 0.5 s, 30 % at the default; the example's
+# 128 remote backends took 47.9 s at 2 s and 49.9 s at 0.5 s (waiting bots are woken by the scheduler, not by
+# their poll).
 TEST_POLL_S = 1.0
 INSTANCE = "gn-thinlto/test"  # a non-empty REAPI instance name, so resource names carry it
 _FILE = "cluster.json"
