@@ -69,10 +69,10 @@ def same_code(got: Path, want: Path, names: Sequence[str]) -> list[str]:
     WANT's (what a DTLTO link is held to against lld's in-process one); a line per binary, for a test to print."""
     lines = []
     for name in names:
-        a, b = got / name, want / name
-        assert defined_functions(a) == defined_functions(b), name
-        assert abs(text_size(a) - text_size(b)) <= 0.02 * text_size(b), f"{name}: {text_size(a)} vs {text_size(b)}"
-        lines.append(f"{name}: {len(defined_functions(a))} functions, .text {text_size(a)} vs {text_size(b)}")
+        functions, text, want_text = defined_functions(got / name), text_size(got / name), text_size(want / name)
+        assert functions == defined_functions(want / name), name
+        assert abs(text - want_text) <= 0.02 * want_text, f"{name}: {text} vs {want_text}"
+        lines.append(f"{name}: {len(functions)} functions, .text {text} vs {want_text}")
     return lines
 
 
