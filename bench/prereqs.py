@@ -8,6 +8,7 @@ from bench.measure import BenchError
 
 # Debian package -> a path it provides. Each is also in ./dev's package list (tests/unit/test_dev_packages.py).
 PACKAGES = {"time": Path("/usr/bin/time"), "googletest": Path("/usr/src/googletest/googletest/src/gtest-all.cc"),
+            "libgtest-dev": Path("/usr/include/gtest/gtest.h"),
             "cmake": Path("/usr/bin/cmake"), "zlib1g-dev": Path("/usr/include/zlib.h"),
             "clang-22": Path("/usr/bin/clang-22"), "lld-22": Path("/usr/bin/ld.lld-22"),
             "bubblewrap": Path("/usr/bin/bwrap")}  # the cluster's workers sandbox every action
