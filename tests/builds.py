@@ -80,8 +80,21 @@ def example_command_tree(dest: Path) -> None:
     (dest / EXAMPLE_STDOUT).write_text(proc.stdout)
 
 
+def example_in_process_tree(graph: Build, dest: Path) -> None:
+    """GRAPH (made by `example_command_tree`) copied to DEST and switched back to GN's own graph, in-process
+    ThinLTO in lld, as `gn-thinlto example --in-process` does it (run in DEST; its output kept, for
+    `example_stdout`): the compiles are GRAPH's, only the links run."""
+    tree = copy_example_tree(graph, dest)
+    proc = gn_thinlto("example", "--root", str(EXAMPLE_ROOT.relative_to(REPO)), "--out", "out/example",
+                      "--in-process", cwd=dest)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert tree == example_tree_in(dest)
+    (dest / EXAMPLE_STDOUT).write_text(proc.stdout)
+
+
 def example_stdout(tree: Build) -> str:
-    """What `gn-thinlto example` printed when it built TREE (made by `example_command_tree`)."""
+    """What `gn-thinlto example` printed when it built TREE (made by `example_command_tree` or
+    `example_in_process_tree`)."""
     return (tree.out.parent.parent / EXAMPLE_STDOUT).read_text()
 
 

@@ -30,6 +30,7 @@ from tests.builds import (  # noqa: F401 (re-exported: the helpers of every fold
     copy_example_tree,
     copy_without_backends,
     example_command_tree,
+    example_in_process_tree,
     example_stdout,
     example_tree_in,
     forget_backends,
@@ -183,6 +184,13 @@ def example_tree() -> Build:
     pytest-xdist worker: tests/run_shared.py), laid out as in the checkout (`example_command_tree`). Tests take
     copies (`copy_example_tree`), never this one."""
     return example_tree_in(run_shared.once("example-tree", example_command_tree))
+
+
+@pytest.fixture(scope="session")
+def example_in_process(example_tree: Build) -> Build:
+    """`example_tree` switched to in-process ThinLTO by `gn-thinlto example --in-process`, once per run: what the
+    graph's binaries are compared with. Tests read it or take copies, never change it."""
+    return example_tree_in(run_shared.once("example-in-process", lambda d: example_in_process_tree(example_tree, d)))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 By default through the gn-thinlto graph (reporting backend jobs and cache hits): the session's `example_tree` is
 built by that command, and its output is checked here; --in-process switches a copy of that build directory
-back to GN's own in-process ThinLTO links.
+back to GN's own in-process ThinLTO links (the session's `example_in_process`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builds import Build, copy_example_tree, example_stdout
+from tests.builds import Build, example_stdout
 from tests.conftest import EXAMPLE_ROOT, REPO
 
 pytestmark = pytest.mark.slow
@@ -44,19 +44,16 @@ def test_example_has_chromium_shape() -> None:
     assert any(p.suffix == ".c" for p in units) and any(p.suffix == ".S" for p in units)
 
 
-def test_example_builds_through_the_graph_then_in_process(example_tree: Build, tmp_path: Path) -> None:
+def test_example_builds_through_the_graph_then_in_process(example_tree: Build, example_in_process: Build) -> None:
     graph = example_stdout(example_tree)
     assert_all_self_checks_passed(graph)
     backends = next(line for line in graph.splitlines() if line.startswith("ThinLTO backends: "))
     assert int(backends.split()[2]) > 0 and " cache hits" in backends
     assert "input: gn_thinlto_final_link" in query(example_tree.out, "calc")
 
-    copy = copy_example_tree(example_tree, tmp_path)
-    in_process = example("--root", str(copy.root), "--out", str(copy.out), "--in-process")
-    assert in_process.returncode == 0, in_process.stdout + in_process.stderr
-    assert_all_self_checks_passed(in_process.stdout)
-    assert "input: link\n" in query(copy.out, "calc")
-    assert not (copy.out / "gn-thinlto").exists()
+    assert_all_self_checks_passed(example_stdout(example_in_process))  # a copy of example_tree, --in-process
+    assert "input: link\n" in query(example_in_process.out, "calc")
+    assert not (example_in_process.out / "gn-thinlto").exists()
 
 
 def test_example_command_rejects_a_root_without_dot_gn(tmp_path: Path) -> None:

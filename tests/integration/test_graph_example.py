@@ -22,7 +22,6 @@ from .test_graph_support import (
     edit_and_rebuild,
     executables,
     native_of,
-    plain_build_from,
     section_bytes,
     section_table,
     text_size,
@@ -46,8 +45,9 @@ def root(built: Build) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(built: Build) -> Build:
-    return plain_build_from(built, built.out.parent / "ref")
+def reference(example_in_process: Build) -> Build:
+    """GN's own graph of the same sources and args: in-process ThinLTO in lld."""
+    return example_in_process
 
 
 def _links(b: Build) -> dict[str, dict]:

@@ -38,14 +38,6 @@ def plain_build(root: Path, out: Path, args: str = "", targets: tuple[str, ...] 
     return b
 
 
-def plain_build_from(graph: Build, out: Path, args: str = "", targets: tuple[str, ...] = ()) -> Build:
-    """plain_build into OUT, a copy of the GRAPH build of the same sources and args (without gn-thinlto's state): the
-    compile commands are the same, so only the links run, in lld's process."""
-    copy_build_dir(graph.out, out)
-    shutil.rmtree(out / "gn-thinlto")
-    return plain_build(graph.root, out, args, targets)
-
-
 def disassembly(binary: Path) -> str:
     return subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True, check=True).stdout
 

@@ -206,13 +206,14 @@ def _tree(example_tree: Build, dest: Path) -> Path:
     return dest
 
 
-def test_local_builds_cache_and_inspect_pages(example_tree: Build, cluster: Cluster, tmp_path: Path,
-                                              guide_env: dict[str, str]) -> None:
+def test_local_builds_cache_and_inspect_pages(example_tree: Build, example_in_process: Build, cluster: Cluster,
+                                              tmp_path: Path, guide_env: dict[str, str]) -> None:
     """local-builds.md, then cache.md and inspect.md on its builds: local-builds.md's `gn-thinlto example
-    --in-process` is the in-process build inspect.md's parity compares the graph's with."""
+    --in-process` (in a copy of the session's in-process build, so it links nothing again) is the in-process build
+    inspect.md's parity compares the graph's with."""
     local = _tree(example_tree, tmp_path / "local")
     (local / "gn_thinlto.yaml").write_text("dyndep: true\n")
-    in_process = _tree(example_tree, tmp_path / "example-in-process")
+    in_process = _tree(example_in_process, tmp_path / "example-in-process")
     remote = copy_without_backends(example_tree, tmp_path / "example-remote").out.parent.parent
     pages = [
         Page("local-builds.md", local, guide_env,
