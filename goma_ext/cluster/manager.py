@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from goma_ext.cluster import acl, procs, redis_server, roles, sandboxing, secretfiles, tokens
+from goma_ext.cluster import acl, bgd_launch, procs, redis_server, roles, sandboxing, secretfiles, tokens
 from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir
 from goma_ext.cluster.roles import Role, parse_size, probe_host
 from goma_ext.cluster.server import (
@@ -345,7 +345,7 @@ def start_server(st: ClusterState) -> ClusterState:
     _write_atomically(config, render_config(settings))
     private_dir(settings.cas_dir)  # blobs are every build's inputs and outputs: no other local user reads them
     log = state / "logs" / "buildgrid.log"
-    pid = procs.spawn([str(bgd), "server", "start", str(config)], log)
+    pid = procs.spawn(bgd_launch.command(bgd, "server", "start", str(config)), log)
     try:
         _wait_ready(st, pid, log)
     except ClusterError:
@@ -380,7 +380,7 @@ def _start_cleanup(st: ClusterState) -> ClusterState:
     config = Path(st.state) / "cleanup.yml"
     config.write_text(render_cleanup_config(_server_settings(st), marks))
     bgd = ensure_venv(Path(st.server_venv))
-    cmd = [str(bgd), "cleanup", "start", str(config), "--sleep-interval", str(CLEANUP_INTERVAL_S)]
+    cmd = bgd_launch.command(bgd, "cleanup", "start", str(config), "--sleep-interval", str(CLEANUP_INTERVAL_S))
     pid = procs.spawn(cmd, Path(st.state) / "logs" / "cleanup.log")
     return replace(st, cleanup_pid=pid)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from goma_ext.cluster import bgd_launch
 from goma_ext.cluster.postgres import ClusterError
 from goma_ext.remote.identity import MATCH_PROPERTY_KEYS
 
@@ -267,6 +268,6 @@ def _authorization(s: ServerSettings) -> dict[str, object]:
 def migrate(bgd: Path, db_url: str, log: Path) -> None:
     with open(log, "a") as out:
         if subprocess.run(
-            [str(bgd), "migrate", "apply", db_url], stdout=out, stderr=subprocess.STDOUT, check=False
+            bgd_launch.command(bgd, "migrate", "apply", db_url), stdout=out, stderr=subprocess.STDOUT, check=False
         ).returncode:
             raise ClusterError(f"bgd migrate apply failed; see {log}")
