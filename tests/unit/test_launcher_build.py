@@ -1,0 +1,64 @@
+"""The step launcher is compiled once per source and compiler for a user, not once per build directory: later
+build directories get a copy from the user's cache, which is used only while no one else can write it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.steps.launcher_build import CACHE_SUBDIR, build_launcher
+
+LAUNCHER = "gn-thinlto/step-launcher"
+REAL_CC = shutil.which("cc") or shutil.which("gcc")
+pytestmark = pytest.mark.skipif(REAL_CC is None, reason="no cc or gcc to wrap")
+
+
+@pytest.fixture()
+def counted_cc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `cc` first on PATH that counts its runs (one a line in the returned file), and a cache home of our own."""
+    bin_dir, runs = tmp_path / "bin", tmp_path / "cc-runs"
+    bin_dir.mkdir()
+    cc = bin_dir / "cc"
+    cc.write_text(f'#!/bin/sh\necho run >> "{runs}"\nexec {REAL_CC} "$@"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-home"))
+    return runs
+
+
+def _compiles(runs: Path) -> int:
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def _build(out: Path) -> bytes:
+    assert build_launcher(str(out), LAUNCHER) == ""
+    launcher = out / LAUNCHER
+    assert os.access(launcher, os.X_OK)
+    return launcher.read_bytes()
+
+
+def test_a_second_build_directory_copies_the_launcher(counted_cc: Path, tmp_path: Path) -> None:
+    first, second = _build(tmp_path / "a"), _build(tmp_path / "b")
+    assert _compiles(counted_cc) == 1 and first == second
+    cache = tmp_path / "cache-home" / CACHE_SUBDIR
+    assert (cache.stat().st_mode & 0o777) == 0o700 and len(list(cache.iterdir())) == 1
+
+
+def test_a_cache_others_can_write_is_not_used(counted_cc: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache-home" / CACHE_SUBDIR
+    cache.mkdir(parents=True)
+    cache.chmod(0o777)
+    _build(tmp_path / "a")
+    _build(tmp_path / "b")
+    assert _compiles(counted_cc) == 2 and list(cache.iterdir()) == []
+
+
+def test_another_compiler_compiles_anew(counted_cc: Path, tmp_path: Path) -> None:
+    _build(tmp_path / "a")
+    cc = tmp_path / "bin" / "cc"
+    cc.write_text(cc.read_text() + "# upgraded\n")  # another size and modification time
+    _build(tmp_path / "b")
+    assert _compiles(counted_cc) == 2 and len(list((tmp_path / "cache-home" / CACHE_SUBDIR).iterdir())) == 2
