@@ -86,28 +86,67 @@ def _compile(cc: str, dest: str) -> str:
 def _cached(digest: str, cc: str) -> str:
     """Where this user's cache keeps the launcher compiled from the source with DIGEST by CC (the compiler's
     path, size and modification time in the name: another compiler, or this one upgraded, compiles anew), or ""
-    when there is no usable cache: $XDG_CACHE_HOME (else ~/.cache)/gn-thinlto/step-launcher, made 0700, used only
-    while it is this user's own and no one else may write it, as every build directory's backend edges run what
-    it holds."""
+    when there is no usable cache. It is $XDG_CACHE_HOME (else ~/.cache)/gn-thinlto/step-launcher, made 0700, and
+    used only while it and every directory above it belong to this user or root and no one else may write them
+    (as ssh checks ~/.ssh): every build directory's backend edges run what it holds, so no other user may be able
+    to put a file there or swap a directory on the way."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not os.path.isabs(base):
         return ""
     d = os.path.join(base, CACHE_SUBDIR)
     try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        st, compiler = os.lstat(d), os.stat(cc)
-    except OSError:
+        old = os.umask(0o077)
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        finally:
+            os.umask(old)
+        compiler = os.stat(cc)
+        if not (_private_path(d) and _private_path(os.path.realpath(d))) or os.stat(d).st_uid != os.geteuid():
+            return ""
+    except (OSError, RecursionError):
         return ""
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        return ""
-    key = hashlib.sha256(f"{digest}\0{os.path.realpath(cc)}\0{compiler.st_size}\0{compiler.st_mtime_ns}".encode())
-    return os.path.join(d, key.hexdigest()[:32])
+    source = b"\0".join([digest.encode(), os.fsencode(os.path.realpath(cc)), b"%d" % compiler.st_size,
+                         b"%d" % compiler.st_mtime_ns])
+    return os.path.join(d, hashlib.sha256(source).hexdigest()[:32])
+
+
+def _private_path(path: str) -> bool:
+    """PATH and each entry above it, as written (not following links): of this user or root, and directories no
+    one else may write. Checked both as written and resolved, no one else can change where the path leads."""
+    while True:
+        st = os.lstat(path)
+        if st.st_uid not in (0, os.geteuid()):
+            return False
+        if not stat.S_ISLNK(st.st_mode) and (not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o022):
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
 
 
 def _copy(cached: str, dest: str) -> bool:
-    """The cached launcher copied to DEST (executable); False when there is none (or it cannot be read)."""
+    """The cached launcher copied to DEST (executable); False when there is none, or it is not a regular file of
+    this user's that no one else may write, or not an ELF file (anything amiss: the caller compiles)."""
     try:
-        shutil.copyfile(cached, dest)
+        fd = os.open(cached, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return False
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if not data.startswith(b"\x7fELF"):
+        return False
+    try:
+        with open(dest, "wb") as out:
+            out.write(data)
         os.chmod(dest, 0o755)
         return True
     except OSError:
@@ -115,11 +154,17 @@ def _copy(cached: str, dest: str) -> bool:
 
 
 def _store(built: str, cached: str) -> None:
-    """BUILT kept as CACHED for the next build directory: copied beside it, then renamed (never half a file)."""
+    """BUILT kept as CACHED for the next build directory: written beside it, synced, then renamed (never half a
+    file, also after a crash)."""
     tmp = f"{cached}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
-        shutil.copyfile(built, tmp)
-        os.chmod(tmp, 0o755)
+        with open(built, "rb") as f:
+            data = f.read()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o755)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, cached)
     except OSError:
         if os.path.lexists(tmp):
