@@ -5,8 +5,8 @@ in-process backends against goma-ext as lld's DTLTO distributor, side by side in
 
 Rows: (a) lld in-process; (b) goma-ext local (a cold backend cache each time); (c) goma-ext remote on the local
 cluster, cold (a new cache salt each time, no local backend cache); (d) remote from a fresh build directory
-with (c)'s salt: the action cache should serve every job, libgtest.a's member (which lld extracts to a file
-named after its pid) and the jobs importing from it included.
+with (c)'s salt: the action cache should serve every job, members of bitcode archives (which lld extracts to
+files named after its pid) and the jobs importing from them included.
 Each link is timed alone (`ninja ninja_test` after removing the binary), its median of --repeat runs;
 peak RSS is the largest process of the link's tree. The binaries pass ninja_test. (a)'s binaries are kept in
 CACHE/dtlto-bench/PROJECT/in-process for comparing their code with the other variants' (the results name that

@@ -19,22 +19,26 @@ from typing import Any
 
 
 def command(bgd: Path, *args: str) -> list[str]:
-    """The command line that runs `bgd ARGS` (BGD: the server venv's bgd) through this launcher."""
-    return [str(bgd.with_name("python")), str(Path(__file__).resolve()), *args]
+    """The command line that runs `bgd ARGS` (BGD: the server venv's bgd) through this launcher (`-P`: this
+    file's directory, goma_ext/cluster, is not put on the module path, where its modules would shadow others)."""
+    return [str(bgd.with_name("python")), "-P", str(Path(__file__).resolve()), *args]
 
 
 def _check_schema_once() -> None:
     import jsonschema
     from jsonschema import exceptions, validators
 
-    checked: set[int] = set()
+    checked: list[Any] = []  # the `definitions` dicts checked, held: an id() alone could be a freed dict's
 
     def validate(instance: Any, schema: dict[str, Any], cls: Any = None, *args: Any, **kwargs: Any) -> None:
         cls = cls or validators.validator_for(schema)
-        definitions = id(schema.get("definitions", schema))  # one dict, shared by every object's schema
-        if definitions not in checked:
-            cls.check_schema(schema)
-            checked.add(definitions)
+        # The schema without its definitions each time (a few keys), its definitions once per dict (BuildGrid
+        # hands the same dict with every object's schema): together, all that jsonschema.validate checks.
+        cls.check_schema({k: v for k, v in schema.items() if k != "definitions"})
+        definitions = schema.get("definitions")
+        if definitions is not None and not any(d is definitions for d in checked):
+            cls.check_schema({k: v for k, v in schema.items() if k in ("$schema", "definitions")})
+            checked.append(definitions)
         error = exceptions.best_match(cls(schema, *args, **kwargs).iter_errors(instance))
         if error is not None:
             raise error
