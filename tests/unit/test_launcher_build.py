@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.steps.launcher_build import CACHE_SUBDIR, build_launcher
+from gn_thinlto.steps.launcher_build import CACHE_SUBDIR, build_launcher, c_compiler
 from tests.builds import REPO
 
 LAUNCHER = "gn-thinlto/step-launcher"
-REAL_CC = shutil.which("cc") or shutil.which("gcc")
-pytestmark = pytest.mark.skipif(REAL_CC is None, reason="no cc or gcc to wrap")
+REAL_CC = c_compiler()  # what gn gen would use (a new Debian with the example's packages has only clang-N)
+pytestmark = pytest.mark.skipif(not REAL_CC, reason="no C compiler on PATH (./dev installs clang-19)")
 
 
 @pytest.fixture()
@@ -34,7 +34,8 @@ def cache_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 @pytest.fixture()
 def counted_cc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_home: Path) -> Path:
-    """A `cc` first on PATH that counts its runs (one a line in the returned file)."""
+    """A `cc` first on PATH (the first name gn gen looks for) that counts its runs (one a line in the returned
+    file) and runs the compiler gn gen would have used."""
     bin_dir, runs = tmp_path / "bin", tmp_path / "cc-runs"
     bin_dir.mkdir()
     cc = bin_dir / "cc"
