@@ -10,6 +10,7 @@ import stat
 import subprocess
 
 from thinlto_base.fsutil import write_if_changed
+from thinlto_base.trust import Trust, Untrusted
 
 LAUNCHER_SOURCE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "launcher.c")
 C_COMPILERS = ("cc", "gcc", "clang")  # then any clang-N on PATH (Debian's clang-19 has no plain `clang`)
@@ -112,12 +113,20 @@ def _cached(digest: str, cc: str) -> str:
 
 def _private_path(path: str) -> bool:
     """PATH and each entry above it, as written (not following links): of this user or root, and directories no
-    one else may write. Checked both as written and resolved, no one else can change where the path leads."""
+    one else may write (the backend cache's default trust, thinlto_base.trust; a link's mode means nothing).
+    Checked both as written and resolved, no one else can change where the path leads."""
+    trust = Trust()
     while True:
         st = os.lstat(path)
-        if st.st_uid not in (0, os.geteuid()):
-            return False
-        if not stat.S_ISLNK(st.st_mode) and (not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o022):
+        try:
+            if stat.S_ISLNK(st.st_mode):
+                if not trust.trusts(st.st_uid):
+                    return False
+            elif not stat.S_ISDIR(st.st_mode):
+                return False
+            else:
+                trust.check(st)
+        except Untrusted:
             return False
         parent = os.path.dirname(path)
         if parent == path:
@@ -129,19 +138,13 @@ def _copy(cached: str, dest: str) -> bool:
     """The cached launcher copied to DEST (executable); False when there is none, or it is not a regular file of
     this user's that no one else may write, or not an ELF file (anything amiss: the caller compiles)."""
     try:
-        fd = os.open(cached, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            return False
-        with os.fdopen(os.dup(fd), "rb") as f:
+        with os.fdopen(os.open(cached, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return False
             data = f.read()
     except OSError:
         return False
-    finally:
-        os.close(fd)
     if not data.startswith(b"\x7fELF"):
         return False
     try:
