@@ -43,5 +43,11 @@ def two_step_commands(argv: Sequence[str], level: str, module: str) -> tuple[tup
     optimize = (*(a for a in args if not a.startswith("-gsplit-dwarf")), "-emit-llvm")
     args[out] = output
     args[args.index("ir") + 1] = module
-    codegen = [a for a in args if not a.startswith(("-O", "-fthinlto-index=")) and a != "-funroll-loops"]
-    return optimize, (*codegen, f"-O{level}", "-Xclang", "-disable-llvm-passes")
+    return optimize, codegen_only([a for a in args if not a.startswith("-fthinlto-index=")], level)
+
+
+def codegen_only(args: Sequence[str], level: str | int) -> tuple[str, ...]:
+    """ARGS (a backend's clang command or flags) as code generation alone at LEVEL: no optimization pipeline,
+    which the module already went through (the second step above; a partition of the regular-LTO module)."""
+    kept = [a for a in args if not a.startswith("-O") and a != "-funroll-loops"]
+    return (*kept, f"-O{level}", "-Xclang", "-disable-llvm-passes")

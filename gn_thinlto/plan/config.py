@@ -20,6 +20,7 @@ Example (every key optional):
     step_server: true             # false: each backend edge runs the Python step itself (no launcher, no server)
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
+    lto_partitions: auto          # the regular-LTO module's code generation: auto, off, or a number of edges
     dyndep: true                  # false: no dyndep file (for builders without dyndep, e.g. Siso): the final
                                   # link waits for every backend; unused lazy members compile to empty objects
     link_wrappers:                # wrappers whose inner link command gn-thinlto cannot find by itself
@@ -42,6 +43,9 @@ from thinlto_base.settings import REQUIRED, Setting, defaults, sub_keys, top_key
 from thinlto_base.trust import unknown_users
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
+MAX_PARTITIONS = 64  # the most partition edges a config (or a link's --lto-partitions) may ask for
+AUTO_PARTITIONS = 8  # partition edges `lto_partitions: auto` plans per link
+AUTO_PARTITION_MIB = 4  # `auto`: one partition per this many MiB of split-LTO-unit input (steps/partitions.py)
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Config:
     cache_trusted_writers: tuple[str, ...] = ()  # users (names or uids) whose cache entries count, besides you
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
     dyndep: bool = True  # False: the final link depends on every backend output, no dyndep file
+    lto_partitions: int | str = "auto"  # "auto", "off", or N >= 1 partition edges (docs/design/partitions.md)
     link_wrappers: tuple[LinkWrapper, ...] = ()
     source: str = field(default="(defaults)", compare=False)
 
@@ -125,6 +130,12 @@ SETTINGS: tuple[Setting, ...] = (  # what parse_config knows and defaults to; do
     Setting("remote", "mapping", {}, "run backends over REAPI: the keys of the `remote:` section below"),
     Setting("dyndep", "boolean", Config.dyndep,
             "false: no dyndep file (for builders without dyndep, e.g. Siso): the final link waits for every backend"),
+    Setting("lto_partitions", f"`auto`, `off` or an integer 1–{MAX_PARTITIONS}", Config.lto_partitions,
+            "the regular-LTO module (CFI, whole-program devirtualization) is compiled by partition edges after the "
+            f"thin link, as lld's `--lto-partitions=N` would: `auto` plans {AUTO_PARTITIONS} edges and uses one "
+            f"per {AUTO_PARTITION_MIB} MiB of the link's split-LTO-unit bitcode (below 2, the thin link compiles "
+            "the module itself, as today), `N` always N (a link's own `--lto-partitions=N` wins over `auto`), "
+            "`off` never"),
     Setting("step_server", "boolean", Config.step_server,
             "false: each backend edge runs the Python step itself (no launcher, no server)"),
     Setting("link_wrappers", "list of mappings", [],
@@ -211,6 +222,13 @@ def parse_config(data: Any, source: str) -> Config:
     dyndep = top.get("dyndep", _DEFAULTS["dyndep"])
     if not isinstance(dyndep, bool):
         raise GnThinltoError(f"{source}: dyndep: expected true or false, got {dyndep!r}")
+    partitions = top.get("lto_partitions", _DEFAULTS["lto_partitions"])
+    if partitions is False:  # YAML reads a bare `off` as false
+        partitions = "off"
+    if partitions not in ("auto", "off") and not (
+            isinstance(partitions, int) and not isinstance(partitions, bool) and 1 <= partitions <= MAX_PARTITIONS):
+        raise GnThinltoError(f"{source}: lto_partitions: expected auto, off or an integer 1-{MAX_PARTITIONS}, "
+                             f"got {partitions!r}")
     step_server = top.get("step_server", _DEFAULTS["step_server"])
     if not isinstance(step_server, bool):
         raise GnThinltoError(f"{source}: step_server: expected true or false, got {step_server!r}")
@@ -231,6 +249,7 @@ def parse_config(data: Any, source: str) -> Config:
         cache_trusted_writers=trusted,
         remote=tuple(sorted(remote.items())),
         dyndep=dyndep,
+        lto_partitions=partitions,
         step_server=step_server,
         link_wrappers=_link_wrappers(top.get("link_wrappers", _DEFAULTS["link_wrappers"]), f"{source}: link_wrappers"),
         source=source,

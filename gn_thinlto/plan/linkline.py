@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.plan.config import MAX_PARTITIONS
 from gn_thinlto.plan.lld_options import (
     LTO_LOOKING,
     LinkerOption,
@@ -54,6 +55,7 @@ class LinkAnalysis:
     cache_policy: str = ""  # the link's --thinlto-cache-policy (lld's cache; the backend cache adopts it)
     opt_level: int = 2  # lld's LTO optimization level (--lto-O<n>)
     cg_opt_level: int = 2  # lld's LTO code generation level (--lto-CGO<n>, default clamp(opt_level, 2, 3))
+    lto_partitions: int = 0  # the link's --lto-partitions=N (0: not given)
 
 
 @dataclass
@@ -66,6 +68,7 @@ class _Routed:
     backend: list[str] = field(default_factory=list)
     drop: set[str] = field(default_factory=set)
     cache_policy: str = ""
+    partitions: int = 0
 
 def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
     """(argv index, linker argument) for every -Wl,… / -Xlinker argument, in order."""
@@ -168,6 +171,11 @@ def _route_linker_args(argv: Sequence[str]) -> _Routed:
             out.mllvm.append(routed.value)
         elif kind is LinkerOption.BACKEND:
             out.backend.extend(backend_spelling(routed))
+        elif kind is LinkerOption.PARTITIONS:
+            if not routed.value.isdigit() or not 1 <= int(routed.value) <= MAX_PARTITIONS:
+                raise Refused(f"{arg}: gn-thinlto runs 1 to {MAX_PARTITIONS} regular-LTO partitions")
+            out.partitions = int(routed.value)
+            out.drop.add(argv[idx])  # the thin link writes the module; the planner's edges compile its partitions
         elif kind is LinkerOption.DROP:
             out.drop.add(argv[idx])
             if arg.lstrip("-").startswith("thinlto-cache-policy="):
@@ -262,7 +270,7 @@ def analyze(argv: Sequence[str]) -> LinkAnalysis:
         flags.append("-gsplit-dwarf" if fission == "split" else f"-gsplit-dwarf={fission}")
     cg_level = routed.cg_opt_level if routed.cg_opt_level is not None else min(max(routed.opt_level, 2), 3)
     return LinkAnalysis(mode, tuple(flags), frozenset(routed.drop), split, fission == "split", routed.cache_policy,
-                        routed.opt_level, cg_level)
+                        routed.opt_level, cg_level, routed.partitions)
 
 
 def apply_overrides(flags: Sequence[str], add: Sequence[str], remove: Sequence[str]) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ class LinkerOption(enum.Enum):
     CG_OPT_LEVEL = "cg_opt_level"  # --lto-CGO<n>: Config.CGOptLevel (code generation; default clamp(n, 2, 3))
     MLLVM = "mllvm"  # -mllvm X, -plugin-opt=-X: backend -mllvm X (and the thin link keeps it)
     BACKEND = "backend"  # a codegen option: the backends get the clang spelling (the row's detail, {} = value)
+    PARTITIONS = "partitions"  # --lto-partitions=N: the regular-LTO module's codegen in N partitions (edges)
     THIN_LINK_ONLY = "thin_link_only"  # read by the thin link alone (index-time decisions, jobs, regular LTO)
     IGNORED = "ignored"  # accepted and ignored by lld itself
     DROP = "drop"  # in-process cache and debugging outputs: meaningless for an index-only link
@@ -53,7 +54,8 @@ LINKER_OPTIONS: tuple[tuple[re.Pattern[str], LinkerOption, str], ...] = (
     (re.compile(r"--?plugin-opt=mcpu=(.+)$"), LinkerOption.BACKEND, "-Xclang -target-cpu -Xclang {}"),
     (re.compile(r"--?plugin-opt=(thinlto)$"), LinkerOption.IGNORED, ""),
     (re.compile(r"--?(?:thinlto-jobs|plugin-opt=jobs)=(.+)$"), LinkerOption.THIN_LINK_ONLY, ""),
-    (re.compile(r"--?lto-partitions=(.+)$"), LinkerOption.THIN_LINK_ONLY, ""),  # regular LTO: the thin link's
+    # lld --thinlto-index-only keeps only the first partition of the regular-LTO module: the planner's edges
+    (re.compile(r"--?(?:lto-partitions|plugin-opt=lto-partitions)=(.+)$"), LinkerOption.PARTITIONS, ""),
     (re.compile(r"--?(lto-validate-all-vtables-have-type-infos|lto-known-safe-vtables=.*)$"),
      LinkerOption.THIN_LINK_ONLY, ""),
     (re.compile(r"--?thinlto-cache-(dir|policy)=.*$"), LinkerOption.DROP, ""),

@@ -53,6 +53,11 @@ class ThinLinkManifest:
     # GN's implicit inputs): their contents and the manifest decide whether lld must run again.
     inputs: tuple[str, ...] = ()
     state: str = ""  # the step's record of the last successful run (fingerprint and per-file digests)
+    # The regular-LTO module's partition edges (0: none, the thin link compiles the module itself): the thin
+    # link writes PARTITION_DIR/part<K>.bc for each (steps/partitions.py), "auto" choosing how many it fills.
+    partition_dir: str = ""
+    partitions: int = 0
+    partition_mode: str = ""  # "auto" or "fixed" (as lld's --lto-partitions=N)
 
     # Each object is named once in the manifest (a 30,000-object link's manifest is as large as its ninja
     # file otherwise); its index, imports and native paths follow from it, as the thin-link step derives them.

@@ -13,7 +13,7 @@ from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.gn.ninja_text import Rule, evaluate_rule_binding
 from gn_thinlto.gn.project import GnProject, GnTarget
 from gn_thinlto.plan import linkline
-from gn_thinlto.plan.config import Config, TestonlyMode
+from gn_thinlto.plan.config import AUTO_PARTITIONS, Config, TestonlyMode
 from gn_thinlto.plan.linkline import LtoMode, Refused
 from gn_thinlto.plan.links import GnGraph, GnLink, InputClassifier, LinkInput, Producer, gn_link, producers_of, rules_of
 from gn_thinlto.plan.model import (
@@ -30,10 +30,10 @@ from gn_thinlto.plan.model import (
     ThinLink,
     ThinLinkManifest,
 )
-from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths
+from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths, partition_paths
 from thinlto_base.policy import PolicyError, parse_policy
 from thinlto_base.split_dwarf import split_dwarf_file
-from thinlto_base.two_step import CODEGEN_OPTION
+from thinlto_base.two_step import CODEGEN_OPTION, codegen_only
 
 __all__ = ["GnGraph", "assemble", "plan_graph", "plan_link", "plan_target", "selected_links", "target_directory"]
 
@@ -196,6 +196,48 @@ def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Bac
     return tuple(Backend(b, f"{index}{b}{INDEX_SUFFIX}", native_of[b], command) for b in f.bitcode)
 
 
+def _partition_count(f: _LinkFacts, config: Config) -> tuple[int, str]:
+    """(partition edges, "auto" or "fixed") for F's regular-LTO module; (0, "") when the thin link compiles it.
+
+    A link without split LTO units (no CFI, no whole-program devirtualization) has no regular-LTO module to
+    speak of: it keeps today's path. The link's own --lto-partitions=N is what lld would do in-process; it
+    wins over `auto`. lld --thinlto-index-only keeps only the first of N > 1 partitions, so such a link cannot
+    stay with the thin link."""
+    asked = f.analysis.lto_partitions
+    if config.lto_partitions == "off":
+        if asked > 1:
+            raise Refused(f"the link asks for --lto-partitions={asked}, which needs partition edges "
+                          "(lto_partitions: off in the config)")
+        return 0, ""
+    if not f.analysis.split_lto_unit:
+        if asked > 1:
+            raise Refused(f"--lto-partitions={asked} without split LTO units (-fsplit-lto-unit, CFI or "
+                          "whole-program devirtualization): no regular-LTO module gn-thinlto can see at gen time")
+        return 0, ""
+    if asked:
+        return asked, "fixed"
+    if config.lto_partitions == "auto":
+        return AUTO_PARTITIONS, "auto"
+    return int(config.lto_partitions), "fixed"
+
+
+def _partition_backends(f: _LinkFacts, count: int) -> tuple[Backend, ...]:
+    """The edges compiling partitions 0…COUNT-1 of F's regular-LTO module, as lld's code generation does it
+    (thinlto_base.two_step: the module is already optimized; checked byte for byte against lld's partitions)."""
+    command = BackendCommand((f.compiler, "-c", "-x", "ir"),
+                             ("-Wno-unused-command-line-argument", *codegen_only(f.flags, f.analysis.cg_opt_level)))
+    out = []
+    for k in range(count):
+        bitcode, native = partition_paths(_partition_dir(f.tdir), k)
+        dwo = split_dwarf_file(command.flags, native) if f.analysis.split_dwarf else ""
+        out.append(Backend(bitcode, "", native, command, dwo))
+    return tuple(out)
+
+
+def _partition_dir(tdir: str) -> str:
+    return f"{tdir}/lto"
+
+
 def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:
     """GN's link command, wrapper and all, with our response file as its inputs (no groups around --start-lib)."""
     inner = f.link.inner([f"@{final_rsp}"])
@@ -238,8 +280,10 @@ def plan_target(
         return target_plan(None, (), final), backends
     minimized = _minimized(f.bitcode, producers) if config.minimized_bitcode else {}
     dyndep = f"{f.tdir}/final.dd" if config.dyndep else ""
+    partitions = _partition_count(f, config)
+    partition_backends = _partition_backends(f, partitions[0])
     thin = _thin_link(target, link, f.inputs, f.analysis, f.tdir, f.bitcode, native_of, final_rsp, minimized,
-                      dyndep)
+                      dyndep, partitions)
     if dyndep:
         # Only the dyndep file links the final link to the thin link: ninja loads a dyndep file when the node
         # is finished, but would schedule the final link as soon as any other output of the same edge is.
@@ -247,10 +291,10 @@ def plan_target(
     else:
         # No dyndep: wait for the response file the thin link writes, and for every backend (the natives of
         # unused lazy members are empty objects, compiled from lld's skip-flagged index files).
-        after_thin_link = (final_rsp, *(native_of[b] for b in f.bitcode))
+        after_thin_link = (final_rsp, *(native_of[b] for b in f.bitcode), *(p.native for p in partition_backends))
     final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, *after_thin_link),
                       link.edge.order_only, final_argv, dyndep, final_rsp, (), description, link.restat, link.pool)
-    return target_plan(thin, backends, final), ()
+    return target_plan(thin, (*backends, *partition_backends), final), ()
 
 
 MINIMIZED_SUFFIX = ".thinlink.o"
@@ -275,7 +319,8 @@ def _minimized(bitcode: Sequence[str], producers: Mapping[str, Producer]) -> dic
 
 def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], analysis: linkline.LinkAnalysis,
                tdir: str, bitcode: Sequence[str], native_of: Mapping[str, str],
-               final_rsp: str, minimized: Mapping[str, str], dyndep: str) -> ThinLink:
+               final_rsp: str, minimized: Mapping[str, str], dyndep: str,
+               partitions: tuple[int, str] = (0, "")) -> ThinLink:
     stage = f"{tdir}/stage"
     items, lazy = _thin_link_items(inputs, link.whole_archive)
     if minimized:
@@ -311,8 +356,11 @@ def _thin_link(target: GnTarget, link: GnLink, inputs: Sequence[LinkInput], anal
         native_dir=_native_dir(tdir),  # native_of[b] for every b (plan_target puts them there)
         dyndep=dyndep, minimized=tuple(sorted((v, k) for k, v in minimized.items())),
         inputs=tuple(dict.fromkeys(files_read)), state=f"{tdir}/thinlink.state.json",
+        partition_dir=_partition_dir(tdir) if partitions[0] else "", partitions=partitions[0],
+        partition_mode=partitions[1],
     )
     implicit_outputs = [f for b in bitcode for f in index_paths(stage, index_dir, b)[2:]] + [split[1]]
+    implicit_outputs += [partition_paths(_partition_dir(tdir), k)[0] for k in range(partitions[0])]
     manifest_path = f"{tdir}/thinlink.json"
     return ThinLink(
         outputs=(manifest.used_list, final_rsp, *((dyndep,) if dyndep else ())),

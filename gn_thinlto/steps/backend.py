@@ -76,6 +76,12 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
     """(exit status, whether the job missed the cache) of serving JOB: run() without pruning. WANTED raises
     when the step is no longer wanted (the step server's launcher is gone): it is called before each write of
     an output, so a step that ninja stopped never writes one after a new build has."""
+    if not job.index and _empty(job.bitcode):  # a partition edge the thin link left unused (steps.partitions)
+        wanted()
+        for path in (job.output, job.dwo):
+            if path:
+                write_if_changed(path, b"")
+        return 0, False
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
     wanted()
@@ -94,6 +100,14 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
         if launcher:
             return run_launched(job, key, content, store, log, launcher, runner, wanted), True
         return run_local(job, key, store, log, runner, wanted), True
+
+
+def _empty(path: str) -> bool:
+    """Whether PATH is an empty file: no compiler writes one, the thin link does for an unused partition."""
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False  # the job's own read reports it
 
 
 def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str], runner: Runner,

@@ -20,10 +20,11 @@ SCHEMA: dict[str, str] = {
     "native_dir": "path", "rsp_path": "path", "final_rsp": "path", "dyndep": "path", "staged_used_list": "path",
     "why_extract": "path", "state": "path", "argv": "command", "rsp_lines": "strings", "bitcode": "paths",
     "inputs": "paths", "eager_inputs": "paths", "lazy_natives": "paths", "split_object": "path pair",
-    "minimized": "pairs",
+    "minimized": "pairs", "partition_dir": "path", "partitions": "count", "partition_mode": "string",
 }
-# `state` and `inputs` (the fingerprint's) are absent from manifests written before the fingerprint existed.
-EVERY_KEY = frozenset(SCHEMA) - {"state", "inputs"}
+# `state` and `inputs` (the fingerprint's) are absent from manifests written before the fingerprint existed;
+# the partition keys from those written before partition edges (and from links without them).
+EVERY_KEY = frozenset(SCHEMA) - {"state", "inputs", "partition_dir", "partitions", "partition_mode"}
 
 
 def _bad_string(value: Any, path: bool) -> str | None:
@@ -41,6 +42,9 @@ def _problem(kind: str, value: Any) -> str | None:
     """Why VALUE is not of KIND (see SCHEMA), or None."""
     if kind in ("string", "path"):
         return _bad_string(value, kind == "path")
+    if kind == "count":
+        return None if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 1024 else \
+            "not a small non-negative integer"
     if not isinstance(value, list):
         return "not a list"
     if kind == "command" and not value:

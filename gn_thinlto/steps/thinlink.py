@@ -72,14 +72,14 @@ def read_why_extract(path: str) -> list[tuple[str, str]]:
 
 
 def compose_final_inputs(
-    m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], with_split: bool = False
+    m: dict[str, Any], used: Sequence[str], why: Sequence[tuple[str, str]], regular: Sequence[str] = ()
 ) -> list[str]:
     """The final link's inputs in the order lld's in-process ThinLTO link would have placed their sections.
 
     Native objects first, in command-line order, each followed by the lazy native members its parse
     extracted (per --why-extract, also through extracted bitcode); unextracted lazy members stay in a lazy
-    group; then the split regular-LTO object and the natives of the used bitcode in the thin link's order
-    (lld appends its LTO outputs after every input file).
+    group; then the REGULAR-LTO objects (the split object, or the partitions' in order) and the natives of the
+    used bitcode in the thin link's order (lld appends its LTO outputs after every input file).
     """
     native_of = manifest_natives(m)
     lazy = set(m["lazy_natives"])
@@ -112,8 +112,7 @@ def compose_final_inputs(
     remaining = [x for x in m["lazy_natives"] if x not in placed]
     if remaining:
         out.extend(("-Wl,--start-lib", *remaining, "-Wl,--end-lib"))
-    split = [m["split_object"][1]] if with_split else []
-    return [*out, *split, *(native_of[u] for u in used)]
+    return [*out, *regular, *(native_of[u] for u in used)]
 
 
 def fingerprint(
@@ -192,7 +191,14 @@ def thin_link(m: dict[str, Any]) -> int:
     stage = m["stage_dir"]
     shutil.rmtree(stage, ignore_errors=True)
     os.makedirs(stage)
-    proc = subprocess.run(m["argv"], capture_output=True, text=True)
+    partitions, reason = 0, ""
+    if m.get("partitions"):
+        from gn_thinlto.steps import partitions as parts
+
+        partitions, reason = parts.count(m)
+    # With 2 or more partitions lld writes the optimized regular-LTO module to its -o, for the partition edges
+    argv = [*m["argv"], parts.EMIT_MODULE] if partitions >= 2 else m["argv"]
+    proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout + proc.stderr)
         print(f"gn-thinlto: thin link of {m['target']} failed (exit {proc.returncode})", file=sys.stderr)
@@ -209,9 +215,15 @@ def thin_link(m: dict[str, Any]) -> int:
         raise GnThinltoError(f"thin link of {m['target']}: lld wrote no regular-LTO object {staged}")
     replace_if_changed(staged, kept)
     from gn_thinlto.steps.dyndep import dyndep_text
-    from gn_thinlto.steps.elf_probe import has_real_symbols
 
-    with_split = has_real_symbols(kept)
+    if partitions >= 2:  # the partition edges compile the module lld wrote
+        regular = parts.split(m, argv[argv.index("-o") + 1], partitions, reason)
+    else:
+        from gn_thinlto.steps.elf_probe import has_real_symbols
+
+        regular = [kept] if has_real_symbols(kept) else []
+        if m.get("partitions"):
+            parts.leave(m, [], partitions, f"{reason}: the thin link compiled the module")
     used = used_bitcode(m["staged_used_list"], m["stage_dir"])
     unknown = sorted(set(used) - set(m["bitcode"]))
     if unknown:
@@ -219,12 +231,12 @@ def thin_link(m: dict[str, Any]) -> int:
     write_if_changed(m["used_list"], "".join(f"{u}\n" for u in used))
     full = dict(m["minimized"])
     why = [(full.get(r, r), full.get(x, x)) for r, x in read_why_extract(m["why_extract"])]
-    rsp = "\n".join(shlex.quote(x) for x in compose_final_inputs(m, used, why, with_split)) + "\n"
+    rsp = "\n".join(shlex.quote(x) for x in compose_final_inputs(m, used, why, regular)) + "\n"
     write_if_changed(m["final_rsp"], rsp)
     if not m["dyndep"]:  # config dyndep: false; the final link depends on every native statically
         return 0
     native_of = manifest_natives(m)
-    natives = [m["split_object"][1], *(native_of[u] for u in used)]
+    natives = [*(regular if m.get("partitions") else [m["split_object"][1]]), *(native_of[u] for u in used)]
     # The rsp digest makes the dyndep file (the final link's only input from this edge) change with the rsp.
     digest = hashlib.sha256(rsp.encode()).hexdigest()
     write_if_changed(m["dyndep"], dyndep_text(m["final_output"], natives, digest))

@@ -23,3 +23,8 @@ def manifest_index_files(m: Mapping[str, Any]) -> list[tuple[str, str, str, str,
 def manifest_natives(m: Mapping[str, Any]) -> dict[str, str]:
     """Every bitcode object of manifest M (JSON) -> its native object."""
     return {b: f"{m['native_dir']}/{b}" for b in m["bitcode"]}
+
+
+def partition_paths(partition_dir: str, k: int) -> tuple[str, str]:
+    """Partition K of a link's regular-LTO module: its bitcode (the thin link writes it) and its object."""
+    return f"{partition_dir}/part{k}.bc", f"{partition_dir}/part{k}.o"
