@@ -1,0 +1,82 @@
+"""[partition] The regular-LTO module compiled by partition edges, on the example built for real: every function
+of in-process lld with the same --lto-partitions=3; an edit outside the module reruns no partition; a module
+with whole-program devirtualization's branch funnels is one partition and its binary runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gn_thinlto.analysis.parity import compare_builds
+
+from ..builds import EXAMPLE_ROOT, Build, gen_and_build
+from .test_graph_support import plain_build
+
+# CFI without whole-program devirtualization: a regular-LTO module without branch funnels, which LLVM can split
+SPLITTABLE = "use_whole_program_vtables=false lto_partitions=3"
+TARGETS = ("calc", "codec_unittests")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("partitions") / "src"  # build dirs beside it, as deep as one another
+    shutil.copytree(EXAMPLE_ROOT, dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def graph(root: Path) -> Build:
+    return gen_and_build(root, root.parent / "graph", f"--args={SPLITTABLE}", targets=TARGETS)
+
+
+@pytest.fixture(scope="module")
+def in_process(root: Path) -> Build:
+    return plain_build(root, root.parent / "inproc", SPLITTABLE, targets=TARGETS)
+
+
+def _record(b: Build, target: str) -> dict[str, object]:
+    return json.loads((b.out / f"gn-thinlto/{target}/lto/partitions.json").read_text())
+
+
+def test_partitions_are_compiled_by_their_edges_as_lld_compiles_them(graph: Build, in_process: Build) -> None:
+    record = _record(graph, "calc")
+    assert record["partitions"] == 3 and record["why"] == "fixed: 3"
+    objects = [graph.out / f"gn-thinlto/calc/lto/part{k}.o" for k in range(3)]
+    assert all(o.stat().st_size > 0 for o in objects)
+    rsp = (graph.out / "gn-thinlto/calc/final.rsp").read_text().split()
+    assert [line for line in rsp if "/lto/" in line] == [f"gn-thinlto/calc/lto/part{k}.o" for k in range(3)]
+    assert (graph.out / "gn-thinlto/calc/lto.split.o").stat().st_size == 0  # lld compiled nothing itself
+    results = compare_builds(in_process.out, graph.out)
+    assert {r.name for r in results} >= {"calc", "codec_unittests"}
+    assert all(r.at_parity for r in results), "\n".join(r.line() for r in results)
+    assert graph.run_binary("calc")
+
+
+def test_an_edit_outside_the_regular_lto_module_reruns_no_partition(graph: Build) -> None:
+    source = graph.root / "base/math/gcd.cc"
+    text = source.read_text()
+    assert "return" in text
+    before = len(graph.log_entries())
+    source.write_text(text.replace("return", "return 0 +", 1))
+    try:
+        graph.ninja(*TARGETS)
+        ran = graph.ran_since(before)
+    finally:
+        source.write_text(text)
+    assert any(r.endswith("calc/used.txt") for r in ran), ran  # the thin link ran again
+    assert [r for r in ran if "/lto/part" in r and r.endswith(".bc")], ran  # the thin link's outputs, unchanged
+    assert not [r for r in ran if "/lto/part" in r and r.endswith(".o")], ran  # so restat skipped every edge
+
+
+def test_a_module_with_branch_funnels_is_one_partition(root: Path) -> None:
+    b = gen_and_build(root, root.parent / "funnels", "--args=lto_partitions=3", targets=("calc",))
+    record = _record(b, "calc")
+    assert record["partitions"] == 1 and "branch funnels" in str(record["why"])
+    assert (b.out / "gn-thinlto/calc/lto/part0.o").stat().st_size > 0
+    for k in (1, 2):  # the final link's dyndep names only partition 0: ninja need not run the others for calc
+        assert (b.out / f"gn-thinlto/calc/lto/part{k}.bc").read_bytes() == b""
+        assert not (b.out / f"gn-thinlto/calc/lto/part{k}.o").exists()
+    assert b.run_binary("calc")
