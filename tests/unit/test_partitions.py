@@ -160,6 +160,6 @@ def test_an_unused_partition_compiles_to_an_empty_object_without_a_compiler(tmp_
 
 
 def test_a_missing_llvm_tool_names_the_setting(tmp_path: Path) -> None:
-    with pytest.raises(GnThinltoError, match="llvm-split beside the link driver .* lto_partitions: off"):
+    with pytest.raises(GnThinltoError, match=r"llvm-split beside the link driver .* lto_partitions: off"):
         partitions.llvm_tool(str(tmp_path / "clang++"), "llvm-split")
     assert partitions.llvm_tool("clang++-19", "llvm-split").endswith("/llvm-19/bin/llvm-split")
