@@ -15,10 +15,12 @@ edge compiles its file like a backend, code generation only, behind the backend 
 Checked with clang/lld 19: every partition object is byte-identical to lld's own with --lto-partitions=N
 (docs/design/partitions.md).
 
-Whole-program devirtualization's branch funnels (calls of llvm.icall.branch.funnel) cannot be split: LLVM's
-splitter separates a funnel from the vtables it jumps through, and code generation of that partition aborts
-("all llvm.icall.branch.funnel operands must refer to the same GlobalValue"; in-process lld 19 and 22 alike).
-Such a module is one partition, compiled by the first edge.
+Whole-program devirtualization's branch funnels (functions calling llvm.icall.branch.funnel) need one more
+step: LLVM's splitter places a funnel by its name's hash, apart from the vtables it jumps through, and code
+generation of that partition aborts ("all llvm.icall.branch.funnel operands must refer to the same
+GlobalValue"; in-process lld 19 and 22 abort alike, so no in-process counterpart exists). The step moves each
+funnel into the partition that defines its vtables (llvm-extract, llvm-link). When that cannot be done (vtables
+in two partitions, module inline asm moving along), the module is one partition, compiled by the first edge.
 
 Edges beyond N get an empty bitcode file and write an empty object (steps.backend), which the final link never
 names. Standard library only (the thin-link step runs `python -S`).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -90,16 +93,107 @@ def split(m: Mapping[str, Any], module: str, n: int, why: str) -> list[str]:
     data = read_bytes(module) if os.path.isfile(module) else b""
     if not data or not has_definitions(llvm_tool(driver, "llvm-nm"), module):
         return leave(m, [], 0, "the regular-LTO module is empty")
-    if BRANCH_FUNNEL in data:
-        n, why = 1, "the module has branch funnels, which LLVM cannot split: one partition"
     if n == 1:
         return leave(m, [module], 1, why, len(data))
     prefix = os.path.join(stage, "part")
-    proc = subprocess.run([llvm_tool(driver, "llvm-split"), "-j", str(n), "-o", prefix, module],
-                          capture_output=True, text=True)
+    _tool(m, "llvm-split", "-j", str(n), "-o", prefix, module)
+    staged = [f"{prefix}{k}" for k in range(n)]
+    if BRANCH_FUNNEL in data:
+        unplaced = place_funnels(m, staged)
+        if unplaced:
+            return leave(m, [module], 1, f"{why}; one partition: {unplaced}", len(data))
+        why += "; branch funnels placed with their vtables"
+    return leave(m, staged, n, why, len(data))
+
+
+def _tool(m: Mapping[str, Any], name: str, *args: str) -> str:
+    """Run the link's LLVM tool NAME with ARGS; its standard output. GnThinltoError naming the link on failure."""
+    tool = llvm_tool(m["argv"][0], name)
+    proc = subprocess.run([tool, *args], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise GnThinltoError(f"thin link of {m['target']}: llvm-split exit {proc.returncode}: {proc.stderr.strip()}")
-    return leave(m, [f"{prefix}{k}" for k in range(n)], n, why, len(data))
+        raise GnThinltoError(f"thin link of {m['target']}: {name} exit {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+_FUNNEL_CALL = re.compile(r"@llvm\.icall\.branch\.funnel\((.*)\)")
+_DEFINE = re.compile(r"^define [^@]*@(\"(?:[^\"\\]|\\.)*\"|[-\w$.]+)\(")
+_GLOBAL = re.compile(r"@(\"(?:[^\"\\]|\\.)*\"|[-\w$.]+)")
+
+
+def _name(token: str) -> str:
+    """An IR global name as the symbol table spells it (a quoted name's \\XX escapes decoded)."""
+    if not token.startswith('"'):
+        return token
+    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)), token[1:-1])
+
+
+def _operands(text: str) -> list[str]:
+    """The top-level comma-separated operands of a call's argument list TEXT."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([{<":
+            depth += 1
+        elif c in ")]}>":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return out
+
+
+def funnel_vtables(ir: str) -> dict[str, set[str]]:
+    """Function name -> the globals its branch funnel call jumps through (the call's operands after the first
+    are vtable address, target pairs), for each function of the textual IR that calls llvm.icall.branch.funnel."""
+    out: dict[str, set[str]] = {}
+    function = ""
+    for line in ir.splitlines():
+        d = _DEFINE.match(line)
+        if d:
+            function = _name(d.group(1))
+            continue
+        if line.startswith("}"):
+            function = ""
+        call = _FUNNEL_CALL.search(line) if function and " call " in line else None
+        if call:
+            pairs = [o for o in _operands(call.group(1))[1:] if o != "..."]
+            out.setdefault(function, set()).update(
+                _name(g.group(1)) for o in pairs[0::2] if (g := _GLOBAL.search(o)))
+    return out
+
+
+def place_funnels(m: Mapping[str, Any], parts: Sequence[str]) -> str:
+    """Move every branch funnel of the partitions PARTS (bitcode files, changed in place) into the partition
+    that defines the vtables it jumps through; "" when done, else why it cannot be (PARTS then unusable)."""
+    home: dict[str, int] = {}  # defined symbol -> its partition
+    candidates: dict[int, list[str]] = {}
+    for k, part in enumerate(parts):
+        for symbol in _tool(m, "llvm-nm", "--defined-only", "--format=just-symbols", part).split():
+            home[symbol] = k
+            if "branch_funnel" in symbol:  # WholeProgramDevirt's names: __typeid_<id>_<offset>_branch_funnel
+                candidates.setdefault(k, []).append(symbol)
+    moves: dict[tuple[int, int], list[str]] = {}
+    for k, names in sorted(candidates.items()):
+        ir = _tool(m, "llvm-extract", "-S", *(f"--func={x}" for x in names), parts[k], "-o", "-")
+        for function, vtables in sorted(funnel_vtables(ir).items()):
+            where = {home[v] for v in vtables if v in home}
+            if len(where) != 1:
+                return f"the vtables of branch funnel {function} are in {len(where)} partitions"
+            target = where.pop()
+            if target != k:
+                if k == 0 and any(line.startswith("module asm") for line in ir.splitlines()):
+                    return "moving a branch funnel out of partition 0 would move its module inline asm"
+                moves.setdefault((k, target), []).append(function)
+    for (source, target), functions in sorted(moves.items()):
+        picked = [f"--func={f}" for f in functions]
+        moved = f"{parts[source]}.funnels"
+        _tool(m, "llvm-extract", *picked, parts[source], "-o", moved)
+        _tool(m, "llvm-link", parts[target], moved, "-o", f"{parts[target]}.tmp")
+        os.replace(f"{parts[target]}.tmp", parts[target])
+        _tool(m, "llvm-extract", "--delete", *picked, parts[source], "-o", f"{parts[source]}.tmp")
+        os.replace(f"{parts[source]}.tmp", parts[source])
+        os.unlink(moved)
+    return ""
 
 
 def leave(m: Mapping[str, Any], staged: Sequence[str], n: int, why: str, module_bytes: int = 0) -> list[str]:

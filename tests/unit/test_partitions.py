@@ -163,3 +163,22 @@ def test_a_missing_llvm_tool_names_the_setting(tmp_path: Path) -> None:
     with pytest.raises(GnThinltoError, match=r"llvm-split beside the link driver .* lto_partitions: off"):
         partitions.llvm_tool(str(tmp_path / "clang++"), "llvm-split")
     assert partitions.llvm_tool("clang++-19", "llvm-split").endswith("/llvm-19/bin/llvm-split")
+
+
+IR = """\
+define hidden void @__typeid__ZTS5Shape_0_branch_funnel(ptr nest %0, ...) local_unnamed_addr #1 {
+  musttail call void (...) @llvm.icall.branch.funnel(ptr %0, ptr getelementptr (i8, ptr @_ZTV2Sq, i64 16), \
+ptr nonnull @_ZNK2Sq4areaEv, ptr getelementptr (i8, ptr @"_ZTV\\5CQ", i64 16), ptr nonnull @f, ...) #3
+  ret void
+}
+define hidden void @other(ptr %0) {
+  call void @__typeid__ZTS5Shape_0_branch_funnel(ptr nest %0)
+  ret void
+}
+declare void @llvm.icall.branch.funnel(...)
+"""
+
+
+def test_a_funnels_vtables_are_its_calls_every_other_operand_after_the_first() -> None:
+    assert partitions.funnel_vtables(IR) == {"__typeid__ZTS5Shape_0_branch_funnel": {"_ZTV2Sq", "_ZTV\\Q"}}
+    assert partitions.funnel_vtables("define void @f() {\n  ret void\n}\n") == {}
