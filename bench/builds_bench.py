@@ -34,6 +34,7 @@ from bench.table import render
 from bench.variants import Variant
 from gn_thinlto.plan.links import inner_command
 from gn_thinlto.render.ninja import THIN_LINK_STEP
+from gn_thinlto.steps import partitions
 
 CASES = ("comment", "body", "leaf")
 LINK_WORDS = ("LINK", "SOLINK")
@@ -54,6 +55,9 @@ class Build:
     backend_cache_hits: int
     relinked: int
     wall_samples: tuple[float, ...] = ()  # every repetition's wall time (this build is the median one)
+    thin_link_s: float | None = None  # (c)-like: seconds of every thin-link edge the build ran, summed
+    longest_thin_link: tuple[str, float] | None = None  # its longest thin-link edge: (target directory, seconds)
+    partition_s: float | None = None  # seconds of every partition edge the build ran, summed
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,15 @@ def linker_command(driver_command: str, out_dir: Path) -> list[str]:
     return shlex.split(lines[-1])
 
 
+def thin_link_argv(manifest: dict[str, object], out_dir: Path) -> list[str]:
+    """The thin link's command as its step last ran it: with --lto-emit-llvm when the module was split."""
+    argv = list(manifest["argv"])  # type: ignore[call-overload]
+    record = out_dir / str(manifest.get("partition_dir") or "-") / partitions.RECORD
+    if record.is_file() and json.loads(record.read_text()).get("module_bytes") is not None:
+        argv.append(partitions.EMIT_MODULE)
+    return argv
+
+
 def replay_links(subject: Subject, variant: Variant, out_dir: Path, binaries: Sequence[str]) -> list[LinkRss]:
     """Run each binary's ld.lld processes again, alone, measuring their peak RSS.
 
@@ -109,7 +122,7 @@ def replay_links(subject: Subject, variant: Variant, out_dir: Path, binaries: Se
             for c in commands(out_dir, binary, final_only=False):
                 if f"/{THIN_LINK_STEP}.py " in c:
                     manifest = json.loads((out_dir / shlex.split(c)[-1]).read_text())
-                    lld = linker_command(shlex.join(manifest["argv"]), out_dir)
+                    lld = linker_command(shlex.join(thin_link_argv(manifest, out_dir)), out_dir)
                     thin_rss = max(thin_rss or 0.0, run(lld, cwd=out_dir).max_rss_mib)
             s = run(final, cwd=out_dir)
             rows.append(LinkRss(subject.name, variant.value, binary, thin_rss, s.max_rss_mib, None))
@@ -119,6 +132,7 @@ def replay_links(subject: Subject, variant: Variant, out_dir: Path, binaries: Se
 def measured_build(subject: Subject, variant: Variant, out_dir: Path, case: str, gen_s: float | None,
                    modules: dict[str, int], salt: str = "") -> Build:
     before = variants.counters(out_dir)
+    log_line = variants.ninja_log_lines(out_dir)
     s = ninja(out_dir, variants.build_env(variant, salt))
     after = variants.counters(out_dir)
     edges = variants.edges_run(s.output)
@@ -128,12 +142,18 @@ def measured_build(subject: Subject, variant: Variant, out_dir: Path, case: str,
         jobs = sum(modules.get(b, 0) for b in relinked)
     elif variant is Variant.LLD_CACHE:
         jobs = after.lld_cache_entries - before.lld_cache_entries
-    elif variant in (Variant.GRAPH, Variant.NO_DYNDEP):
+    elif variant.is_graph_local:
         jobs, hits = variants.backend_log_misses(out_dir, before)
     else:
         jobs, hits = variants.remote_log_counts(out_dir, before)
+    thin: dict[str, float] = {}
+    partition_s = None
+    if variant not in (Variant.IN_PROCESS, Variant.LLD_CACHE):
+        thin, partition_s = variants.thin_link_times(out_dir, log_line)
+    longest = max(thin.items(), key=lambda kv: kv[1]) if thin else None
     return Build(subject.name, variant.value, case, s.wall_s, s.cpu_s, s.max_rss_mib, gen_s, len(edges), jobs, hits,
-                 len(relinked))
+                 len(relinked), thin_link_s=sum(thin.values()) if thin else None, longest_thin_link=longest,
+                 partition_s=partition_s)
 
 
 def median_build(samples: Sequence[Build]) -> Build:
@@ -160,7 +180,7 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
         b = median_build(cleans[v])
         log.append(f"{subject.name} {v.title} clean: {subjects.check(subject, outs[v])}")
         binaries = _binaries(subject, outs[v])
-        if v in (Variant.IN_PROCESS, Variant.GRAPH):
+        if v in (Variant.IN_PROCESS, Variant.GRAPH, Variant.NO_PARTITIONS):
             rows = replay_links(subject, v, outs[v], binaries)
             rss += rows
             if v is Variant.IN_PROCESS:
@@ -206,7 +226,7 @@ def ratios(builds: Sequence[Build], rss: Sequence[LinkRss]) -> list[dict[str, ob
             if r.subject == subject:
                 peak[r.variant] = max(peak.get(r.variant, 0.0), r.link_mib, r.thin_link_mib or 0.0)
         for case in ("clean",) + CASES:
-            a, b, c, d, e = (by.get((v, case)) for v in "abcde")
+            a, b, c, d, e, f = (by.get((v, case)) for v in "abcdef")
             out.append({
                 "subject": subject, "case": case,
                 "c_vs_a_wall": ratio(c and c.wall_s, a and a.wall_s),
@@ -217,15 +237,20 @@ def ratios(builds: Sequence[Build], rss: Sequence[LinkRss]) -> list[dict[str, ob
                 "d_vs_c_wall": ratio(d and d.wall_s, c and c.wall_s),
                 "e_vs_c_wall": ratio(e and e.wall_s, c and c.wall_s),
                 "e_vs_a_wall": ratio(e and e.wall_s, a and a.wall_s),
+                "c_vs_f_wall": ratio(c and c.wall_s, f and f.wall_s),
+                "c_vs_f_thin_link": ratio(c and c.thin_link_s, f and f.thin_link_s),
             })
         out.append({"subject": subject, "case": "peak link-phase RSS", "c_vs_a_rss": ratio(peak.get("c"), peak.get("a"))})
     return out
 
 
 def tables(builds: Sequence[Build], rss: Sequence[LinkRss]) -> str:
-    t1 = render(["subject/case/variant", "wall s", "CPU s", "gen s", "edges", "backend jobs", "cache hits", "relinked"],
+    t1 = render(["subject/case/variant", "wall s", "CPU s", "gen s", "edges", "backend jobs", "cache hits", "relinked",
+                 "thin-link s", "longest thin link s", "partition s"],
                 [[f"{b.subject} {b.case} ({b.variant})", b.wall_s, b.cpu_s, b.gen_s, b.edges, b.backend_jobs,
-                  b.backend_cache_hits, b.relinked] for b in builds])
+                  b.backend_cache_hits, b.relinked, b.thin_link_s,
+                  f"{b.longest_thin_link[1]:.1f} ({b.longest_thin_link[0]})" if b.longest_thin_link else None,
+                  b.partition_s] for b in builds])
     t2 = render(["subject/variant/binary", "thin link MiB", "link MiB", "modules"],
                 [[f"{r.subject} ({r.variant}) {r.binary}", r.thin_link_mib, r.link_mib, r.modules] for r in rss])
     return t1 + "\n\n" + t2

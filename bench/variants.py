@@ -1,6 +1,7 @@
 """The ways of building a subject, side by side: (a) in-process ThinLTO, (b) (a) with lld's ThinLTO cache,
 (c) our graph run locally, (d) our graph with backends on the local REAPI cluster, (e) (c) without dyndep
-(config `dyndep: false`, for builders such as Siso).
+(config `dyndep: false`, for builders such as Siso), (f) (c) without partition edges (config
+`lto_partitions: off`: the thin link compiles the regular-LTO module itself).
 
 Each variant knows how to configure a build directory and how to count the backend jobs a build ran.
 """
@@ -25,6 +26,7 @@ RATIO_COLUMNS = (
     ("c / a wall", "c_vs_a_wall"), ("c / b wall", "c_vs_b_wall"), ("a / c (speed-up)", "a_vs_c_speedup"),
     ("c / a CPU", "c_vs_a_cpu"), ("c / a peak link RSS", "c_vs_a_rss"), ("d / a wall", "d_vs_a_wall"),
     ("d / c wall", "d_vs_c_wall"), ("e / c wall", "e_vs_c_wall"), ("e / a wall", "e_vs_a_wall"),
+    ("c / f wall", "c_vs_f_wall"), ("c / f thin-link s", "c_vs_f_thin_link"),
 )
 _EDGE_LINE = re.compile(r"^\[\d+/\d+\] (\S+) (\S+)", re.MULTILINE)
 
@@ -35,11 +37,17 @@ class Variant(enum.Enum):
     GRAPH = "c"
     REMOTE = "d"
     NO_DYNDEP = "e"
+    NO_PARTITIONS = "f"
 
     @property
     def title(self) -> str:
         return {"a": "(a) in-process", "b": "(b) +lld cache", "c": "(c) graph", "d": "(d) graph+remote",
-                "e": "(e) graph, no dyndep"}[self.value]
+                "e": "(e) graph, no dyndep", "f": "(f) graph, no partition edges"}[self.value]
+
+    @property
+    def is_graph_local(self) -> bool:
+        """Built by our graph on this machine (the backend step's log counts its jobs)."""
+        return self in (Variant.GRAPH, Variant.NO_DYNDEP, Variant.NO_PARTITIONS)
 
 
 def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None) -> float:
@@ -56,9 +64,10 @@ def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoin
         if endpoint is None:
             raise ValueError("variant d needs a cluster endpoint")
         cmd += ["--remote", endpoint]
-    if variant is Variant.NO_DYNDEP:
+    settings = {Variant.NO_DYNDEP: "dyndep: false\n", Variant.NO_PARTITIONS: "lto_partitions: off\n"}
+    if variant in settings:
         config = out_dir.parent / f"{out_dir.name}.gn_thinlto.yaml"
-        config.write_text("dyndep: false\n")
+        config.write_text(settings[variant])
         cmd += ["--config", str(config)]
     return run(cmd).wall_s
 
@@ -109,6 +118,31 @@ def backend_durations_ms(out_dir: Path) -> list[int]:
         if output.startswith("gn-thinlto/") and "/native/" in output:
             latest[output] = int(end) - int(start)
     return list(latest.values())
+
+
+THIN_LINK_OUTPUT = re.compile(r"^gn-thinlto/(.+)/used\.txt$")  # a thin-link edge's first output (the planner's)
+PARTITION_OUTPUT = re.compile(r"^gn-thinlto/.+/lto/part\d+\.o$")
+
+
+def ninja_log_lines(out_dir: Path) -> int:
+    log = out_dir / ".ninja_log"
+    return len(log.read_text().splitlines()) if log.is_file() else 0
+
+
+def thin_link_times(out_dir: Path, since_line: int) -> tuple[dict[str, float], float]:
+    """(seconds of each thin-link edge by target directory, seconds of all partition edges) that .ninja_log
+    recorded after its line SINCE_LINE (the edges one build ran)."""
+    lines = (out_dir / ".ninja_log").read_text().splitlines()[max(since_line, 1):]
+    thin: dict[str, float] = {}
+    partitions = 0.0
+    for line in lines:
+        start, end, _, output, _ = line.split("\t")
+        seconds = (int(end) - int(start)) / 1000
+        if m := THIN_LINK_OUTPUT.match(output):
+            thin[m.group(1)] = seconds
+        elif PARTITION_OUTPUT.match(output):
+            partitions += seconds
+    return thin, partitions
 
 
 def backend_log_misses(out_dir: Path, since: Counters) -> tuple[int, int]:

@@ -92,7 +92,7 @@ def split(m: Mapping[str, Any], module: str, n: int, why: str) -> list[str]:
     driver, stage = m["argv"][0], m["stage_dir"]
     data = read_bytes(module) if os.path.isfile(module) else b""
     if not data or not has_definitions(llvm_tool(driver, "llvm-nm"), module):
-        return leave(m, [], 0, "the regular-LTO module is empty")
+        return leave(m, [], 0, "the regular-LTO module is empty", len(data))
     if n == 1:
         return leave(m, [module], 1, why, len(data))
     prefix = os.path.join(stage, "part")
@@ -196,9 +196,9 @@ def place_funnels(m: Mapping[str, Any], parts: Sequence[str]) -> str:
     return ""
 
 
-def leave(m: Mapping[str, Any], staged: Sequence[str], n: int, why: str, module_bytes: int = 0) -> list[str]:
-    """Put the STAGED partition bitcode files in place of the first edges' (the rest empty), record N and WHY;
-    the objects of the filled edges."""
+def leave(m: Mapping[str, Any], staged: Sequence[str], n: int, why: str, module_bytes: int | None = None) -> list[str]:
+    """Put the STAGED partition bitcode files in place of the first edges' (the rest empty), record N, WHY and
+    the size of the module lld wrote (None: lld compiled it itself); the objects of the filled edges."""
     planned, directory = m["partitions"], m["partition_dir"]
     objects = []
     for k in range(planned):
