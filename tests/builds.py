@@ -136,12 +136,14 @@ def copy_without_backends(tree: Build, dest: Path) -> Build:
 
 
 def forget_backends(out: Path) -> Path:
-    """OUT as a fresh build directory is to its backends: no native object or .dwo, no local backend cache, no
-    cache or stats log. Its compiles and thin links stay: generated again (e.g. with --remote), it compiles
-    nothing and every backend runs again, missing the local cache."""
+    """OUT as a fresh build directory is to its backends: no native or partition object or .dwo, no local backend
+    cache, no cache or stats log. Its compiles and thin links stay: generated again (e.g. with --remote), it
+    compiles nothing and every backend runs again, missing the local cache."""
     shutil.rmtree(out / "gn-thinlto" / "cache", ignore_errors=True)
     for native in (out / "gn-thinlto").glob("*/native"):
         shutil.rmtree(native)
+    for partition in (out / "gn-thinlto").glob("*/lto/part*.o"):  # partition edges compile like backends
+        partition.unlink()
     (out / "gn-thinlto" / "backend.log").unlink(missing_ok=True)
     (out / DEFAULT_STATS_LOG).unlink(missing_ok=True)
     return out

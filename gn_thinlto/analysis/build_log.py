@@ -89,7 +89,8 @@ class PhaseIndex:
         first = edge.outputs[0]
         directory = self._link_dir(first)
         if directory is not None:
-            phase = "backend" if first.startswith(f"{directory}/native/") else "thin link"
+            # partition edges (DIR/lto/partK.o) compile like backends and count with them
+            phase = "backend" if first.startswith((f"{directory}/native/", f"{directory}/lto/")) else "thin link"
             return phase, self._dirs[directory]
         final = next((self._finals[o] for o in edge.outputs if o in self._finals), None)
         if final is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from gn_thinlto.errors import GnThinltoError, decode_json, file_error, read_text
 from gn_thinlto.steps.manifest import check_manifest
-from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives
+from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives, partition_paths
 from thinlto_base.fsutil import (
     file_sha256,
     read_bytes,
@@ -147,6 +147,7 @@ def fingerprint(
 def _outputs(m: dict[str, Any]) -> list[str]:
     kept = [f for x in manifest_index_files(m) for f in x[3:]]
     outputs = [*kept, m["split_object"][1], m["used_list"], m["final_rsp"], m["dyndep"], m["rsp_path"]]
+    outputs += [partition_paths(m["partition_dir"], k)[0] for k in range(m.get("partitions", 0))]
     return [o for o in outputs if o]
 
 

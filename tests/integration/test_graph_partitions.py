@@ -71,6 +71,19 @@ def test_an_edit_outside_the_regular_lto_module_reruns_no_partition(graph: Build
     assert not [r for r in ran if "/lto/part" in r and r.endswith(".o")], ran  # so restat skipped every edge
 
 
+def test_a_lost_partition_object_comes_back_from_the_backend_cache(graph: Build) -> None:
+    parts = [graph.out / f"gn-thinlto/calc/lto/part{k}.o" for k in range(3)]
+    want = [p.read_bytes() for p in parts]
+    log = graph.out / "gn-thinlto/backend.log"
+    before = len(log.read_text().splitlines())
+    for p in parts:
+        p.unlink()
+    graph.ninja("calc")
+    events = [line.split(" ") for line in log.read_text().splitlines()[before:]]
+    assert sorted((e[0], e[2]) for e in events) == [("hit", str(p.relative_to(graph.out))) for p in parts]
+    assert [p.read_bytes() for p in parts] == want
+
+
 def test_branch_funnels_go_with_their_vtables(root: Path) -> None:
     """Whole-program devirtualization's branch funnels (in-process lld aborts on them with --lto-partitions=3):
     moved into their vtables' partition, every partition compiles and the binary runs."""

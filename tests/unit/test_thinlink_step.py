@@ -115,3 +115,17 @@ def test_a_manifest_without_a_state_path_always_runs(tmp_path: Path, links: list
     del m["state"], m["inputs"]
     manifest.write_text(json.dumps(m))
     assert thinlink.run(str(manifest)) == 0 and thinlink.run(str(manifest)) == 0 and len(links) == 2
+
+
+def test_a_missing_partition_bitcode_file_runs_lld_again(tmp_path: Path, links: list[str]) -> None:
+    a = tmp_path / "a.o"
+    a.write_bytes(b"BITCODE A")
+    manifest = _manifest(tmp_path, [str(a)])
+    m = json.loads(manifest.read_text())
+    m.update(partition_dir=str(tmp_path / "lto"), partitions=2, partition_mode="auto")
+    manifest.write_text(json.dumps(m))
+    (tmp_path / "lto").mkdir()
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 1
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 1
+    (tmp_path / "lto/part1.bc").unlink()  # the partition edge's input: ninja reran the thin link for it
+    assert thinlink.run(str(manifest)) == 0 and len(links) == 2
