@@ -163,7 +163,8 @@ def median_build(samples: Sequence[Build]) -> Build:
 
 
 def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: list[str],
-                  endpoint: str | None = None, base_salt: str = "", repeat: int = 1) -> tuple[list[Build], list[LinkRss]]:
+                  endpoint: str | None = None, base_salt: str = "", repeat: int = 1,
+                  partitions: int = 0) -> tuple[list[Build], list[LinkRss]]:
     outs = {v: work / subject.name / f"out_{v.value}" for v in chosen}
     builds: list[Build] = []
     rss: list[LinkRss] = []
@@ -174,7 +175,7 @@ def bench_subject(subject: Subject, chosen: Sequence[Variant], work: Path, log: 
         salt = f"{base_salt}-{rep}"  # (d): every clean build starts from a cold action cache
         for v in chosen:
             remove(outs[v])
-            gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint)
+            gen_s = variants.configure(v, outs[v], subject.root, subject.gn_args, endpoint, partitions)
             cleans[v].append(measured_build(subject, v, outs[v], "clean", gen_s, {}, salt))
     for v in chosen:
         b = median_build(cleans[v])
@@ -265,6 +266,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--name", default="builds", help="results file name (the report also shows builds-quiet)")
     p.add_argument("--repeat", type=int, default=3, help="runs of each clean build and incremental case (median)")
+    p.add_argument("--partitions", type=int, default=0,
+                   help="lto_partitions of the graph variants but (f) (default: the config's default, auto)")
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
@@ -285,7 +288,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         for name in names:
             subject = subjects.SUBJECTS[name](args.cache)
-            b, r = bench_subject(subject, chosen, args.cache / "builds", checks, endpoint, salt, max(1, args.repeat))
+            b, r = bench_subject(subject, chosen, args.cache / "builds", checks, endpoint, salt, max(1, args.repeat),
+                                 args.partitions)
             builds += b
             rss += r
     finally:
@@ -302,7 +306,8 @@ def main(argv: Sequence[str]) -> int:
         ("" if args.subjects == "example,ninja" else f" --subjects {args.subjects}") + \
         ("" if args.variants == "abc" else f" --variants {args.variants}") + \
         ("" if args.name == "builds" else f" --name {args.name}") + \
-        ("" if args.repeat == 3 else f" --repeat {args.repeat}")
+        ("" if args.repeat == 3 else f" --repeat {args.repeat}") + \
+        (f" --partitions {args.partitions}" if args.partitions else "")
     path = results.write(args.results, args.name, dict(ctx, builds=builds, link_rss=rss, ratios=rat, checks=checks, lld_floor_mib=floor,
                                                       command=command, remote_missing=remote_missing))
     print(f"results: {path}")

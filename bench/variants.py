@@ -50,8 +50,10 @@ class Variant(enum.Enum):
         return self in (Variant.GRAPH, Variant.NO_DYNDEP, Variant.NO_PARTITIONS)
 
 
-def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None) -> float:
-    """Create OUT_DIR for VARIANT; return the generation wall time (gn gen, plus the hook for c/d)."""
+def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None,
+              partitions: int = 0) -> float:
+    """Create OUT_DIR for VARIANT; return the generation wall time (gn gen, plus the hook for c/d). PARTITIONS:
+    the graph variants but (f) get `lto_partitions: PARTITIONS` (0: the default, auto)."""
     if variant in (Variant.IN_PROCESS, Variant.LLD_CACHE):
         # The example's official flags include lld's ThinLTO cache (thinlto-cache in OUT, Chromium's place);
         # (a) turns it off with Chromium's build arg.
@@ -64,10 +66,12 @@ def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoin
         if endpoint is None:
             raise ValueError("variant d needs a cluster endpoint")
         cmd += ["--remote", endpoint]
-    settings = {Variant.NO_DYNDEP: "dyndep: false\n", Variant.NO_PARTITIONS: "lto_partitions: off\n"}
-    if variant in settings:
+    settings = {Variant.NO_DYNDEP: "dyndep: false\n", Variant.NO_PARTITIONS: "lto_partitions: off\n"}.get(variant, "")
+    if partitions and variant is not Variant.NO_PARTITIONS:
+        settings += f"lto_partitions: {partitions}\n"
+    if settings:
         config = out_dir.parent / f"{out_dir.name}.gn_thinlto.yaml"
-        config.write_text(settings[variant])
+        config.write_text(settings)
         cmd += ["--config", str(config)]
     return run(cmd).wall_s
 
