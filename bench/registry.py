@@ -70,6 +70,7 @@ RUNS: tuple[Run, ...] = (
     Run("builds-quiet", "builds"),  # a quiet re-run: in the goals table only
     Run("builds-chromium", "builds", renders_as="builds"),
     Run("builds-abseil", "builds", renders_as="builds"),
+    Run("builds-abseil-partitions", "builds", renders_as="builds"),
     Run("cache", "cache", renders_as="cache"),
     Run("step", "step", renders_as="step"),
     Run("scheduling", "scheduling", renders_as="scheduling"),

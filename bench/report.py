@@ -85,8 +85,15 @@ def builds_block(d: Data) -> str:
     floor = d.get("lld_floor_mib")
     out.append(render(["subject", "variant", "largest binary", "thin link lld MiB", "link lld MiB"], peaks, markdown=True)
                + (f"\n\n`ld.lld --version` alone: {floor:.1f} MiB (libLLVM mapped, no work)." if floor else ""))
-    out.append(render(["subject", "case", *(h for h, _ in RATIO_COLUMNS)],
-                      [[r["subject"], r["case"], *(r.get(k) for _, k in RATIO_COLUMNS)] for r in d["ratios"]],
+    if any(b.get("thin_link_s") is not None for b in d["builds"]):  # runs from before the column have none
+        out.append(render(
+            ["subject/case/variant", "thin-link edges s", "longest thin-link edge s", "partition edges s"],
+            [[f"{b['subject']} {b['case']} ({b['variant']})", b.get("thin_link_s"),
+              f"{b['longest_thin_link'][1]:.1f} ({b['longest_thin_link'][0]})" if b.get("longest_thin_link") else None,
+              b.get("partition_s")] for b in d["builds"] if b.get("thin_link_s") is not None], markdown=True))
+    columns = [(h, k) for h, k in RATIO_COLUMNS if any(r.get(k) is not None for r in d["ratios"])]
+    out.append(render(["subject", "case", *(h for h, _ in columns)],
+                      [[r["subject"], r["case"], *(r.get(k) for _, k in columns)] for r in d["ratios"]],
                       markdown=True))
     out.append("Checks: " + "; ".join(d.get("checks", [])) + ".")
     return "\n\n".join(out)
