@@ -80,7 +80,10 @@ def test_a_lost_partition_object_comes_back_from_the_backend_cache(graph: Build)
         p.unlink()
     graph.ninja("calc")
     events = [line.split(" ") for line in log.read_text().splitlines()[before:]]
-    assert sorted((e[0], e[2]) for e in events) == [("hit", str(p.relative_to(graph.out))) for p in parts]
+    # (an earlier test's restored source may bring its own backend's hit along)
+    assert sorted((e[0], e[2]) for e in events if "/lto/" in e[2]) == [
+        ("hit", str(p.relative_to(graph.out))) for p in parts]
+    assert not [e for e in events if e[0] != "hit"], events
     assert [p.read_bytes() for p in parts] == want
 
 
