@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError, is_file, read_yaml, shown
+from gn_thinlto.steps.thinlink_paths import AUTO_PARTITION_BYTES
 from thinlto_base.policy import PolicyError, parse_policy
 from thinlto_base.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
 from thinlto_base.trust import unknown_users
@@ -45,7 +46,6 @@ from thinlto_base.trust import unknown_users
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
 MAX_PARTITIONS = 64  # the most partition edges a config (or a link's --lto-partitions) may ask for
 AUTO_PARTITIONS = 8  # partition edges `lto_partitions: auto` plans per link
-AUTO_PARTITION_MIB = 4  # `auto`: one partition per this many MiB of split-LTO-unit input (steps/partitions.py)
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,9 @@ SETTINGS: tuple[Setting, ...] = (  # what parse_config knows and defaults to; do
     Setting("lto_partitions", f"`auto`, `off` or an integer 1–{MAX_PARTITIONS}", Config.lto_partitions,
             "the regular-LTO module (CFI, whole-program devirtualization) is compiled by partition edges after the "
             f"thin link, as lld's `--lto-partitions=N` would: `auto` plans {AUTO_PARTITIONS} edges and uses one "
-            f"per {AUTO_PARTITION_MIB} MiB of the link's split-LTO-unit bitcode (below 2, the thin link compiles "
-            "the module itself, as today), `N` always N (a link's own `--lto-partitions=N` wins over `auto`), "
-            "`off` never"),
+            f"per {AUTO_PARTITION_BYTES >> 20} MiB of the link's split-LTO-unit bitcode (below 2, the thin link "
+            "compiles the module itself, as today), `N` always N (a link's own `--lto-partitions=N` wins over "
+            "`auto`), `off` never"),
     Setting("step_server", "boolean", Config.step_server,
             "false: each backend edge runs the Python step itself (no launcher, no server)"),
     Setting("link_wrappers", "list of mappings", [],

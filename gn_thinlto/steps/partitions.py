@@ -37,11 +37,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.steps.thinlink_paths import partition_paths
+from gn_thinlto.steps.thinlink_paths import AUTO_PARTITION_BYTES, partition_paths
 from thinlto_base.bitcode_blocks import regular_lto_bytes
 from thinlto_base.fsutil import read_bytes, replace_if_changed, write_if_changed
 
-AUTO_PARTITION_BYTES = 4 << 20  # plan.config.AUTO_PARTITION_MIB
 BRANCH_FUNNEL = b"llvm.icall.branch.funnel"  # the intrinsic's name, in the module's string table when declared
 RECORD = "partitions.json"  # in the partition directory: what the last thin link chose, and why
 EMIT_MODULE = "-Wl,--lto-emit-llvm"
@@ -77,25 +76,14 @@ def count(m: Mapping[str, Any]) -> tuple[int, str]:
                f"{AUTO_PARTITION_BYTES >> 20} MiB, at most {planned}")
 
 
-def has_definitions(nm: str, module: str) -> bool:
-    """Whether the bitcode MODULE defines any symbol: the final link leaves an empty module's objects out."""
-    proc = subprocess.run([nm, "--defined-only", "--format=just-symbols", module], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise GnThinltoError(f"{nm} {module}: exit {proc.returncode}: {proc.stderr.strip()}")
-    return bool(proc.stdout.strip())
-
-
 def split(m: Mapping[str, Any], module: str, n: int, why: str) -> list[str]:
-    """Leave manifest M's partition bitcode files in place (only changed ones rewritten) for N partitions of
-    MODULE, the bitcode lld wrote with --lto-emit-llvm; the objects the final link takes, partition 0 first (lld's
-    order), maybe none."""
-    driver, stage = m["argv"][0], m["stage_dir"]
+    """Leave manifest M's partition bitcode files in place (only changed ones rewritten) for N (≥ 2) partitions
+    of MODULE, the bitcode lld wrote with --lto-emit-llvm; the objects the final link takes, partition 0 first
+    (lld's order), maybe none: the final link leaves an empty module's objects out."""
     data = read_bytes(module) if os.path.isfile(module) else b""
-    if not data or not has_definitions(llvm_tool(driver, "llvm-nm"), module):
+    if not data or not _defined_symbols(m, module):
         return leave(m, [], 0, "the regular-LTO module is empty", len(data))
-    if n == 1:
-        return leave(m, [module], 1, why, len(data))
-    prefix = os.path.join(stage, "part")
+    prefix = os.path.join(m["stage_dir"], "part")
     _tool(m, "llvm-split", "-j", str(n), "-o", prefix, module)
     staged = [f"{prefix}{k}" for k in range(n)]
     if BRANCH_FUNNEL in data:
@@ -113,6 +101,11 @@ def _tool(m: Mapping[str, Any], name: str, *args: str) -> str:
     if proc.returncode != 0:
         raise GnThinltoError(f"thin link of {m['target']}: {name} exit {proc.returncode}: {proc.stderr.strip()}")
     return proc.stdout
+
+
+def _defined_symbols(m: Mapping[str, Any], bitcode: str) -> list[str]:
+    """The symbols the bitcode file defines (llvm-nm)."""
+    return _tool(m, "llvm-nm", "--defined-only", "--format=just-symbols", bitcode).split()
 
 
 _FUNNEL_CALL = re.compile(r"@llvm\.icall\.branch\.funnel\((.*)\)")
@@ -168,7 +161,7 @@ def place_funnels(m: Mapping[str, Any], parts: Sequence[str]) -> str:
     home: dict[str, int] = {}  # defined symbol -> its partition
     candidates: dict[int, list[str]] = {}
     for k, part in enumerate(parts):
-        for symbol in _tool(m, "llvm-nm", "--defined-only", "--format=just-symbols", part).split():
+        for symbol in _defined_symbols(m, part):
             home[symbol] = k
             if "branch_funnel" in symbol:  # WholeProgramDevirt's names: __typeid_<id>_<offset>_branch_funnel
                 candidates.setdefault(k, []).append(symbol)
