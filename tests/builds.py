@@ -57,6 +57,14 @@ def gen_and_build(root: Path, out: Path, *extra: str, targets: tuple[str, ...] =
     return b
 
 
+def copy_example_sources(parent: Path) -> Path:
+    """A copy of the example's sources at PARENT/chromium_style; a test's build directories go beside it, in
+    PARENT, as deep as one another, so that the relative paths of two builds to their sources are the same."""
+    root = parent / EXAMPLE_ROOT.name
+    shutil.copytree(EXAMPLE_ROOT, root)
+    return root
+
+
 def build_example_tree(dest: Path, *extra: str, targets: tuple[str, ...] = ()) -> Build:
     """A copy of the example's sources built through the graph with EXTRA `gn-thinlto gen` arguments, TARGETS or
     everything (with neither, what the session's `example_tree` holds), laid out as in the checkout:

@@ -5,13 +5,12 @@ and the skeleton units in the binaries point at files that exist and hold the sa
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_ROOT
+from tests.builds import copy_example_sources
 
 from .test_graph_support import Build, gen_and_build, plain_build, unstripped
 
@@ -24,9 +23,7 @@ BUILT = BINARIES  # what the builds build: an executable, one that loads a share
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("fission") / "chromium_style"
-    shutil.copytree(EXAMPLE_ROOT, dest)
-    return dest
+    return copy_example_sources(tmp_path_factory.mktemp("fission"))
 
 
 @pytest.fixture(scope="module")

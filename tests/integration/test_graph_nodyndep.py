@@ -5,15 +5,13 @@ to empty objects, and comment, body and leaf edits rebuild what they must and th
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from gn_thinlto.steps.elf_probe import has_real_symbols
 from gn_thinlto.steps.thinlink_paths import manifest_natives
-from tests.builds import copy_example_tree
-from tests.conftest import EXAMPLE_ROOT
+from tests.builds import copy_example_sources, copy_example_tree
 
 from .test_graph_support import Build, edit_and_rebuild, executables, gen_and_build
 
@@ -47,8 +45,7 @@ def test_report_of_the_clean_build_without_dyndep(tmp_path: Path) -> None:
     runs compile -> thin link -> backend -> final link."""
     from .test_graph_support import gn_thinlto
 
-    root = tmp_path / "chromium_style"
-    shutil.copytree(EXAMPLE_ROOT, root)
+    root = copy_example_sources(tmp_path)
     clean = _without_dyndep(root, tmp_path / "out", targets=("crc_tool",))
     proc = gn_thinlto("report", str(clean.out), "--build", "--json")
     assert proc.returncode == 0, proc.stderr

@@ -5,14 +5,13 @@ with whole-program devirtualization's branch funnels is split too, and its binar
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from gn_thinlto.analysis.parity import compare_builds
 
-from ..builds import EXAMPLE_ROOT, Build, gen_and_build
+from ..builds import Build, copy_example_sources, gen_and_build
 from .test_graph_support import plain_build
 
 # CFI without whole-program devirtualization: a regular-LTO module without branch funnels, which LLVM can split
@@ -22,9 +21,7 @@ TARGETS = ("calc", "codec_unittests")
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("partitions") / "src"  # build dirs beside it, as deep as one another
-    shutil.copytree(EXAMPLE_ROOT, dest)
-    return dest
+    return copy_example_sources(tmp_path_factory.mktemp("partitions"))
 
 
 @pytest.fixture(scope="module")
