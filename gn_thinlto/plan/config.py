@@ -133,9 +133,9 @@ SETTINGS: tuple[Setting, ...] = (  # what parse_config knows and defaults to; do
     Setting("lto_partitions", f"`auto`, `off` or an integer 1–{MAX_PARTITIONS}", Config.lto_partitions,
             "the regular-LTO module (CFI, whole-program devirtualization) is compiled by partition edges after the "
             f"thin link, as lld's `--lto-partitions=N` would: `auto` plans {AUTO_PARTITIONS} edges and uses one "
-            f"per {AUTO_PARTITION_BYTES >> 20} MiB of the link's split-LTO-unit bitcode (below 2, the thin link "
-            "compiles the module itself, as today), `N` always N (a link's own `--lto-partitions=N` wins over "
-            "`auto`), `off` never"),
+            f"per {AUTO_PARTITION_BYTES >> 20} MiB of the bitcode its inputs give the regular-LTO module (below 2, "
+            "the thin link compiles the module itself, as today), `N` always N (a link's own "
+            "`--lto-partitions=N` wins over `auto`), `off` never"),
     Setting("step_server", "boolean", Config.step_server,
             "false: each backend edge runs the Python step itself (no launcher, no server)"),
     Setting("link_wrappers", "list of mappings", [],

@@ -5,8 +5,8 @@ CFI and whole-program devirtualization put part of every object (its split LTO u
 regular-LTO module, which lld optimizes and compiles in one thread inside the thin link. For a link with
 partition edges the step first decides how many partitions the module gets (N):
 - `fixed` (the link's --lto-partitions=N, or the config's number): N;
-- `auto`: one per AUTO_PARTITION_BYTES of the link's split-LTO-unit bitcode (the inputs' regular-LTO modules,
-  thinlto_base.bitcode_blocks), at most the edges planned.
+- `auto`: one per AUTO_PARTITION_BYTES of the bitcode the inputs give the regular-LTO module (split LTO units'
+  second modules and whole regular-LTO modules, thinlto_base.bitcode_blocks), at most the edges planned.
 With N < 2 lld compiles the module itself, as without partition edges (lld splits only for N > 1, so this is
 in-process lld's code). With N ≥ 2 lld runs with --lto-emit-llvm: it optimizes the module as in-process and
 writes it to its -o as bitcode instead of compiling it. The step splits it as lld's --lto-partitions=N does
@@ -72,7 +72,7 @@ def count(m: Mapping[str, Any]) -> tuple[int, str]:
         return planned, f"fixed: {planned}"
     regular = sum(regular_lto_bytes(b) for b in m["bitcode"] if os.path.isfile(b))
     n = auto_count(regular, planned)
-    return n, (f"auto: {regular} bytes of split-LTO-unit bitcode, one partition per "
+    return n, (f"auto: {regular} bytes of regular-LTO input bitcode, one partition per "
                f"{AUTO_PARTITION_BYTES >> 20} MiB, at most {planned}")
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 INDEX_SUFFIX = ".thinlto.bc"  # lld's name for bitcode X's index file: X.thinlto.bc (and X.imports)
 IMPORTS_SUFFIX = ".imports"
-# `lto_partitions: auto`: one partition per this much split-LTO-unit bitcode (the config documents it, the
-# thin-link step applies it: steps/partitions.py)
+# `lto_partitions: auto`: one partition per this much bitcode that the inputs give the regular-LTO module (the
+# config documents it, the thin-link step applies it: steps/partitions.py)
 AUTO_PARTITION_BYTES = 4 << 20
 
 

@@ -130,6 +130,33 @@ def test_the_regular_part_of_a_real_object_is_what_llvm_bcanalyzer_reports(tmp_p
     assert len(words) == 2 and regular_lto_bytes(obj) == 4 * words[1] > 0
 
 
+def test_a_tu_without_external_definitions_is_one_regular_lto_module_counted_whole(tmp_path: Path) -> None:
+    """ThinLTOBitcodeWriter writes a split-LTO-unit TU that defines nothing externally visible (a test in an
+    anonymous namespace) as a regular-LTO module: its one module counts, as llvm-bcanalyzer's summary block says.
+    Without split LTO units, and for a TU that merely contains the flag's name, it does not."""
+    clang, bcanalyzer = shutil.which("clang++-19"), shutil.which("llvm-bcanalyzer-19")
+    assert clang and bcanalyzer, "clang-19 and llvm-19 are the project's toolchain"
+    src = tmp_path / "t.cc"
+    src.write_text("namespace { struct A { virtual int f(); }; int A::f() { return 1; } }\n"
+                   "__attribute__((noinline)) static int ThinLTO(A* a) { return a->f(); }\n"
+                   "static int r = ThinLTO(new A);\n")  # -g: the name in the metadata strings, as bytes
+    flags = ["-g", "-c", "-O2", "-flto=thin", "-fvisibility=hidden", "-fwhole-program-vtables", str(src)]
+    objs = {}
+    for name, extra in (("split", ["-fsplit-lto-unit"]), ("thin", ["-fno-split-lto-unit"])):
+        objs[name] = tmp_path / f"{name}.o"
+        subprocess.run([clang, *flags, *extra, "-o", str(objs[name])], check=True)
+    dump = subprocess.run([bcanalyzer, "-dump", str(objs["split"])], capture_output=True, text=True,
+                          check=True).stdout
+    words = [int(line.split("NumWords=")[1].split()[0]) for line in dump.splitlines()
+             if line.startswith("<MODULE_BLOCK")]
+    assert len(words) == 1 and "<FULL_LTO_GLOBALVAL_SUMMARY_BLOCK" in dump
+    assert regular_lto_bytes(objs["split"]) == 4 * words[0]
+    thin = subprocess.run([bcanalyzer, "-dump", str(objs["thin"])], capture_output=True, text=True,
+                          check=True).stdout
+    assert "<GLOBALVAL_SUMMARY_BLOCK" in thin and b"ThinLTO" in objs["thin"].read_bytes()
+    assert regular_lto_bytes(objs["thin"]) == 0
+
+
 def test_auto_takes_one_partition_per_four_mib_of_split_lto_unit_bitcode(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     assert [partitions.auto_count(n << 20, 8) for n in (0, 1, 4, 5, 12, 31, 100)] == [1, 1, 1, 2, 3, 8, 8]
