@@ -177,15 +177,22 @@ def place_funnels(m: Mapping[str, Any], parts: Sequence[str]) -> str:
                 if k == 0 and any(line.startswith("module asm") for line in ir.splitlines()):
                     return "moving a branch funnel out of partition 0 would move its module inline asm"
                 moves.setdefault((k, target), []).append(function)
+    # Batched, as each run parses a whole partition: one extract per (source, target), then one delete per
+    # source and one link per target, all extracts reading the sources before any is changed.
+    incoming: dict[int, list[str]] = {}
     for (source, target), functions in sorted(moves.items()):
-        picked = [f"--func={f}" for f in functions]
-        moved = f"{parts[source]}.funnels"
-        _tool(m, "llvm-extract", *picked, parts[source], "-o", moved)
-        _tool(m, "llvm-link", parts[target], moved, "-o", f"{parts[target]}.tmp")
-        os.replace(f"{parts[target]}.tmp", parts[target])
-        _tool(m, "llvm-extract", "--delete", *picked, parts[source], "-o", f"{parts[source]}.tmp")
+        moved = f"{parts[source]}.to{target}"
+        _tool(m, "llvm-extract", *(f"--func={f}" for f in functions), parts[source], "-o", moved)
+        incoming.setdefault(target, []).append(moved)
+    for source in sorted({s for s, _t in moves}):
+        outgoing = [f"--func={f}" for (s, _t), functions in sorted(moves.items()) if s == source for f in functions]
+        _tool(m, "llvm-extract", "--delete", *outgoing, parts[source], "-o", f"{parts[source]}.tmp")
         os.replace(f"{parts[source]}.tmp", parts[source])
-        os.unlink(moved)
+    for target, moved_files in sorted(incoming.items()):
+        _tool(m, "llvm-link", parts[target], *moved_files, "-o", f"{parts[target]}.tmp")
+        os.replace(f"{parts[target]}.tmp", parts[target])
+        for moved in moved_files:
+            os.unlink(moved)
     return ""
 
 
