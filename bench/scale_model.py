@@ -87,6 +87,10 @@ class Measured:
     final_link_ms: int
     build_dir: Path
     every_thin_link_ms_per_module: tuple[float, ...] = ()  # every link of that build
+    # [partition] the partition edges that ran the compiler, per module of each link that had any (same order
+    # as no other field: its own median), and the most partitions one link used
+    every_partition_ms_per_module: tuple[float, ...] = ()
+    partitions: int = 0
 
     @property
     def largest_thin_link_ms_per_module(self) -> float:
@@ -102,6 +106,13 @@ class Measured:
     @property
     def final_link_ms_per_object(self) -> float:
         return self.final_link_ms / self.modules
+
+    @property
+    def partition_ms_per_module(self) -> float:
+        """The regular-LTO module's code generation that left the thin link, per module (median of the links
+        that had partition edges; 0 without partitions)."""
+        every = self.every_partition_ms_per_module
+        return statistics.median(every) if every else 0.0
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,7 @@ class Prediction:
     thin_link_ms: float
     backends: BackendPhase
     final_link_ms: float
+    partition_job_ms: float = 0.0  # each of the product link's partition edges (in the backend phase)
 
     @property
     def wall_ms(self) -> float:
@@ -197,11 +209,15 @@ def backend_phase(jobs_ms: Sequence[float], cores: int, costs: ProxyCosts, build
 
 def predict(inputs: Inputs, sample_ms: Sequence[float], cores: int, factor: float) -> Prediction:
     """The LTO part of the modelled build: serial thin link, backends on CORES remote cores, serial final link."""
-    m, shape = inputs.measured, inputs.shape
-    jobs = [ms * factor + inputs.costs.remote_overhead_ms_per_action for ms in sample_ms]
+    m, shape, overhead = inputs.measured, inputs.shape, inputs.costs.remote_overhead_ms_per_action
+    jobs = [ms * factor + overhead for ms in sample_ms]
+    partition_ms = 0.0
+    if m.partitions and m.partition_ms_per_module:
+        partition_ms = m.partition_ms_per_module * shape.product_modules / m.partitions
+        jobs += [partition_ms + overhead] * m.partitions
     return Prediction(factor, cores, m.thin_link_ms_per_module * shape.product_modules,
                       backend_phase(jobs, cores, inputs.costs, shape.build_cores),
-                      m.final_link_ms_per_object * shape.product_modules)
+                      m.final_link_ms_per_object * shape.product_modules, partition_ms)
 
 
 def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
@@ -212,6 +228,9 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
         "(Chromium's translation units are larger than ninja's)",
         "thin link = per-module cost (median of the build's links) × product modules; final link = per-object cost "
         "× product modules; both serial, not scaled by the factor",
+        "partition edges (a build with lto_partitions): the product's regular-LTO code generation = per-module "
+        "cost (median of the links that had partition edges) × product modules, in as many jobs as the most "
+        "partitions a link used, each in the backend phase with the remote overhead, not scaled by the factor",
         "every backend starts after the thin link; ninja -j = remote cores; a job holds its slot for compile time "
         "+ remote overhead; largest first; no action-cache hits, queueing or upload limits",
         f"build machine: {shape.build_cores} cores; client bound = jobs × client CPU/action / cores",
@@ -225,13 +244,16 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
 
 # -- measurement and I/O ---------------------------------------------------------------------------------------
 
-def build_fresh(cache: Path, name: str = "abseil") -> Path:
-    """A clean local build of our graph of subject NAME in CACHE/scale-model/out-NAME (checked by its tests)."""
+def build_fresh(cache: Path, name: str = "abseil", partitions: str = "") -> Path:
+    """A clean local build of our graph of subject NAME in CACHE/scale-model/out-NAME[-partitions-P] (checked by
+    its tests); PARTITIONS: its lto_partitions (`off` or a number; "": the default, auto)."""
     subject = subjects.SUBJECTS[name](cache)
-    out = cache / "scale-model" / f"out-{name}"
+    out = cache / "scale-model" / (f"out-{name}-partitions-{partitions}" if partitions else f"out-{name}")
     remove(out)
     progress(f"building {name} with our graph in {out} (minutes)")
-    variants.configure(variants.Variant.GRAPH, out, subject.root, subject.gn_args)
+    variant = variants.Variant.NO_PARTITIONS if partitions == "off" else variants.Variant.GRAPH
+    variants.configure(variant, out, subject.root, subject.gn_args,
+                       partitions=int(partitions) if partitions.isdigit() else 0)
     run(["ninja", "-C", str(out), f"-j{os.cpu_count() or 1}"])
     progress(f"  {subjects.check(subject, out)}")
     return out
@@ -250,9 +272,13 @@ def measure(out: Path) -> Measured:
     index, verdicts = build_log.PhaseIndex(links), build_log.cache_verdicts(backend_log)
     backend_ms: list[int] = []
     link_ms: dict[tuple[str, str], int] = {}  # (phase, binary) -> ms
+    partition_edges: dict[str, list[int]] = {}  # binary -> its partition edges that ran the compiler
     for edge in edges:
         phase, binary = index.phase_of(edge)
         if phase == "backend" and verdicts.get(edge.outputs[0]) == CacheEvent.MISS:
+            if "/lto/" in edge.outputs[0]:  # a partition edge: the link's regular-LTO codegen
+                partition_edges.setdefault(binary, []).append(edge.end_ms - edge.start_ms)
+                continue
             backend_ms.append(edge.end_ms - edge.start_ms)
         elif phase in ("thin link", "final link"):
             link_ms[phase, binary] = link_ms.get((phase, binary), 0) + edge.end_ms - edge.start_ms
@@ -262,7 +288,10 @@ def measure(out: Path) -> Measured:
                          "link: pass the directory of a clean build")
     every = sorted(link_ms[("thin link", link.binary)] / link.bitcode_objects for link in links
                    if link.bitcode_objects and ("thin link", link.binary) in link_ms)
-    return Measured(tuple(backend_ms), largest.binary, largest.bitcode_objects, thin, final, out, tuple(every))
+    split = sorted(sum(partition_edges[link.binary]) / link.bitcode_objects for link in links
+                   if link.bitcode_objects and link.binary in partition_edges)
+    return Measured(tuple(backend_ms), largest.binary, largest.bitcode_objects, thin, final, out, tuple(every),
+                    tuple(split), max((len(ms) for ms in partition_edges.values()), default=0))
 
 
 def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Path]:
@@ -297,6 +326,10 @@ def describe_inputs(inputs: Inputs) -> list[str]:
         "links' thinlink.json",
         f"final link per native object: {m.final_link_ms_per_object:.2f} ms = {m.link}'s final link "
         f"{m.final_link_ms} ms / {m.modules} objects — {log}",
+        (f"partition edges (regular-LTO code generation) per bitcode module: {m.partition_ms_per_module:.2f} ms, "
+         f"the median of the {len(m.every_partition_ms_per_module)} links that had any, at most {m.partitions} per "
+         f"link — {log}, partition edges the backend log marks 'miss'" if m.partitions else
+         "partition edges: none (the thin link compiles each regular-LTO module)"),
         *(f"{f.name}: {getattr(c, f.name):g} ms — {inputs.costs_source} ({used.get(f.name, 'printed, not used')})"
           for f in fields(ProxyCosts)),
     ]
@@ -304,13 +337,14 @@ def describe_inputs(inputs: Inputs) -> list[str]:
 
 def table_row(p: Prediction) -> list[Any]:
     b = p.backends
-    return [f"{p.factor:g}×", p.cores, p.thin_link_ms / 1000, b.wall_ms / 1000, p.final_link_ms / 1000,
+    return [f"{p.factor:g}×", p.cores, p.thin_link_ms / 1000, p.partition_job_ms / 1000, b.wall_ms / 1000,
+            p.final_link_ms / 1000,
             p.wall_ms / 1000, p.wall_ms / 60_000, p.serial_fraction,
             *(b.bound_ms(x) / 1000 for x in Bound), b.bounds_ms[0][0].value, b.bounds_ms[1][0].value]
 
 
-COLUMNS = ["compile ×", "remote cores", "thin link s", "backends s", "final link s", "LTO wall s", "LTO wall min",
-           "serial fraction", *(f"{b.value} bound s" for b in Bound), "dominates backends", "next"]
+COLUMNS = ["compile ×", "remote cores", "thin link s", "each partition s", "backends s", "final link s", "LTO wall s",
+           "LTO wall min", "serial fraction", *(f"{b.value} bound s" for b in Bound), "dominates backends", "next"]
 
 
 def seed_comparison(rows: Sequence[Prediction]) -> list[str]:
@@ -371,6 +405,12 @@ def curve_cores() -> list[int]:
     return sorted({round(10 * 10 ** (i / 8)) for i in range(19)} | {2000})
 
 
+def _partitions(text: str) -> str:
+    if text != "off" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: off or a positive number")
+    return text
+
+
 def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",")]
 
@@ -384,6 +424,9 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--build-dir", type=Path, help="a clean gn-thinlto build (default: build --subject's)")
     p.add_argument("--subject", default="abseil", choices=("abseil", "ninja"),
                    help="the code base built when --build-dir is not given (default: abseil, the larger links)")
+    p.add_argument("--partitions", default="", type=_partitions,
+                   help="lto_partitions of the build it makes: off or a number (default: the config's, auto)")
+    p.add_argument("--name", default="scale-model", help="results file name (default: scale-model)")
     p.add_argument("--proxy-costs", type=Path, help="proxy costs JSON, read when RESULTS/proxy.json is missing")
     p.add_argument("--product-modules", type=int, default=Shape.product_modules)
     p.add_argument("--test-backends", type=int, default=Shape.test_backends)
@@ -403,7 +446,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"machine: {ctx['machine'].one_line()}")
     if args.build_dir is None:
         prereqs.ensure()
-    out = args.build_dir or build_fresh(args.cache, args.subject)
+    out = args.build_dir or build_fresh(args.cache, args.subject, args.partitions)
     shape = Shape(args.product_modules, args.test_backends, args.build_cores)
     inputs = Inputs(measure(out), costs, costs_source, shape)
     sample = sample_jobs(inputs.measured.backend_ms, shape.backend_jobs, args.seed)
@@ -417,7 +460,7 @@ def main(argv: Sequence[str]) -> int:
     if plot:
         print(f"plot: {plot}")
     command = "python -m bench scale-model" + (f" {' '.join(argv)}" if argv else "")
-    path = results.write(args.results, "scale-model", dict(
+    path = results.write(args.results, args.name, dict(
         ctx, command=command, source=graph_tool.source_state(), inputs=inputs, factors=factors, seed=args.seed,
         assumptions=assumptions(shape, factors), inputs_described=describe_inputs(inputs),
         rows=[dict(zip(COLUMNS, table_row(r))) for r in rows], seed_comparison=seed_comparison(rows),

@@ -76,6 +76,21 @@ def test_predict_scales_compile_time_and_adds_overhead() -> None:
     assert p.backends.makespan_ms == (300 + 100) + (600 + 100)
 
 
+def test_partition_edges_join_the_backend_phase_as_the_product_links_codegen() -> None:
+    """[partition] The regular-LTO code generation that left the thin link: per module (median of the links that
+    had partition edges) x product modules, in as many jobs as the most partitions a link used, not scaled."""
+    measured = Measured((100,), "app", modules=4, thin_link_ms=40, final_link_ms=8, build_dir=Path("out"),
+                        every_partition_ms_per_module=(2.0, 6.0, 30.0), partitions=3)
+    inputs = Inputs(measured, COSTS, Path("costs.json"), Shape(product_modules=30, test_backends=0, build_cores=32))
+    p = predict(inputs, [100.0], cores=10, factor=3.0)
+    assert p.partition_job_ms == 6.0 * 30 / 3  # median 6 ms per module x 30 modules, in 3 jobs
+    assert p.backends.makespan_ms == 300 + 100  # 4 jobs on 10 cores: the longest, the backend x 3 + overhead
+    assert p.backends.bound_ms(Bound.PROXY) == 4 * 8.0
+    without = predict(dataclasses.replace(inputs, measured=dataclasses.replace(measured, partitions=0)), [100.0],
+                      cores=10, factor=3.0)
+    assert without.partition_job_ms == 0 and without.backends.bound_ms(Bound.PROXY) == 8.0
+
+
 def test_sample_is_deterministic_and_drawn_from_the_measurements() -> None:
     a, b = sample_jobs([5, 7, 11], 50, seed=3), sample_jobs([5, 7, 11], 50, seed=3)
     assert a == b and len(a) == 50 and set(a) <= {5.0, 7.0, 11.0}
