@@ -43,6 +43,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("cache", "bench.cache_bench"),
     Benchmark("dtlto", "bench.dtlto_bench"),
     Benchmark("scale-model", "bench.scale_model"),
+    Benchmark("partition-edit", "bench.partition_edit_bench"),
     Benchmark("proxy", "bench.proxy_bench"),
     Benchmark("isolation", "bench.isolation_bench"),
     Benchmark("regen", "bench.regen_bench"),
