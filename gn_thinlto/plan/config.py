@@ -38,13 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError, is_file, read_yaml, shown
-from gn_thinlto.steps.thinlink_paths import AUTO_PARTITION_BYTES
+from gn_thinlto.steps.thinlink_paths import AUTO_PARTITION_BYTES, MAX_PARTITIONS
 from thinlto_base.policy import PolicyError, parse_policy
 from thinlto_base.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
 from thinlto_base.trust import unknown_users
 
 CONFIG_FILE_NAME = "gn_thinlto.yaml"
-MAX_PARTITIONS = 64  # the most partition edges a config (or a link's --lto-partitions) may ask for
 AUTO_PARTITIONS = 8  # partition edges `lto_partitions: auto` plans per link
 
 

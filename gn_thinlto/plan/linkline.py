@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.plan.config import MAX_PARTITIONS
 from gn_thinlto.plan.lld_options import (
     LTO_LOOKING,
     LinkerOption,
@@ -21,6 +20,7 @@ from gn_thinlto.plan.lld_options import (
     mllvm_for_backend,
     route_linker_option,
 )
+from gn_thinlto.steps.thinlink_paths import MAX_PARTITIONS
 from thinlto_base.split_dwarf import split_dwarf_mode
 
 

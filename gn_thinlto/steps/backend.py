@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from gn_thinlto.steps.backend_log import CacheEvent, record
 from gn_thinlto.steps.server_start import start_server
 from gn_thinlto.steps.step_args import USAGE, parse_args
+from gn_thinlto.steps.thinlink_paths import PARTITION_BITCODE_SUFFIX
 from thinlto_base.fsutil import (
     make_parent,
     read_bytes,
@@ -76,7 +77,9 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
     """(exit status, whether the job missed the cache) of serving JOB: run() without pruning. WANTED raises
     when the step is no longer wanted (the step server's launcher is gone): it is called before each write of
     an output, so a step that ninja stopped never writes one after a new build has."""
-    if not job.index and _empty(job.bitcode):  # a partition edge the thin link left unused (steps.partitions)
+    # a partition edge the thin link left unused (steps.partitions): its bitcode (partK.bc) is empty; bitcode
+    # objects of null-index backends (X.o) are not stat'ed for it
+    if not job.index and job.bitcode.endswith(PARTITION_BITCODE_SUFFIX) and _empty(job.bitcode):
         wanted()
         for path in (job.output, job.dwo):
             if path:

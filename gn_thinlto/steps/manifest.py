@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError, read_json, shown
+from gn_thinlto.steps.thinlink_paths import MAX_PARTITIONS
 
 PATH_MAX = 4096  # Linux: no longer path reaches the file system (os.makedirs would recurse on it first)
 
@@ -42,9 +43,9 @@ def _problem(kind: str, value: Any) -> str | None:
     """Why VALUE is not of KIND (see SCHEMA), or None."""
     if kind in ("string", "path"):
         return _bad_string(value, kind == "path")
-    if kind == "count":
-        return None if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 1024 else \
-            "not a small non-negative integer"
+    if kind == "count":  # of partition edges
+        return None if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_PARTITIONS \
+            else f"not an integer 0-{MAX_PARTITIONS}"
     if not isinstance(value, list):
         return "not a list"
     if kind == "command" and not value:

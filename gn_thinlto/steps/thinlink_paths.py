@@ -10,6 +10,8 @@ IMPORTS_SUFFIX = ".imports"
 # `lto_partitions: auto`: one partition per this much bitcode that the inputs give the regular-LTO module (the
 # config documents it, the thin-link step applies it: steps/partitions.py)
 AUTO_PARTITION_BYTES = 4 << 20
+MAX_PARTITIONS = 64  # the most partition edges a config (or a link's --lto-partitions) may ask for
+PARTITION_BITCODE_SUFFIX = ".bc"
 
 
 def index_paths(stage_dir: str, index_dir: str, bitcode: str) -> tuple[str, str, str, str]:
@@ -30,4 +32,4 @@ def manifest_natives(m: Mapping[str, Any]) -> dict[str, str]:
 
 def partition_paths(partition_dir: str, k: int) -> tuple[str, str]:
     """Partition K of a link's regular-LTO module: its bitcode (the thin link writes it) and its object."""
-    return f"{partition_dir}/part{k}.bc", f"{partition_dir}/part{k}.o"
+    return f"{partition_dir}/part{k}{PARTITION_BITCODE_SUFFIX}", f"{partition_dir}/part{k}.o"
