@@ -84,6 +84,8 @@ class _Bits:
 
     def fixed(self, width: int) -> int:
         byte = self.bit >> 3
+        if byte >= len(self.data):
+            raise IndexError("read past the block's end")
         value = int.from_bytes(self.data[byte:byte + 9], "little") >> (self.bit & 7)
         self.bit += width
         return value & ((1 << width) - 1)
@@ -119,6 +121,15 @@ def _skip_operand(bits: _Bits, encoding: int, width: int) -> None:
         bits.align32()
 
 
+def _count(bits: _Bits, end: int) -> int:
+    """A VBR6 element count, at most the bits left (each element takes one at least): a corrupt count must not
+    spin the walk."""
+    n = bits.vbr(6)
+    if n > end - bits.bit:
+        raise IndexError("a count larger than the block")
+    return n
+
+
 def sub_blocks(data: bytes, abbrev_width: int) -> list[int] | None:
     """The ids of the blocks nested directly in a block whose contents are DATA (entries at ABBREV_WIDTH), in
     order; None when the contents do not parse (an abbreviation used before its definition, a cut-off block)."""
@@ -146,14 +157,14 @@ def sub_blocks(data: bytes, abbrev_width: int) -> list[int] | None:
                 abbrevs.append(ops)
             elif code == 3:  # UNABBREV_RECORD: code, operand count, operands, all VBR6
                 bits.vbr(6)
-                for _ in range(bits.vbr(6)):
+                for _ in range(_count(bits, end)):
                     bits.vbr(6)
             else:
                 ops = abbrevs[code - 4]
                 for i, (encoding, width) in enumerate(ops):
                     if encoding == _ARRAY:  # its element's encoding is the next (and last) operand
                         element, element_width = ops[i + 1]
-                        for _ in range(bits.vbr(6)):
+                        for _ in range(_count(bits, end)):
                             _skip_operand(bits, element, element_width)
                         break
                     _skip_operand(bits, encoding, width)

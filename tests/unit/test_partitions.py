@@ -209,3 +209,23 @@ declare void @llvm.icall.branch.funnel(...)
 def test_a_funnels_vtables_are_its_calls_every_other_operand_after_the_first() -> None:
     assert partitions.funnel_vtables(IR) == {"__typeid__ZTS5Shape_0_branch_funnel": {"_ZTV2Sq", "_ZTV\\Q"}}
     assert partitions.funnel_vtables("define void @f() {\n  ret void\n}\n") == {}
+
+
+def test_a_corrupt_module_block_is_not_walked_past_its_end() -> None:
+    """The walk of a module's entries stops with None on data that does not parse, without reading or counting
+    past the block (a record claiming 2**40 operands, an abbreviation that was never defined, a cut-off block)."""
+    from thinlto_base.bitcode_blocks import sub_blocks
+
+    def bits(*fields: tuple[int, int]) -> bytes:
+        value, pos = 0, 0
+        for v, width in fields:
+            value |= v << pos
+            pos += width
+        return value.to_bytes((pos + 7) // 8, "little")
+
+    huge = [((1 << 40 >> 5 * k) & 31 | (32 if k < 8 else 0), 6) for k in range(9)]  # 2**40 in VBR6 chunks
+    assert sub_blocks(bits((3, 3), (1, 6), *huge), 3) is None  # UNABBREV_RECORD with 2**40 operands
+    assert sub_blocks(bits((4, 3)), 3) is None  # abbreviation 4, never defined
+    assert sub_blocks(bits((3, 3), (1, 6), (5, 6)), 3) is None  # 5 operands, none there
+    assert sub_blocks(bits((1, 3), (20, 8), (3, 4)), 3) is None  # a sub-block header cut off
+    assert sub_blocks(bits((1, 3), (20, 8), (3, 4), (0, 17), (0, 32), (0, 3)), 3) == [20]  # well formed
