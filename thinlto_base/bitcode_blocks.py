@@ -18,6 +18,7 @@ sets to 0 on every module it writes for regular LTO: the walk costs a pass over 
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from typing import BinaryIO
@@ -50,16 +51,18 @@ def top_level_blocks(f: BinaryIO) -> list[tuple[int, int]]:
 
 def _blocks(f: BinaryIO) -> list[tuple[int, int, int, int]]:
     """(block id, file offset of its contents, size in bytes, abbreviation width) of each top-level block of F."""
+    file_end = f.seek(0, os.SEEK_END)
+    f.seek(0)
     head = f.read(20)
-    start, end = 0, None
+    start, end = 0, file_end
     if len(head) == 20 and struct.unpack_from("<I", head)[0] == _WRAPPER_MAGIC:
         start, size = struct.unpack_from("<II", head, 8)
-        end = start + size
+        end = min(start + size, file_end)
     f.seek(start)
     if f.read(4) != _MAGIC:
         return []
     blocks, pos = [], start + 4
-    while end is None or pos + 8 <= end:
+    while pos + 8 <= end:
         f.seek(pos)
         header = f.read(8)
         if len(header) < 8:
@@ -69,8 +72,8 @@ def _blocks(f: BinaryIO) -> list[tuple[int, int, int, int]]:
             break
         block_id, bit = _vbr(word, 2, 8)
         abbrev_width, bit = _vbr(word, bit, 4)
-        if bit >= 32:  # a header longer than one word: no block of LLVM's has such an id
-            break
+        if bit >= 32 or pos + 8 + words * 4 > end:  # a header longer than one word (no block of LLVM's has
+            break  # such an id), or a block longer than the file: not bitcode to size
         blocks.append((block_id, pos + 8, words * 4, abbrev_width))
         pos += 8 + words * 4
     return blocks
@@ -98,6 +101,8 @@ class _Bits:
             shift += width - 1
             if not chunk & more:
                 return value
+            if shift >= 64:  # LLVM's reader takes no wider value either
+                raise IndexError("a VBR value wider than 64 bits")
 
     def align32(self) -> None:
         self.bit = (self.bit + 31) & ~31
@@ -122,8 +127,8 @@ def _skip_operand(bits: _Bits, encoding: int, width: int) -> None:
 
 
 def _count(bits: _Bits, end: int) -> int:
-    """A VBR6 element count, at most the bits left (each element takes one at least): a corrupt count must not
-    spin the walk."""
+    """A VBR6 element count, at most the bits left (each element takes one at least: the walk refuses arrays of
+    elements of no bits): a corrupt count must not spin the walk."""
     n = bits.vbr(6)
     if n > end - bits.bit:
         raise IndexError("a count larger than the block")
@@ -145,7 +150,8 @@ def sub_blocks(data: bytes, abbrev_width: int) -> list[int] | None:
                 found.append(bits.vbr(8))
                 bits.vbr(4)
                 bits.align32()
-                bits.bit += 32 + 32 * bits.fixed(32)
+                words = bits.fixed(32)  # moves past the length word
+                bits.bit += 32 * words
             elif code == 2:  # DEFINE_ABBREV
                 ops: list[tuple[int, int]] = []
                 for _ in range(bits.vbr(5)):
@@ -164,6 +170,8 @@ def sub_blocks(data: bytes, abbrev_width: int) -> list[int] | None:
                 for i, (encoding, width) in enumerate(ops):
                     if encoding == _ARRAY:  # its element's encoding is the next (and last) operand
                         element, element_width = ops[i + 1]
+                        if not (element == _CHAR6 or (element in (_FIXED, _VBR) and element_width)):
+                            return None  # elements of no bits (LLVM's reader rejects those too)
                         for _ in range(_count(bits, end)):
                             _skip_operand(bits, element, element_width)
                         break
@@ -175,10 +183,10 @@ def sub_blocks(data: bytes, abbrev_width: int) -> list[int] | None:
 
 def _regular_single_module(f: BinaryIO, offset: int, size: int, abbrev_width: int) -> bool:
     """Whether the one module of a file (its block at OFFSET, SIZE bytes) is written for regular LTO."""
-    f.seek(offset)
-    data = f.read(size)
-    if _REGULAR_FLAG not in data:
-        return False
+    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:  # searched where it is, not copied
+        if mapped.find(_REGULAR_FLAG, offset, offset + size) < 0:
+            return False
+        data = mapped[offset:offset + size]
     nested = sub_blocks(data, abbrev_width)
     return nested is not None and THIN_SUMMARY_BLOCK not in nested
 

@@ -229,3 +229,15 @@ def test_a_corrupt_module_block_is_not_walked_past_its_end() -> None:
     assert sub_blocks(bits((3, 3), (1, 6), (5, 6)), 3) is None  # 5 operands, none there
     assert sub_blocks(bits((1, 3), (20, 8), (3, 4)), 3) is None  # a sub-block header cut off
     assert sub_blocks(bits((1, 3), (20, 8), (3, 4), (0, 17), (0, 32), (0, 3)), 3) == [20]  # well formed
+    assert sub_blocks(bits((3, 3), *[(32, 6)] * 20), 3) is None  # a VBR6 code wider than 64 bits
+    abbrev = ((2, 3), (2, 5), (0, 1), (3, 3), (1, 1), (0, 8))  # DEFINE_ABBREV [array of literal 0]: no bits each
+    assert sub_blocks(bits(*abbrev, (4, 3), (31, 6)), 3) is None
+
+
+def test_a_block_longer_than_its_file_is_not_read(tmp_path: Path) -> None:
+    """A module header claiming 16 GiB in a small file: the file is not bitcode to size (no read of 16 GiB)."""
+    path = tmp_path / "x.o"
+    path.write_bytes(b"BC\xc0\xde" + struct.pack("<II", 1 | MODULE_BLOCK << 2 | 3 << 10, 0xFFFFFFFF) + bytes(64))
+    with path.open("rb") as f:
+        assert top_level_blocks(f) == []
+    assert regular_lto_bytes(path) == 0
