@@ -72,6 +72,8 @@ RUNS: tuple[Run, ...] = (
     Run("builds-chromium", "builds", renders_as="builds"),
     Run("builds-abseil", "builds", renders_as="builds"),
     Run("builds-abseil-partitions", "builds", renders_as="builds"),
+    Run("builds-abseil-partitions-auto", "builds", renders_as="builds"),
+    Run("partition-edit", "partition-edit"),
     Run("cache", "cache", renders_as="cache"),
     Run("step", "step", renders_as="step"),
     Run("scheduling", "scheduling", renders_as="scheduling"),
