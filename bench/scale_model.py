@@ -250,6 +250,7 @@ def build_fresh(cache: Path, name: str = "abseil", partitions: str = "") -> Path
     subject = subjects.SUBJECTS[name](cache)
     out = cache / "scale-model" / (f"out-{name}-partitions-{partitions}" if partitions else f"out-{name}")
     remove(out)
+    out.parent.mkdir(parents=True, exist_ok=True)  # the config file goes beside OUT
     progress(f"building {name} with our graph in {out} (minutes)")
     variant = variants.Variant.NO_PARTITIONS if partitions == "off" else variants.Variant.GRAPH
     variants.configure(variant, out, subject.root, subject.gn_args,
