@@ -74,6 +74,8 @@ RUNS: tuple[Run, ...] = (
     Run("builds-abseil-partitions", "builds", renders_as="builds"),
     Run("builds-abseil-partitions-auto", "builds", renders_as="builds"),
     Run("partition-edit", "partition-edit"),
+    Run("scale-model-partitions-off", "scale-model"),
+    Run("scale-model-partitions-8", "scale-model"),
     Run("cache", "cache", renders_as="cache"),
     Run("step", "step", renders_as="step"),
     Run("scheduling", "scheduling", renders_as="scheduling"),
