@@ -27,6 +27,9 @@ from bench.measure import BenchError, progress, ratio
 from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 from bench.variants import Variant
+from gn_thinlto.analysis import build_log
+from gn_thinlto.steps.backend_log import CacheEvent
+from gn_thinlto.steps.thinlink_paths import PARTITION_DIR
 
 SOURCE = "absl/container/fixed_array_test.cc"  # a whole regular-LTO module of absl_container_tests
 ANCHOR = "TEST(FixedArrayTest, SmallObjects) {"
@@ -58,13 +61,12 @@ def edit(root: Path) -> None:
 
 def partition_events(out_dir: Path, since: variants.Counters) -> tuple[int, int, int]:
     """(partition misses, partition hits, other misses) the backend log recorded since SINCE."""
-    log = out_dir / variants.GRAPH_BACKEND_LOG
-    with log.open("rb") as f:
+    with (out_dir / variants.GRAPH_BACKEND_LOG).open("rb") as f:
         f.seek(since.backend_log_bytes)
-        lines = [line.split(" ", 2) for line in f.read().decode().splitlines()]
-    partition = [p[0] for p in lines if len(p) == 3 and "/lto/part" in p[2]]
-    other = sum(1 for p in lines if len(p) == 3 and p[0] == "miss" and "/lto/part" not in p[2])
-    return partition.count("miss"), partition.count("hit"), other
+        verdicts = build_log.cache_verdicts(f.read().decode())
+    partition = [event for output, event in verdicts.items() if f"/{PARTITION_DIR}/" in output]
+    other = sum(event == CacheEvent.MISS and f"/{PARTITION_DIR}/" not in output for output, event in verdicts.items())
+    return partition.count(CacheEvent.MISS), partition.count(CacheEvent.HIT), other
 
 
 def measured(variant: Variant, out_dir: Path, sample: int) -> EditBuild:

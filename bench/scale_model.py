@@ -59,6 +59,7 @@ from bench.table import render
 from gn_thinlto.analysis import build_log
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.steps.backend_log import CacheEvent
+from gn_thinlto.steps.thinlink_paths import PARTITION_DIR
 
 PROXY_RESULTS = "proxy"  # RESULTS/proxy.json, the proxy benchmark's
 PLOT = REPO / "docs" / "bench-scale-model.png"
@@ -87,8 +88,8 @@ class Measured:
     final_link_ms: int
     build_dir: Path
     every_thin_link_ms_per_module: tuple[float, ...] = ()  # every link of that build
-    # [partition] the partition edges that ran the compiler, per module of each link that had any (same order
-    # as no other field: its own median), and the most partitions one link used
+    # [partition] the partition edges that ran the compiler, summed per link and divided by its modules, for
+    # each link that had any; and the most partitions one link used
     every_partition_ms_per_module: tuple[float, ...] = ()
     partitions: int = 0
 
@@ -277,7 +278,7 @@ def measure(out: Path) -> Measured:
     for edge in edges:
         phase, binary = index.phase_of(edge)
         if phase == "backend" and verdicts.get(edge.outputs[0]) == CacheEvent.MISS:
-            if "/lto/" in edge.outputs[0]:  # a partition edge: the link's regular-LTO codegen
+            if f"/{PARTITION_DIR}/" in edge.outputs[0]:  # a partition edge: the link's regular-LTO codegen
                 partition_edges.setdefault(binary, []).append(edge.end_ms - edge.start_ms)
                 continue
             backend_ms.append(edge.end_ms - edge.start_ms)

@@ -31,18 +31,6 @@ _WRAPPER_MAGIC = 0x0B17C0DE
 _ENTER_SUBBLOCK = 1
 
 
-def _vbr(word: int, pos: int, width: int) -> tuple[int, int]:
-    """A VBR-WIDTH value starting at bit POS of WORD (bits past 32 are not needed for a block header)."""
-    value, shift, more = 0, 0, 1 << (width - 1)
-    while True:
-        chunk = (word >> pos) & ((1 << width) - 1)
-        pos += width
-        value |= (chunk & (more - 1)) << shift
-        shift += width - 1
-        if not chunk & more or pos >= 32:
-            return value, pos
-
-
 def top_level_blocks(f: BinaryIO) -> list[tuple[int, int]]:
     """(block id, size in bytes) of each top-level block of the bitcode file F, reading only block headers;
     [] when F is not bitcode."""
@@ -67,13 +55,15 @@ def _blocks(f: BinaryIO) -> list[tuple[int, int, int, int]]:
         header = f.read(8)
         if len(header) < 8:
             break
-        word, words = struct.unpack("<II", header)
-        if word & 3 != _ENTER_SUBBLOCK:
+        bits, words = _Bits(header[:4]), struct.unpack_from("<I", header, 4)[0]
+        try:
+            if bits.fixed(2) != _ENTER_SUBBLOCK:
+                break
+            block_id, abbrev_width = bits.vbr(8), bits.vbr(4)
+        except IndexError:  # a header longer than one word: no block of LLVM's has such an id
             break
-        block_id, bit = _vbr(word, 2, 8)
-        abbrev_width, bit = _vbr(word, bit, 4)
-        if bit >= 32 or pos + 8 + words * 4 > end:  # a header longer than one word (no block of LLVM's has
-            break  # such an id), or a block longer than the file: not bitcode to size
+        if bits.bit >= 32 or pos + 8 + words * 4 > end:  # as above, or a block longer than the file
+            break
         blocks.append((block_id, pos + 8, words * 4, abbrev_width))
         pos += 8 + words * 4
     return blocks

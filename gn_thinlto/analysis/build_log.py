@@ -21,6 +21,7 @@ from gn_thinlto.hook import STATE_DIR
 from gn_thinlto.steps.backend import REMOTE_STAGE
 from gn_thinlto.steps.backend_log import CacheEvent
 from gn_thinlto.steps.manifest import read_manifest
+from gn_thinlto.steps.thinlink_paths import PARTITION_DIR
 from goma_ext.remote.stats import RunRecord
 
 BACKEND_LOG = f"{STATE_DIR}/backend.log"
@@ -90,7 +91,8 @@ class PhaseIndex:
         directory = self._link_dir(first)
         if directory is not None:
             # partition edges (DIR/lto/partK.o) compile like backends and count with them
-            phase = "backend" if first.startswith((f"{directory}/native/", f"{directory}/lto/")) else "thin link"
+            partitions = f"{directory}/{PARTITION_DIR}/"
+            phase = "backend" if first.startswith((f"{directory}/native/", partitions)) else "thin link"
             return phase, self._dirs[directory]
         final = next((self._finals[o] for o in edge.outputs if o in self._finals), None)
         if final is not None:

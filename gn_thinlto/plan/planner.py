@@ -30,7 +30,7 @@ from gn_thinlto.plan.model import (
     ThinLink,
     ThinLinkManifest,
 )
-from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, index_paths, partition_paths
+from gn_thinlto.steps.thinlink_paths import INDEX_SUFFIX, PARTITION_DIR, index_paths, partition_paths
 from thinlto_base.policy import PolicyError, parse_policy
 from thinlto_base.split_dwarf import split_dwarf_file
 from thinlto_base.two_step import CODEGEN_OPTION, codegen_only
@@ -235,7 +235,7 @@ def _partition_backends(f: _LinkFacts, count: int) -> tuple[Backend, ...]:
 
 
 def _partition_dir(tdir: str) -> str:
-    return f"{tdir}/lto"
+    return f"{tdir}/{PARTITION_DIR}"
 
 
 def _final_argv(f: _LinkFacts, final_rsp: str, lazy: bool) -> tuple[str, ...]:

@@ -179,14 +179,16 @@ def place_funnels(m: Mapping[str, Any], parts: Sequence[str]) -> str:
                 moves.setdefault((k, target), []).append(function)
     # Batched, as each run parses a whole partition: one extract per (source, target), then one delete per
     # source and one link per target, all extracts reading the sources before any is changed.
-    incoming: dict[int, list[str]] = {}
+    incoming: dict[int, list[str]] = {}  # partition -> the files of funnels it takes
+    outgoing: dict[int, list[str]] = {}  # partition -> the funnels it gives away
     for (source, target), functions in sorted(moves.items()):
         moved = f"{parts[source]}.to{target}"
         _tool(m, "llvm-extract", *(f"--func={f}" for f in functions), parts[source], "-o", moved)
         incoming.setdefault(target, []).append(moved)
-    for source in sorted({s for s, _t in moves}):
-        outgoing = [f"--func={f}" for (s, _t), functions in sorted(moves.items()) if s == source for f in functions]
-        _tool(m, "llvm-extract", "--delete", *outgoing, parts[source], "-o", f"{parts[source]}.tmp")
+        outgoing.setdefault(source, []).extend(functions)
+    for source, functions in sorted(outgoing.items()):
+        _tool(m, "llvm-extract", "--delete", *(f"--func={f}" for f in functions), parts[source], "-o",
+              f"{parts[source]}.tmp")
         os.replace(f"{parts[source]}.tmp", parts[source])
     for target, moved_files in sorted(incoming.items()):
         _tool(m, "llvm-link", parts[target], *moved_files, "-o", f"{parts[target]}.tmp")

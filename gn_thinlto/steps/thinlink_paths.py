@@ -12,6 +12,7 @@ IMPORTS_SUFFIX = ".imports"
 AUTO_PARTITION_BYTES = 4 << 20
 MAX_PARTITIONS = 64  # the most partition edges a config (or a link's --lto-partitions) may ask for
 PARTITION_BITCODE_SUFFIX = ".bc"
+PARTITION_DIR = "lto"  # in a link's state directory: its partitions' bitcode and objects (partition_paths)
 
 
 def index_paths(stage_dir: str, index_dir: str, bitcode: str) -> tuple[str, str, str, str]:
