@@ -119,19 +119,21 @@ def longest_files_first(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def proxy_state_dir() -> Iterator[Path]:
     """The session's own goma-ext proxy state directory (short: socket paths are limited to 107 bytes);
-    every proxy a test started through `goma-ext run` is stopped at the end."""
+    every proxy a test started through `goma-ext run` is stopped at the end. One proxy per endpoint unless a test
+    asks for shards (GOMA_EXT_PROXY_SHARDS): the default depends on the machine's cores."""
     directory = Path(tempfile.mkdtemp(prefix="gxp-"))
-    old = os.environ.get("GOMA_EXT_PROXY_DIR")
-    os.environ["GOMA_EXT_PROXY_DIR"] = str(directory)
+    old = {name: os.environ.get(name) for name in ("GOMA_EXT_PROXY_DIR", "GOMA_EXT_PROXY_SHARDS")}
+    os.environ.update(GOMA_EXT_PROXY_DIR=str(directory), GOMA_EXT_PROXY_SHARDS="1")
     try:
         yield directory
     finally:
         subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "stop"], capture_output=True, timeout=120,
                        check=False)
-        if old is None:
-            del os.environ["GOMA_EXT_PROXY_DIR"]
-        else:
-            os.environ["GOMA_EXT_PROXY_DIR"] = old
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -53,6 +53,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         if name == "status":
             q.add_argument("--json", action="store_true", help="print the figures as JSON")
         if name == "serve":
+            q.add_argument("--shard", type=int, default=0, metavar="S",
+                           help=f"serve shard S of the endpoint (0 to {wire.MAX_SHARDS - 1}; see {wire.SHARDS_ENV})")
             q.add_argument("--idle-timeout", type=float, metavar="S",
                            help=f"stop after S seconds without requests (default {IDLE_ENV} or 600)")
             q.add_argument("--max-active", type=int, metavar="N",
@@ -72,24 +74,27 @@ def _config(args: argparse.Namespace, required: bool) -> RemoteConfig | None:
 
 
 def _selected(args: argparse.Namespace) -> list[Path]:
-    """The socket of the configured endpoint, or every socket in the state directory."""
+    """The sockets of the configured endpoint's shards, or every socket in the state directory."""
     cfg = _config(args, required=False)
+    directory = Path(wire.state_dir(os.environ))
     if cfg is None:
-        return proxy_client.sockets(Path(wire.state_dir(os.environ)))
-    return [proxy_client.target_for(cfg, Path.cwd(), os.environ, args.config).files["sock"]]
+        return proxy_client.sockets(directory)
+    target = proxy_client.target_for(cfg, Path.cwd(), os.environ, args.config)
+    return proxy_client.sockets(directory, target.key)
 
 
 def start(args: argparse.Namespace) -> int:
+    """Start every shard of the configured endpoint that is not running."""
     cfg = _config(args, required=True)
     assert cfg is not None
-    target = proxy_client.target_for(cfg, Path.cwd(), os.environ, args.config)
-    try:
-        proxy_client.start(target)
-        answer = proxy_client.ask(target.files["sock"], {"op": "ping"})
-    except OSError as e:
-        raise GomaExtError(f"proxy: cannot start: {e}") from e
-    print(f"proxy for {cfg.endpoint}: pid {answer.get('pid')}, version {answer.get('version')}, "
-          f"socket {target.files['sock']}")
+    for target in proxy_client.target_for(cfg, Path.cwd(), os.environ, args.config).all_shards():
+        try:
+            proxy_client.start(target)
+            answer = proxy_client.ask(target.files["sock"], {"op": "ping"})
+        except OSError as e:
+            raise GomaExtError(f"proxy: cannot start shard {target.shard}: {e}") from e
+        print(f"proxy for {cfg.endpoint} (shard {target.shard} of {target.shards}): pid {answer.get('pid')}, "
+              f"version {answer.get('version')}, socket {target.files['sock']}")
     return 0
 
 
@@ -135,11 +140,17 @@ def status(args: argparse.Namespace) -> int:
         print("no proxy running")
     for e in found:
         modes = ", ".join(f"{k[len('actions_'):]} {v}" for k, v in sorted(e.items()) if k.startswith("actions_"))
-        print(f"pid {e['pid']} {e['endpoint']} (version {e['version']}): up {e['uptime_s']:.0f} s, "
+        print(f"pid {e['pid']} {e['endpoint']} shard {e.get('shard', 0)} (version {e['version']}): "
+              f"up {e['uptime_s']:.0f} s, "
               f"cpu {e['cpu_s']:.1f} s, {e.get('runs', 0)} actions ({modes or 'none finished'}), "
               f"{e['active']} active (peak {e['peak_active']}), {e.get('refused', 0)} refused, "
               f"{e.get('connections', 0)} connections (peak {e.get('peak_connections', 0)}), "
               f"{e.get('timed_out', 0)} timed out, {e.get('busy_refused', 0)} refused at the connection cap")
+    if len(found) > 1:
+        runs = sum(e.get("runs", 0) for e in found)
+        cpu = sum(e["cpu_s"] for e in found)
+        print(f"total: {len(found)} proxies, cpu {cpu:.1f} s, {runs} actions"
+              + (f", {1000 * cpu / runs:.2f} ms cpu per action" if runs else ""))
     return 0
 
 
@@ -178,7 +189,9 @@ def serve(args: argparse.Namespace) -> int:
                   client_cert=cwd / cfg.client_cert if cfg.client_cert else None,
                   client_key=cwd / cfg.client_key if cfg.client_key else None,
                   token_file=cwd / cfg.token_file if cfg.token_file else None)
-    target = proxy_client.target_for(cfg, cwd, os.environ, args.config)
+    if not 0 <= args.shard < wire.MAX_SHARDS:
+        raise GomaExtError(f"proxy: --shard {args.shard}: expected 0 to {wire.MAX_SHARDS - 1}")
+    target = replace(proxy_client.target_for(cfg, cwd, os.environ, args.config), shard=args.shard)
     sock = target.files["sock"]
     idle, limits = _limits(args)
     from goma_ext.proxy.server import Proxy
@@ -189,7 +202,7 @@ def serve(args: argparse.Namespace) -> int:
         if proxy_client.answers(sock, timeout_s=2):
             raise GomaExtError(f"proxy: one already listens on {sock}")
         sock.unlink(missing_ok=True)
-        proxy = Proxy(cfg, target.key, sock, idle, limits)
+        proxy = Proxy(cfg, target.key, sock, idle, limits, target.shard)
         target.files["pid"].write_text(f"{os.getpid()}\n")
     except OSError as e:
         raise GomaExtError(f"proxy: {e}") from e

@@ -73,9 +73,11 @@ def fit_descriptors(max_connections: int) -> int:
 class Proxy:
     """One endpoint's proxy: the listening socket, the shared remote state and the lifecycle."""
 
-    def __init__(self, cfg: RemoteConfig, key: str, sock_path: Path, idle_s: float, limits: Limits) -> None:
+    def __init__(self, cfg: RemoteConfig, key: str, sock_path: Path, idle_s: float, limits: Limits,
+                 shard: int = 0) -> None:
         self.cfg = cfg
         self.key = key
+        self.shard = shard
         self.sock_path = sock_path
         self.idle_s = idle_s
         self.shared = SharedRemote(cfg)
@@ -103,7 +105,7 @@ class Proxy:
         threading.Thread(target=self._watch_idle, name="idle", daemon=True).start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
-        _log(f"serving {self.cfg.endpoint} on {self.sock_path} (version {self.version}, idle timeout "
+        _log(f"serving {self.cfg.endpoint} (shard {self.shard}) on {self.sock_path} (version {self.version}, idle timeout "
              f"{self.idle_s:.0f} s, at most {self.listener.max_connections} connections, requests within "
              f"{self.listener.request_timeout_s:g} s)")
         self.listener.serve()
@@ -294,6 +296,7 @@ class Proxy:
         mine.update(self.listener.counters())
         return {
             "pid": os.getpid(), "version": self.version, "endpoint": self.cfg.endpoint, "instance": self.cfg.instance,
+            "shard": self.shard,
             "uptime_s": round(time.monotonic() - self.started, 3), "cpu_s": round(times.user + times.system, 3),
             # CPU of child processes: stays 0, since the proxy executes nothing locally (the tests check it)
             "children_cpu_s": round(times.children_user + times.children_system, 3),

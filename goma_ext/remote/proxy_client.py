@@ -11,8 +11,8 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,16 +37,32 @@ class ProxyUnavailable(ProxyError):
 
 @dataclass(frozen=True)
 class ProxyTarget:
-    """Where this endpoint's proxy lives and how to start it."""
+    """Where one of this endpoint's proxies (shard SHARD of SHARDS) lives and how to start it."""
 
     directory: Path
     key: str
     serve_argv: tuple[str, ...]
     silence_s: float
+    shard: int = 0
+    shards: int = 1
 
     @property
     def files(self) -> dict[str, Path]:
-        return {kind: Path(p) for kind, p in wire.paths(str(self.directory), self.key).items()}
+        return {kind: Path(p) for kind, p in wire.paths(str(self.directory), self.key, self.shard).items()}
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return (*self.serve_argv, "--shard", str(self.shard)) if self.shard else self.serve_argv
+
+    def for_shard(self, shard: int) -> ProxyTarget:
+        return replace(self, shard=shard % self.shards)
+
+    def for_action(self, argv: Sequence[str]) -> ProxyTarget:
+        """The shard identical actions go to (proxy_protocol.shard_of)."""
+        return self.for_shard(wire.shard_of(argv, self.shards))
+
+    def all_shards(self) -> list[ProxyTarget]:
+        return [self.for_shard(k) for k in range(self.shards)]
 
 
 def endpoint_key(cfg: RemoteConfig, cwd: Path, token_sha256: str | None = None) -> str:
@@ -82,7 +98,12 @@ def target_for(cfg: RemoteConfig, cwd: Path, env: Mapping[str, str], config_file
         silence = wire.silence_s(env)
     except ValueError as e:
         raise GomaExtError(f"{wire.SILENCE_ENV}={env[wire.SILENCE_ENV]!r}: not a number of seconds") from e
-    return ProxyTarget(Path(wire.state_dir(env)), endpoint_key(cfg, cwd), serve_argv(cfg, cwd, config_file), silence)
+    try:
+        shards = wire.shard_count(env)
+    except ValueError as e:
+        raise GomaExtError(f"{wire.SHARDS_ENV}: {e}") from e
+    return ProxyTarget(Path(wire.state_dir(env)), endpoint_key(cfg, cwd), serve_argv(cfg, cwd, config_file), silence,
+                       shards=shards)
 
 
 def _connect(path: Path) -> socket.socket:
@@ -124,7 +145,7 @@ def start(target: ProxyTarget) -> None:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env[wire.STATE_DIR_ENV] = str(target.directory)
         with open(files["log"], "ab") as log:
-            proc = subprocess.Popen(list(target.serve_argv), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            proc = subprocess.Popen(list(target.command), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                     cwd="/", env=env, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -154,9 +175,20 @@ def _open(target: ProxyTarget, replace: bool) -> socket.socket:
 
 
 def call(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
-    """Send one request to the proxy (starting or replacing it as needed) and return its final frame.
+    """Send one request to the action's shard (started or replaced as needed) and return its final frame.
 
-    A proxy that dies mid-request or speaks another version is replaced once; the second failure is final."""
+    A proxy that dies mid-request or speaks another version is replaced once. When the action's shard still cannot
+    answer (it cannot be started, or it hung), the next shard gets the request; that one's failure is final."""
+    shard = target.for_action(message.get("argv") or ())
+    try:
+        return _call_shard(shard, message)
+    except ProxyError:
+        if target.shards == 1:
+            raise
+    return _call_shard(shard.for_shard(shard.shard + 1), message)
+
+
+def _call_shard(target: ProxyTarget, message: Mapping[str, Any]) -> dict[str, Any]:
     if wire.hung_recently(str(target.files["hung"])):
         raise ProxyError(f"proxy {target.files['sock']} stopped answering less than {wire.HUNG_HOLD_S:.0f} s ago")
     last = ""
@@ -187,6 +219,10 @@ def ask(sock_path: Path, message: Mapping[str, Any], timeout_s: float = 10.0) ->
             raise OSError(f"{sock_path}: {e}") from e
 
 
-def sockets(directory: Path) -> list[Path]:
-    """The proxy sockets in a state directory."""
-    return sorted(directory.glob("proxy-*.sock")) if directory.is_dir() else []
+def sockets(directory: Path, key: str = "") -> list[Path]:
+    """The proxy sockets in a state directory: every one, or those of the endpoint KEY (all its shards)."""
+    if not directory.is_dir():
+        return []
+    if not key:
+        return sorted(directory.glob("proxy-*.sock"))
+    return sorted([*directory.glob(f"proxy-{key}.sock"), *directory.glob(f"proxy-{key}-*.sock")])

@@ -8,7 +8,9 @@ proxy from a hung one) and then exactly one final frame: `result`, `error` (the 
 to a local run), `refused` (the request is invalid) or `mismatch` (another goma-ext version: replace it).
 
 State directory (mode 0700): per endpoint key K, `proxy-K.sock` (mode 0600), `proxy-K.lock` (held while
-one is started), `proxy-K.log`, `proxy-K.pid` and `proxy-K.hung` (touched when it stopped answering).
+one is started), `proxy-K.log`, `proxy-K.pid` and `proxy-K.hung` (touched when it stopped answering). An endpoint
+has SHARDS proxies (shard_count): shard 0 is `proxy-K.*`, shard S > 0 is `proxy-K-S.*`. A client sends an action
+to the shard its command line names (shard_of), so identical actions meet on one proxy and run once.
 
 A `run` request: op, version, argv, cwd (absolute), compiler {path, version, sha256} and settings {section,
 env, flags, token_sha256}: the client's `remote:` YAML section, its GOMA_EXT_* variables (never the token)
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up budget)
 if TYPE_CHECKING:
@@ -46,6 +48,9 @@ MISMATCH = "mismatch"
 STATE_DIR_ENV = "GOMA_EXT_PROXY_DIR"
 SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before a client gives up on the proxy
 DEFAULT_SILENCE_S = 20.0
+SHARDS_ENV = "GOMA_EXT_PROXY_SHARDS"  # proxy processes per endpoint; default from the machine (default_shards)
+CORES_PER_SHARD = 8  # one proxy per this many cores: a build on 8 cores cannot feed more remote work than one serves
+MAX_SHARDS = 16
 HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
 # (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
 ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
@@ -53,6 +58,8 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
      "where the user's proxies keep their sockets, locks and logs"),
     (SILENCE_ENV, f"`{DEFAULT_SILENCE_S:g}`", "seconds without a frame from the proxy before a client gives up on it "
                                              "(and runs the action itself)"),
+    (SHARDS_ENV, f"one per {CORES_PER_SHARD} cores, 1 to {MAX_SHARDS // 2}",
+     f"proxy processes per endpoint (1 to {MAX_SHARDS}); identical actions always go to the same one"),
 )
 
 
@@ -105,8 +112,35 @@ def token_hash(token: str | None) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def paths(directory: str, key: str) -> dict[str, str]:
-    return {kind: os.path.join(directory, f"proxy-{key}.{kind}") for kind in ("sock", "lock", "log", "pid", "hung")}
+def paths(directory: str, key: str, shard: int = 0) -> dict[str, str]:
+    name = f"proxy-{key}" if shard == 0 else f"proxy-{key}-{shard}"
+    return {kind: os.path.join(directory, f"{name}.{kind}") for kind in ("sock", "lock", "log", "pid", "hung")}
+
+
+def default_shards() -> int:
+    """Proxies per endpoint on this machine: one per CORES_PER_SHARD cores, at least 1, at most MAX_SHARDS / 2."""
+    return max(1, min(MAX_SHARDS // 2, (os.cpu_count() or 1) // CORES_PER_SHARD))
+
+
+def shard_count(env: Mapping[str, str]) -> int:
+    """$GOMA_EXT_PROXY_SHARDS, else default_shards(); ValueError if it is not a whole number from 1 to MAX_SHARDS."""
+    text = env.get(SHARDS_ENV, "").strip()
+    if not text:
+        return default_shards()
+    n = int(text)
+    if not 1 <= n <= MAX_SHARDS:
+        raise ValueError(f"{SHARDS_ENV}={text!r}: expected 1 to {MAX_SHARDS}")
+    return n
+
+
+def shard_of(argv: Sequence[str], shards: int) -> int:
+    """The shard an action goes to: a hash of its command line (CRC-32, see endpoint_key), so that identical actions
+    from any build directory or client reach the same proxy and its in-flight deduplication."""
+    if shards <= 1:
+        return 0
+    import zlib
+
+    return zlib.crc32("\0".join(argv).encode(errors="surrogateescape")) % shards
 
 
 def make_state_dir(directory: str) -> None:

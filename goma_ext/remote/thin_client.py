@@ -108,7 +108,11 @@ def answer(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, bytes, byt
     token = wire.token_hash(env.get(TOKEN_ENV))
     key = wire.endpoint_key(cwd, endpoint, chosen["instance"], chosen["ca_file"], chosen["token_file"], token,
                             client_cert=chosen["client_cert"], client_key=chosen["client_key"])
-    files = wire.paths(wire.state_dir(env), key)
+    try:
+        shards = wire.shard_count(env)
+    except ValueError:
+        return None
+    files = wire.paths(wire.state_dir(env), key, wire.shard_of(command, shards))
     compiler = identity_cache.resolve(command[0], cwd, env.get("PATH", os.defpath))
     known = identity_cache.lookup(compiler, os.path.join(cwd, COMPILER_CACHE)) if compiler else None
     if compiler is None or known is None or wire.hung_recently(files["hung"]):

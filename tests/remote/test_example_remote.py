@@ -153,50 +153,59 @@ def _proxies(state: str) -> list[dict[str, Any]]:
     return list(json.loads(out))
 
 
+SHARDS = "3"
+
+
 @pytest.mark.slow
-def test_proxy_killed_mid_build_and_the_build_still_finishes_right(
+def test_a_proxy_shard_killed_mid_build_and_the_build_still_finishes_right(
     cluster: Cluster, tmp_path: Path, salt: str, example_tree: Build, local_natives: dict[str, bytes],
     own_proxy_dir: str
 ) -> None:
-    """[proxy] SIGKILL the proxy while ninja runs remote backends through it (of three links, SOME): the build
-    finishes, every native object equals the local build's (clients whose connection dropped start a new proxy or
-    run locally) and the binaries pass their self-checks."""
+    """[proxy][scale] Three proxy shards; SIGKILL the busiest while ninja runs remote backends through them (of three
+    links, SOME): the build finishes, every native object equals the local build's (clients whose connection dropped
+    start a new proxy for that shard, or go to the next shard, or run locally), the binaries pass their self-checks
+    and the other shards served on untouched."""
     remote_b = copy_without_backends(example_tree, tmp_path / "remote")
     remote = remote_b.out
     _gen(remote_b, cluster.endpoint)
-    build = _start_ninja(remote, {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir}, SOME)
+    env = {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir, "GOMA_EXT_PROXY_SHARDS": SHARDS}
+    build = _start_ninja(remote, env, SOME)
     log = remote / stats.DEFAULT_STATS_LOG
     deadline = time.monotonic() + 120
     while not (log.is_file() and len(log.read_text().splitlines()) >= 20):
         assert build.poll() is None and time.monotonic() < deadline, "the build ended before the proxy was killed"
         time.sleep(0.1)
-    (first,) = _proxies(own_proxy_dir)
-    os.kill(first["pid"], signal.SIGKILL)
+    before = _proxies(own_proxy_dir)
+    victim = max(before, key=lambda p: (p["active"], p["runs"]))
+    os.kill(victim["pid"], signal.SIGKILL)
     output, _ = build.communicate(timeout=600)
     assert build.returncode == 0, output[-3000:]
     got = _natives(remote)
     assert got and got == {name: local_natives.get(name) for name in got}
     assert [remote_b.run_binary(name) for name in SOME] == [f"OK {name}" for name in SOME]
     summary = stats.report(remote)
-    (second,) = _proxies(own_proxy_dir)
-    assert second["pid"] != first["pid"] and summary["failed"] == 0, summary
-    print(f"proxy {first['pid']} killed after {first['runs']} actions; {second['pid']} served {second['runs']}; "
-          f"{summary['local_fallbacks']} local fallbacks")
+    after = {p["shard"]: p for p in _proxies(own_proxy_dir)}
+    assert after[victim["shard"]]["pid"] != victim["pid"] and summary["failed"] == 0, summary
+    untouched = [p for p in before if p["shard"] != victim["shard"]]
+    assert untouched and all(after[p["shard"]]["pid"] == p["pid"] for p in untouched), (before, after)
+    print(f"shard {victim['shard']} (pid {victim['pid']}) killed after {victim['runs']} actions; shards served "
+          f"{ {k: p['runs'] for k, p in sorted(after.items())} } in all; {summary['local_fallbacks']} local fallbacks")
 
 
 @pytest.mark.slow
-def test_two_builds_share_one_proxy_and_each_action_runs_once(
+def test_two_builds_share_the_proxy_shards_and_each_action_runs_once(
     cluster: Cluster, tmp_path: Path, salt: str, example_tree: Build, local_natives: dict[str, bytes],
     own_proxy_dir: str
 ) -> None:
-    """[proxy] Two build directories of the same code built at the same time: one proxy serves both, and each
-    distinct backend executes once (the other build joins it in flight or finds it in the action cache). They
-    build three of the links (SOME): what is shared is per action, not per binary."""
+    """[proxy][scale] Two build directories of the same code built at the same time through three proxy shards: each
+    distinct backend executes once (the other build joins it in flight or finds it in the action cache), because
+    both builds send an action to the same shard: on every shard, half the requests executed. They build three of
+    the links (SOME): what is shared is per action, not per binary."""
     trees = [copy_without_backends(example_tree, tmp_path / name) for name in ("a", "b")]
     for tree in trees:
         _gen(tree, cluster.endpoint)
     outs = [tree.out for tree in trees]
-    env = {"GOMA_EXT_CACHE_SALT": salt + "-two", "GOMA_EXT_PROXY_DIR": own_proxy_dir}
+    env = {"GOMA_EXT_CACHE_SALT": salt + "-two", "GOMA_EXT_PROXY_DIR": own_proxy_dir, "GOMA_EXT_PROXY_SHARDS": SHARDS}
     builds = [_start_ninja(out, env, SOME) for out in outs]
     for build in builds:
         output, _ = build.communicate(timeout=600)
@@ -204,13 +213,15 @@ def test_two_builds_share_one_proxy_and_each_action_runs_once(
     a, b = (stats.report(out) for out in outs)
     assert a["runs"] == b["runs"] > 30 and a["local_fallbacks"] == b["local_fallbacks"] == 0
     assert a["remote_executions"] + b["remote_executions"] == a["runs"], (a, b)
-    (proxy,) = _proxies(own_proxy_dir)
-    assert proxy["runs"] == a["runs"] + b["runs"] and proxy["actions_remote"] == a["runs"], proxy
-    assert proxy["children_cpu_s"] == 0, proxy
+    proxies = _proxies(own_proxy_dir)
+    assert sorted(p["shard"] for p in proxies) == list(range(int(SHARDS))), proxies
+    assert sum(p["runs"] for p in proxies) == a["runs"] + b["runs"]
+    # identical actions on one shard: each shard executed exactly half of what it was asked
+    assert all(p["runs"] > 0 and p["runs"] == 2 * p.get("actions_remote", 0) for p in proxies), proxies
+    assert all(p["children_cpu_s"] == 0 for p in proxies), proxies
     for out in outs:
         got = _natives(out)
         assert got and got == {name: local_natives.get(name) for name in got}
-    print(f"two builds, {a['runs']} actions each: {proxy.get('joined_in_flight', 0)} joined in flight, "
-          f"{a['cache_hits'] + b['cache_hits']} served by the action cache or a joined action; "
-          f"{proxy['upload_requests']} upload requests in {proxy['upload_rounds']} CAS rounds "
-          f"({proxy['rpc_FindMissingBlobs']} FindMissingBlobs, {proxy['rpc_BatchUpdateBlobs']} BatchUpdateBlobs)")
+    print(f"two builds, {a['runs']} actions each, over {SHARDS} shards: "
+          + "; ".join(f"shard {p['shard']}: {p['runs']} requests, {p.get('actions_remote', 0)} executed, "
+                      f"{p.get('joined_in_flight', 0)} joined in flight" for p in sorted(proxies, key=lambda p: p['shard'])))

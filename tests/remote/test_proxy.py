@@ -132,19 +132,30 @@ def test_one_proxy_serves_every_action_and_a_fresh_directory_from_the_cache(
     assert sock.stat().st_mode & 0o777 == 0o600 and proxy_dir.stat().st_mode & 0o777 == 0o700
 
 
+@pytest.mark.parametrize("shards", [1, 3])
 def test_identical_actions_in_flight_run_once(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
-                                              proxy_dir: Path) -> None:
-    env = client_env(salt, proxy_dir)
+                                              proxy_dir: Path, shards: int) -> None:
+    """With one proxy, and with three shards ([scale]): identical actions reach the same shard, so they still
+    execute once."""
+    env = client_env(salt, proxy_dir, GOMA_EXT_PROXY_SHARDS=str(shards))
     copies = [program.copy(tmp_path / f"copy{i}") for i in range(6)]
     slow = str(cluster.slow_clang)  # sleeps 2 s first: every copy's request arrives while the first executes
-    subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", cluster.endpoint],
-                   check=True, env=env, capture_output=True)
+    started = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", cluster.endpoint],
+                             check=True, env=env, capture_output=True, text=True)
+    assert started.stdout.count(f" of {shards}): pid ") == shards, started.stdout
     running = [start_client(c, "alpha", cluster.endpoint, {**env, **HOST_TOOLCHAIN}, compiler=slow) for c in copies]
     for proc in running:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0 and warnings(err) == [], err
-    status = the_proxy(env)
+    found = proxy_status(env)
+    assert sorted(p["shard"] for p in found) == list(range(shards)), found
+    (status,) = [p for p in found if p.get("runs")]  # one shard got all six
+    assert status["shard"] == wire.shard_of(program.backend("alpha", compiler=slow), shards)
     assert status["actions_remote"] == 1 and status["joined_in_flight"] + status.get("actions_cache_hit", 0) == 5
+    if shards > 1:
+        text = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "status"], env=env, check=True,
+                              capture_output=True, text=True).stdout
+        assert text.count(" shard ") == shards and f"total: {shards} proxies" in text, text
     outputs = {c.native("alpha").read_bytes() for c in copies}
     assert len(outputs) == 1
 
