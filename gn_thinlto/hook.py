@@ -37,6 +37,7 @@ from gn_thinlto.plan.model import GraphPlan, RemoteBackends
 from gn_thinlto.regen import regenerate
 from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files
 from gn_thinlto.steps.launcher_build import build_launcher
+from gn_thinlto.steps.step_args import default_servers
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
 from goma_ext.remote.wrapper import wrap_command
@@ -147,7 +148,9 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     build_text = read_text(out_dir / "build.ninja", GN_NINJA)
     backends_remote = remote_backends(config, remote, os.environ)
     launcher = step_launcher(out_dir) if config.step_server else ""
-    regen = regenerate(out_dir, graph, texts, toolchains, config, python, backends_remote, step_launcher=launcher)
+    servers = config.step_servers if isinstance(config.step_servers, int) else default_servers(os.cpu_count() or 1)
+    regen = regenerate(out_dir, graph, texts, toolchains, config, python, backends_remote, step_launcher=launcher,
+                       step_servers=servers)
     plan, written = regen.plan, regen.written
     for rel, text in edit_gn_target_files(texts, plan).items():
         written += write_if_changed(out_dir / rel, text)

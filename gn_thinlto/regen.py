@@ -173,7 +173,7 @@ def link_reads(target: GnTarget, outcome: LinkOutcome, producers: Mapping[str, P
 
 def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchains: Mapping[str, NinjaFile],
                config: Config, python: str, remote: RemoteBackends | None, step_dir: str = STEP_DIR,
-               step_launcher: str = "") -> Regeneration:
+               step_launcher: str = "", step_servers: int = 1) -> Regeneration:
     """Plan GRAPH's links (only the changed ones when OUT has a usable state), write gn-thinlto's files whose
     content changed, save the state for the next run, and return the plan. Each link's full plan is dropped
     once its files are written (the hook's memory holds one link's backends at a time): the plan returned has
@@ -230,7 +230,8 @@ def regenerate(out_dir: Path, graph: GnGraph, texts: Mapping[str, str], toolchai
                                                frozenset(unproduced), kept, files)
         outcomes.append(kept)
         shared_changed = shared_changed or bool(outcome.shared) or bool(rec is not None and rec.outcome.shared)
-    plan = replace(assemble(outcomes, config, python), remote=remote, step_launcher=step_launcher)
+    plan = replace(assemble(outcomes, config, python), remote=remote, step_launcher=step_launcher,
+                   step_servers=step_servers)
     for rel, text in build_files(plan, step_dir=step_dir).items():
         written += write_if_changed(out_dir / rel, text)
     if plan.shared_backends:

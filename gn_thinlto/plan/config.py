@@ -18,6 +18,7 @@ Example (every key optional):
     cache_trusted_writers: [ci-bot]  # whose cache entries your builds use besides yours and root's
     backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
     step_server: true             # false: each backend edge runs the Python step itself (no launcher, no server)
+    step_servers: auto            # step servers per build directory: auto (one per 16 cores, 1-4) or 1-16
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
     lto_partitions: auto          # the regular-LTO module's code generation: auto, off, or a number of edges
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from gn_thinlto.errors import GnThinltoError, is_file, read_yaml, shown
+from gn_thinlto.steps.step_args import AUTO_SERVERS, CORES_PER_SERVER, MAX_SERVERS
 from gn_thinlto.steps.thinlink_paths import AUTO_PARTITION_BYTES, MAX_PARTITIONS
 from thinlto_base.policy import PolicyError, parse_policy
 from thinlto_base.settings import REQUIRED, Setting, defaults, sub_keys, top_keys
@@ -78,6 +80,7 @@ class Config:
     cache_dir: str = "gn-thinlto/cache"
     backend_cache: bool = True
     step_server: bool = True  # backend edges go through the step launcher to the build dir's step server
+    step_servers: int | str = "auto"  # "auto" or N: step servers per build directory (step_args.default_servers)
     cache_policy: str = ""  # lld's policy syntax; "" takes the links' --thinlto-cache-policy
     cache_trusted_writers: tuple[str, ...] = ()  # users (names or uids) whose cache entries count, besides you
     remote: tuple[tuple[str, Any], ...] = ()  # the `remote:` section as sorted items, read by goma_ext
@@ -137,6 +140,10 @@ SETTINGS: tuple[Setting, ...] = (  # what parse_config knows and defaults to; do
             "`--lto-partitions=N` wins over `auto`), `off` never"),
     Setting("step_server", "boolean", Config.step_server,
             "false: each backend edge runs the Python step itself (no launcher, no server)"),
+    Setting("step_servers", f"`auto` or an integer 1–{MAX_SERVERS}", Config.step_servers,
+            f"step servers per build directory: the launcher spreads backend edges over them (by a hash of the "
+            f"edge's command); `auto` is one per {CORES_PER_SERVER} cores of the machine that runs `gn gen`, "
+            f"1 to {AUTO_SERVERS}. One server's CPU per remote action bounds a build with ~1,000 remote cores"),
     Setting("link_wrappers", "list of mappings", [],
             "wrappers whose inner link command gn-thinlto cannot find by itself"),
     Setting("link_wrappers[].match", "shell glob", REQUIRED, "matched against each token of the link command"),
@@ -231,6 +238,10 @@ def parse_config(data: Any, source: str) -> Config:
     step_server = top.get("step_server", _DEFAULTS["step_server"])
     if not isinstance(step_server, bool):
         raise GnThinltoError(f"{source}: step_server: expected true or false, got {step_server!r}")
+    servers = top.get("step_servers", _DEFAULTS["step_servers"])
+    if servers != "auto" and not (isinstance(servers, int) and not isinstance(servers, bool)
+                                  and 1 <= servers <= MAX_SERVERS):
+        raise GnThinltoError(f"{source}: step_servers: expected auto or an integer 1-{MAX_SERVERS}, got {servers!r}")
     return Config(
         include=_str_list(targets.get("include", _DEFAULTS["targets.include"]), f"{source}: targets.include"),
         exclude=_str_list(targets.get("exclude", _DEFAULTS["targets.exclude"]), f"{source}: targets.exclude"),
@@ -250,6 +261,7 @@ def parse_config(data: Any, source: str) -> Config:
         dyndep=dyndep,
         lto_partitions=partitions,
         step_server=step_server,
+        step_servers=servers,
         link_wrappers=_link_wrappers(top.get("link_wrappers", _DEFAULTS["link_wrappers"]), f"{source}: link_wrappers"),
         source=source,
     )

@@ -232,3 +232,4 @@ class GraphPlan:
     targets_file: str = "gn-thinlto/targets.ninja"
     remote: RemoteBackends | None = None
     step_launcher: str = ""  # the step launcher's path in the build dir ("": backend edges run the Python step)
+    step_servers: int = 1  # step servers per build directory the launcher spreads backend edges over

@@ -113,7 +113,8 @@ def build_files(plan: GraphPlan, source: str = "project.json", step_dir: str = S
                            plan.cache_trusted_writers if cached else ())]
     if plan.step_launcher:  # the launcher hands the step to the build dir's server
         sock = socket_path(backend, os.path.dirname(plan.backend_log) or ".")
-        backend = [plan.step_launcher, sock, *backend, "--socket", sock]
+        servers = ["--servers", str(plan.step_servers)] if plan.step_servers > 1 else []
+        backend = [plan.step_launcher, *servers, sock, *backend, "--socket", sock]
     files = {
         plan.rules_file: render(
             "rules.ninja.j2",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from gn_thinlto.steps.backend_log import CacheEvent, record
 from gn_thinlto.steps.server_start import start_server
-from gn_thinlto.steps.step_args import USAGE, parse_args
+from gn_thinlto.steps.step_args import SERVERS_ENV, USAGE, chosen_socket, parse_args
 from gn_thinlto.steps.thinlink_paths import PARTITION_BITCODE_SUFFIX
 from thinlto_base.fsutil import (
     make_parent,
@@ -241,6 +241,8 @@ ACCOUNTING_ENV = "GN_THINLTO_STEP_ACCOUNTING"
 ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ACCOUNTING_ENV, "", "FILE: each backend step and step launcher appends one line of its wall and CPU times "
                          "(the benchmarks' per-step accounting)"),
+    (SERVERS_ENV, "", "set by the step launcher for the Python step behind it: the socket of the step server it "
+                      "chose (`step_servers` > 1), which the Python step starts when none answered"),
 )
 
 
@@ -263,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gn-thinlto: error: backend: {e} ({USAGE})", file=sys.stderr)
         return 2
     if args.socket:  # the step launcher found no server: start one for the next edges (before this step, which
-        start_server(args)  # may wait seconds on a remote action)
+        start_server(args, chosen_socket(args))  # may wait seconds on a remote action)
     try:
         job = BackendJob.parse(args.command)
         store = CacheStore(args.cache, Trust(args.trust), warn_dir=os.path.dirname(os.fspath(args.log)))

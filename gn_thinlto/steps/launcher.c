@@ -1,6 +1,6 @@
 /* The backend step launcher: what ninja runs per backend edge, in front of the Python backend step.
 
-   usage: step-launcher SOCKET STEP_COMMAND...
+   usage: step-launcher [--servers N] SOCKET STEP_COMMAND...
 
    It hands the step's arguments to the build directory's step server (gn_thinlto/steps/step_server.py)
    on the Unix socket SOCKET and does what the server answers: exit with a status (a cache hit, or the end
@@ -9,6 +9,11 @@
    decision, hash and write is the server's; this program only carries frames. Whenever the server is
    missing, is not this user's, answers something unexpected or goes away, it runs STEP_COMMAND itself (the
    Python step, which starts a server for the next edges): slower, never wrong.
+
+   With --servers N (N > 1) the build directory has N servers: the step goes to server K, a hash of STEP_COMMAND
+   modulo N (FNV-1a), whose socket is SOCKET for K = 0 and SOCKET with ".K" before its ".sock" otherwise
+   (gn_thinlto/steps/step_args.py, server_socket). The chosen socket is put in GN_THINLTO_STEP_SERVER, so that
+   the Python step starts that server when none answered.
 
    Frames, both ways: a 4-byte little-endian length, then that many bytes. The server's copy of this protocol is
    gn_thinlto/steps/step_protocol.py (tests/unit/test_step_protocol.py checks that the two agree).
@@ -155,10 +160,39 @@ static int run_command(char *body, size_t n) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The socket of the server this step goes to (see --servers above), in CHOSEN; -1 if it does not fit. */
+static int choose_socket(const char *sock, long servers, char *chosen, size_t size) {
+  uint32_t hash = 2166136261u;
+  for (char **a = step_command; *a; a++)
+    for (const unsigned char *c = (const unsigned char *)*a;; c++) {
+      hash = (hash ^ *c) * 16777619u;
+      if (!*c) break;
+    }
+  long server = servers > 1 ? (long)(hash % (uint32_t)servers) : 0;
+  size_t len = strlen(sock);
+  if (server == 0) {
+    if (len >= size) return -1;
+    memcpy(chosen, sock, len + 1);
+  } else {
+    size_t stem = len >= 5 && strcmp(sock + len - 5, ".sock") == 0 ? len - 5 : len;
+    int n = snprintf(chosen, size, "%.*s.%ld.sock", (int)stem, sock, server);
+    if (n < 0 || (size_t)n >= size) return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &started);
-  if (argc < 3) {
-    fprintf(stderr, "usage: step-launcher SOCKET STEP_COMMAND...\n");
+  long servers = 1;
+  if (argc > 2 && strcmp(argv[1], "--servers") == 0) {
+    char *end;
+    servers = strtol(argv[2], &end, 10);
+    if (*end || servers < 1 || servers > 16) servers = 0;
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc < 3 || servers < 1) {
+    fprintf(stderr, "usage: step-launcher [--servers N] SOCKET STEP_COMMAND...\n");
     return 2;
   }
   step_command = argv + 2;
@@ -166,8 +200,8 @@ int main(int argc, char **argv) {
   if (fault && *fault) fall_back(-1); /* fault injection is for the Python step */
 
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  if (strlen(argv[1]) >= sizeof addr.sun_path) fall_back(-1);
-  strcpy(addr.sun_path, argv[1]);
+  if (choose_socket(argv[1], servers, addr.sun_path, sizeof addr.sun_path)) fall_back(-1);
+  if (servers > 1 && setenv("GN_THINLTO_STEP_SERVER", addr.sun_path, 1)) fall_back(-1);
   /* non-blocking connect: a server whose backlog is full (stopped, wedged) is not waited for */
   int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) < 0) fall_back(sock);

@@ -13,11 +13,12 @@ from thinlto_base.store import FAULT_ENV
 SERVER_SCRIPT = "step_server.py"  # beside this module
 
 
-def start_server(step: StepArgs) -> None:
-    """Start a server for STEP's socket unless one runs (its lock is held), detached from the build: a new
-    session, no descriptor of ninja's (ninja waits for its output pipes to close), output to SOCKET.log. The
-    lock is taken here and handed to the server, so that the steps that find no server while it starts (every
-    edge ninja runs at once) do not each start one."""
+def start_server(step: StepArgs, sock: str = "") -> None:
+    """Start a server on SOCK (default: STEP's socket; else one of the rule's servers, step_args.server_socket)
+    unless one runs (its lock is held), detached from the build: a new session, no descriptor of ninja's (ninja
+    waits for its output pipes to close), output to SOCK.log. The lock is taken here and handed to the server, so
+    that the steps that find no server while it starts (every edge ninja runs at once) do not each start one."""
+    sock = sock or step.socket
     if os.environ.get(FAULT_ENV):
         return  # fault injection is for this step, not for a server that outlives it
     import fcntl  # here, not above: the steps that start no server (nearly all) do not pay for these imports
@@ -25,19 +26,19 @@ def start_server(step: StepArgs) -> None:
     import subprocess
 
     try:
-        lock = os.open(f"{step.socket}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        lock = os.open(f"{sock}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
         return
     log = -1
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        log = os.open(f"{step.socket}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        log = os.open(f"{sock}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
                       | os.O_CLOEXEC, 0o600)
         if not stat.S_ISREG(os.fstat(log).st_mode):
             return  # something planted there: no server, every edge runs the step itself
         flags = step_flags(step.cache, step.log, step.policy, step.trust)
         server = os.path.join(os.path.dirname(os.path.realpath(__file__)), SERVER_SCRIPT)
-        subprocess.Popen([sys.executable, "-S", server, "--socket", step.socket, "--lock-fd", str(lock), *flags],
+        subprocess.Popen([sys.executable, "-S", server, "--socket", sock, "--lock-fd", str(lock), *flags],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
                          pass_fds=(lock,))
     except OSError:

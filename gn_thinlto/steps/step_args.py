@@ -10,6 +10,7 @@ step_serving.py) read it: one module, so the spelling and the parser cannot drif
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 
 USAGE = ("usage: backend.py --cache DIR|--no-cache --log LOG [--policy POLICY] [--trust USER,…] [--socket SOCKET] "
@@ -56,6 +57,42 @@ def socket_path(step_command: Sequence[str], state_dir: str) -> str:
     the command, so a change of settings or install never reaches a server started for other ones."""
     digest = hashlib.sha256("\0".join(step_command).encode()).hexdigest()[:12]
     return f"{state_dir}/step-{digest}.sock"
+
+
+SERVERS_ENV = "GN_THINLTO_STEP_SERVER"  # the launcher tells the Python step which server's socket it chose
+MAX_SERVERS = 16
+CORES_PER_SERVER = 16  # `auto`: one step server per this many cores, at most AUTO_SERVERS
+AUTO_SERVERS = 4
+
+
+def default_servers(cores: int) -> int:
+    """Step servers per build directory for `step_servers: auto` on a machine with CORES cores."""
+    return max(1, min(AUTO_SERVERS, cores // CORES_PER_SERVER))
+
+
+def server_socket(sock: str, server: int) -> str:
+    """The socket of step server SERVER of the rule whose socket is SOCK: SOCK itself for the first, else SOCK with
+    `.N` before its `.sock` (launcher.c spells the same)."""
+    if server == 0:
+        return sock
+    stem = sock[: -len(".sock")] if sock.endswith(".sock") else sock
+    return f"{stem}.{server}.sock"
+
+
+def serves(path: str, sock: str) -> bool:
+    """Whether a server listening on PATH is one of the servers of the rule whose socket is SOCK."""
+    if path == sock:
+        return True
+    stem = sock[: -len(".sock")] if sock.endswith(".sock") else sock
+    number = path[len(stem) + 1 : -len(".sock")] if path.startswith(stem + ".") and path.endswith(".sock") else ""
+    return number.isdigit() and not number.startswith("0") and int(number) < MAX_SERVERS
+
+
+def chosen_socket(step: StepArgs, env: dict[str, str] | None = None) -> str:
+    """The socket the launcher chose for STEP (it says so in GN_THINLTO_STEP_SERVER) when it is one of the rule's,
+    else the rule's own: the server the Python step starts for the next edges."""
+    chosen = (os.environ if env is None else env).get(SERVERS_ENV, "")
+    return chosen if chosen and serves(chosen, step.socket) else step.socket
 
 
 def parse_args(argv: Sequence[str]) -> StepArgs:

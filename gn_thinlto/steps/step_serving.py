@@ -23,7 +23,7 @@ import thinlto_base
 from gn_thinlto.steps import in_process_launcher
 from gn_thinlto.steps.backend import Runner, prune_due, serve
 from gn_thinlto.steps.in_process_launcher import InProcess
-from gn_thinlto.steps.step_args import StepArgs, parse_args
+from gn_thinlto.steps.step_args import StepArgs, parse_args, serves
 from gn_thinlto.steps.step_protocol import (
     Answer,
     Gone,
@@ -334,7 +334,7 @@ class StepServer:
             step = parse_args(args[3:])
         except ValueError:
             return None  # the step itself says what is wrong, in its own words
-        if step.socket != self.path or step.settings() != self.step.settings():
+        if not serves(self.path, step.socket) or step.settings() != self.step.settings():
             return None
         return step
 

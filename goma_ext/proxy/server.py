@@ -105,8 +105,8 @@ class Proxy:
         threading.Thread(target=self._watch_idle, name="idle", daemon=True).start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
-        _log(f"serving {self.cfg.endpoint} (shard {self.shard}) on {self.sock_path} (version {self.version}, idle timeout "
-             f"{self.idle_s:.0f} s, at most {self.listener.max_connections} connections, requests within "
+        _log(f"serving {self.cfg.endpoint} (shard {self.shard}) on {self.sock_path} (version {self.version}, "
+             f"idle timeout {self.idle_s:.0f} s, at most {self.listener.max_connections} connections, requests within "
              f"{self.listener.request_timeout_s:g} s)")
         self.listener.serve()
         deadline = time.monotonic() + DRAIN_TIMEOUT_S

@@ -224,4 +224,5 @@ def test_two_builds_share_the_proxy_shards_and_each_action_runs_once(
         assert got and got == {name: local_natives.get(name) for name in got}
     print(f"two builds, {a['runs']} actions each, over {SHARDS} shards: "
           + "; ".join(f"shard {p['shard']}: {p['runs']} requests, {p.get('actions_remote', 0)} executed, "
-                      f"{p.get('joined_in_flight', 0)} joined in flight" for p in sorted(proxies, key=lambda p: p['shard'])))
+                      f"{p.get('joined_in_flight', 0)} joined in flight"
+                      for p in sorted(proxies, key=lambda p: p["shard"])))

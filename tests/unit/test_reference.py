@@ -68,7 +68,7 @@ def test_the_settings_defaults_are_the_configs() -> None:
     assert {s.top for s in GN_SETTINGS} == {
         "targets", "target_dir", "testonly", "backend_flags", "thin_link_pool_depth", "minimized_bitcode",
         "cache_dir", "backend_cache", "remote", "dyndep", "link_wrappers", "cache_policy", "cache_trusted_writers",
-        "step_server", "lto_partitions",
+        "step_server", "step_servers", "lto_partitions",
     }
 
 

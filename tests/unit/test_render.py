@@ -127,3 +127,13 @@ def test_backends_with_different_commands_bind_numbered_variables() -> None:
         bare = [replace(b, command=command) for b in shared]
         text = render_files(replace(plan, shared_backends=tuple(bare)))[SHARED_FILE]
         assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in bare}
+
+
+def test_several_step_servers_are_the_launchers_to_spread_over() -> None:
+    """[scale] step_servers > 1 tells the launcher how many servers to spread the edges over; 1 renders as before."""
+    plan = replace(basic_plan(), step_launcher="gn-thinlto/step-launcher")
+    one = render_files(plan, step_dir="/site/gn_thinlto")[plan.rules_file]
+    three = render_files(replace(plan, step_servers=3), step_dir="/site/gn_thinlto")[plan.rules_file]
+    assert "gn-thinlto/step-launcher gn-thinlto/step-" in one and "--servers" not in one
+    assert "gn-thinlto/step-launcher --servers 3 gn-thinlto/step-" in three
+    assert three.replace("--servers 3 ", "") == one

@@ -24,7 +24,7 @@ import pytest
 from gn_thinlto.render.ninja import STEP_DIR
 from gn_thinlto.steps.backend_log import read_stats
 from gn_thinlto.steps.launcher_build import build_launcher, c_compiler
-from gn_thinlto.steps.step_args import socket_path
+from gn_thinlto.steps.step_args import serves, server_socket, socket_path
 from tests.conftest import step_server_pids
 
 LAUNCHER = "gn-thinlto/step-launcher"
@@ -51,13 +51,15 @@ class Dir:
         self.socket = socket_path(self.python, "gn-thinlto")
         self.accounting = root / "accounting.txt"
 
-    def command(self, bitcode: str, target: str = "app", cache: str = "gn-thinlto/cache") -> list[str]:
+    def command(self, bitcode: str, target: str = "app", cache: str = "gn-thinlto/cache", servers: int = 1
+                ) -> list[str]:
         (self.root / target).mkdir(exist_ok=True)
         index = f"{target}/{bitcode}.thinlto.bc"
         (self.root / index).write_bytes(b"INDEX")
         python = [c if c != "gn-thinlto/cache" else cache for c in self.python]
-        return [LAUNCHER, self.socket, *python, "--socket", self.socket, "--", str(self.compiler), "-c", "-x", "ir",
-                bitcode, f"-fthinlto-index={index}", "-o", f"{target}/{bitcode}.native.o", "-O2"]
+        spread = ["--servers", str(servers)] if servers > 1 else []
+        return [LAUNCHER, *spread, self.socket, *python, "--socket", self.socket, "--", str(self.compiler), "-c",
+                "-x", "ir", bitcode, f"-fthinlto-index={index}", "-o", f"{target}/{bitcode}.native.o", "-O2"]
 
     def step(self, bitcode: str, target: str = "app", **kw: object) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "GN_THINLTO_STEP_ACCOUNTING": str(self.accounting)}
@@ -110,8 +112,7 @@ def build() -> Iterator[Dir]:
     try:
         yield Dir(root)
     finally:
-        pid = server_pid(root)
-        if pid:
+        for pid in step_server_pids(root):
             os.kill(pid, signal.SIGKILL)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -131,6 +132,42 @@ def test_the_first_step_starts_the_server_and_the_next_ones_are_served(build: Di
     stats = read_stats(build.root / "gn-thinlto/backend.log")
     assert (stats.hits, stats.misses) == (2, 2)
     assert "serving" in build.log()
+
+
+def _fnv1a(args: list[str]) -> int:
+    h = 2166136261
+    for byte in b"".join(a.encode() + b"\0" for a in args):
+        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def test_several_servers_share_the_edges_each_by_the_launchers_hash(build: Dir) -> None:
+    """[scale] `step_servers: 3`: the launcher sends each edge to the server its command hashes to; the first edge
+    for a server (none answers) runs the Python step, which starts that very server; afterwards every edge is
+    served, by three processes, with the cache shared between them."""
+    names = [f"m{i}.o" for i in range(12)]
+    for name in names:
+        (build.root / name).write_text(name.upper())
+    chosen = {}
+    for name in names:
+        cmd = build.command(name, servers=3)
+        chosen[name] = server_socket(build.socket, _fnv1a(cmd[4:]) % 3)
+    assert len(set(chosen.values())) == 3
+    for name in names:
+        assert build.step(name, servers=3).returncode == 0
+        wait_for_socket = time.monotonic() + 20
+        while not (build.root / chosen[name]).exists():
+            assert time.monotonic() < wait_for_socket, (name, chosen[name], build.log())
+            time.sleep(0.05)
+    build.served()
+    for name in names:  # now every edge finds its server: hits, served by all three
+        assert build.step(name, "tool", servers=3).returncode == 0
+    assert build.served() == ["server"] * len(names)
+    assert len(step_server_pids(build.root)) == 3 and build.runs() == len(names)
+    assert all((build.root / f"tool/{n}.native.o").read_text() == f"native({n.upper()})" for n in names)
+    assert all(serves(sock, build.socket) for sock in chosen.values())
+    assert not serves(build.socket[: -len(".sock")] + ".01.sock", build.socket)
+    assert not serves("gn-thinlto/other.1.sock", build.socket)
 
 
 def test_an_unchanged_output_keeps_its_mtime(build: Dir) -> None:
