@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,16 @@ class LoadResult:
     client: str = "thin"  # one of CLIENTS
     step_server_cpu_s: float = 0.0  # of client_cpu_ms: the step servers' CPU (from /proc)
     python_steps: int = 0  # steps the launcher left to the Python step (no server answered in time)
+    shard_cpu_s: dict[int, float] = field(default_factory=dict)  # [scale] each proxy shard's CPU over the run
+    mix: str = "hits"  # "hits": the copies share their actions; "clean": every action distinct (executed)
+
+    @property
+    def shards(self) -> int:
+        return max(1, len(self.shard_cpu_s))
+
+    def busiest_shard_ms(self) -> float:
+        """The busiest shard's CPU per action of the whole run (what bounds a build: shards run in parallel)."""
+        return 1000 * max(self.shard_cpu_s.values(), default=self.cpu_s.get("proxy", 0.0)) / self.actions
 
     @property
     def throughput(self) -> float:
@@ -166,24 +176,37 @@ def start_step_server(out: Path, timeout_s: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def _one(action: Action, endpoint: str, env: Mapping[str, str], launcher: Path | None) -> tuple[int, float, str]:
+def _one(action: Action, endpoint: str, env: Mapping[str, str], launcher: Path | None,
+         salt_per_copy: bool = False) -> tuple[int, float, str]:
     thin = [sys.executable, "-S", str(THIN_CLIENT), "--remote", endpoint, "--exec-root", ".."]
     cmd = [*thin, "--", *action.argv()] if launcher is None else step_argv(launcher, thin, action)
+    if salt_per_copy:  # a clean build's mix: no copy shares an action with another
+        env = {**env, "GOMA_EXT_CACHE_SALT": f"{env.get('GOMA_EXT_CACHE_SALT', '')}-{action.copy.name}"}
     t = time.monotonic()
     proc = subprocess.run(cmd, cwd=action.copy / "out", capture_output=True, text=True, env=dict(env), check=False)
     return proc.returncode, time.monotonic() - t, proc.stderr
 
 
-def _proxy_status(env: Mapping[str, str]) -> dict[str, Any]:
+def proxy_statuses(env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`goma-ext proxy status --json`: every shard's figures."""
     out = subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "status", "--json"], capture_output=True,
                          text=True, check=True, env=dict(env)).stdout
-    found = json.loads(out)
+    return list(json.loads(out))
+
+
+def _proxy_status(env: Mapping[str, str]) -> dict[str, Any]:
+    """The figures of shard 0 (the only proxy unless the run has shards)."""
+    found = [s for s in proxy_statuses(env) if s.get("shard", 0) == 0]
     return dict(found[0]) if found else {}
 
 
 def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], endpoint: str,
-             env: Mapping[str, str], clients: int, client: str = "thin") -> LoadResult:
-    """Run every action through CLIENT (one of CLIENTS), at most `clients` at once; check and measure."""
+             env: Mapping[str, str], clients: int, client: str = "thin", shards: int = 1,
+             mix: str = "hits") -> LoadResult:
+    """Run every action through CLIENT (one of CLIENTS), at most `clients` at once, through SHARDS proxies; with
+    MIX "clean" each copy's actions get a cache salt of their own, so that every action executes; check and
+    measure."""
+    env = {**env, "GOMA_EXT_PROXY_SHARDS": str(shards)}
     subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", endpoint],
                    check=True, env=dict(env), capture_output=True)
     work = Path(os.path.commonpath([str(a.copy) for a in actions]))
@@ -201,7 +224,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
     before_cpu, before_children = _cpu_by_component(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
-        done = list(pool.map(lambda a: _one(a, endpoint, env, launcher), actions))
+        done = list(pool.map(lambda a: _one(a, endpoint, env, launcher, mix == "clean"), actions))
     wall = time.monotonic() - t
     after_children, after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_by_component()
     servers = _step_servers(work)
@@ -210,6 +233,9 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
     server_cpu = sum(cpu - servers_before.get(pid, 0.0) for pid, cpu in servers.items())
     client_cpu = (after_children.ru_utime + after_children.ru_stime
                   - before_children.ru_utime - before_children.ru_stime) + server_cpu
+    by_pid = {int(st["pid"]): int(st.get("shard", 0)) for st in proxy_statuses(env)}
+    shard_cpu = {by_pid[pid]: cpu - before_cpu.get((kind, pid), 0.0) for (kind, pid), cpu in after_cpu.items()
+                 if kind == "proxy" and pid in by_pid}
     wrong = sum(
         1 for a in actions
         if hashlib.sha256((a.copy / "out" / a.output).read_bytes()).hexdigest() != digests[(a.module, a.variant)]
@@ -229,7 +255,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
         client_cpu_ms=1000 * client_cpu / len(actions), client=client, step_server_cpu_s=server_cpu,
         python_steps=kinds["python"],
         cpu_s=_cpu_between(before_cpu, after_cpu),
-        proxy=_proxy_status(env),
+        proxy=_proxy_status(env), shard_cpu_s=dict(sorted(shard_cpu.items())), mix=mix,
     )
 
 
@@ -246,4 +272,5 @@ def describe(r: LoadResult) -> str:
             f"latency p50 "
             f"{r.p50_ms:.0f} ms p99 {r.p99_ms:.0f} ms; CPU ms/action: client {r.client_cpu_ms:.1f}, {cpu}"
             + (f"; {r.python_steps} Python steps, step servers {1000 * r.step_server_cpu_s / r.actions:.2f} ms/action"
-               if r.client == "steps" else ""))
+               if r.client == "steps" else "")
+            + (f"; {r.shards} proxy shards, busiest {r.busiest_shard_ms():.2f} ms/action" if r.shards > 1 else ""))

@@ -8,7 +8,11 @@ Measured inputs (nothing is invented; each is printed with where it came from):
   backend-cache miss), the thin link's wall time per bitcode module (the median over the build's links), and the
   largest link's final link wall time per native object;
 - RESULTS/proxy.json, written by the proxy benchmark (`--proxy-costs FILE` is read when it is missing): client CPU
-  per action on the build machine, the proxy's CPU per action, and the extra wall time of a remote action.
+  per action on the build machine, the proxy's CPU per action, and the extra wall time of a remote action;
+- RESULTS/proxy-shards.json, when there ([scale], `bench proxy-shards`): on a clean build's mix (every action
+  executed) through sharded proxies, the proxies' CPU per action, how unevenly the shards share it, the step servers'
+  and the whole client side's CPU per action. These replace proxy.json's figures of the same names (measured on
+  action-cache hits through one proxy).
 
 Assumptions (the numbers are options; all are printed with the results):
 1. Shape: one product link (chrome) of 35,000 bitcode modules with one serial thin link, plus ~300 test binaries
@@ -28,8 +32,11 @@ Assumptions (the numbers are options; all are printed with the results):
    action-cache hits. Queueing, worker failures and upload bandwidth are not modelled.
 5. The build machine has 32 cores (`--build-cores`). Every action costs client CPU there:
    bound = jobs × client CPU per action / build cores.
-6. The proxy is one Python process, serialised by the GIL: bound = jobs × proxy CPU per action. So is the build
-   directory's step server ([lean]), which runs every backend step: bound = jobs × its CPU per action.
+6. Each proxy shard is one Python process, serialised by the GIL; the shards run in parallel on the build machine
+   ([scale]): bound = jobs × proxy CPU per action × the measured imbalance / shards. The build directory's step
+   servers ([lean]) likewise: bound = jobs × their CPU per action / step servers. Both counts default to what
+   `auto` picks on the build machine's cores (one proxy per 8 cores, one step server per 16), and the client bound
+   (5) counts the proxies' CPU too.
 7. The backend phase takes the largest of the list-scheduling makespan, the proxy and step-server bounds and the
    client bound: they overlap, they do not add up. The bound that dominates is the largest of five lower bounds:
    remote cores (total job time / cores), the longest single job, the proxy, the step server, the client CPU.
@@ -47,7 +54,7 @@ import os
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +66,12 @@ from bench.table import render
 from gn_thinlto.analysis import build_log
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.steps.backend_log import CacheEvent
+from gn_thinlto.steps.step_args import default_servers
 from gn_thinlto.steps.thinlink_paths import PARTITION_DIR
+from goma_ext.remote import proxy_protocol as wire
 
 PROXY_RESULTS = "proxy"  # RESULTS/proxy.json, the proxy benchmark's
+SHARD_RESULTS = "proxy-shards"  # RESULTS/proxy-shards.json, `bench proxy-shards`'s
 PLOT = REPO / "docs" / "bench-scale-model.png"
 SEED_LINK_MIN = 15.0  # the seed figure: chrome's in-process ThinLTO link took 15 min...
 SEED_SERIAL_MIN = (4.0, 5.0)  # ...with 4–5 min of single-threaded work before the first backend
@@ -128,6 +138,8 @@ class ProxyCosts:
     remote_overhead_ms_per_action: float
     # [lean] of client_cpu_ms_per_action, the build directory's step server's share: one process (GIL)
     step_server_cpu_ms_per_action: float = 0.0
+    # [scale] the busiest shard's share of the proxies' CPU × shards (1: an even spread, or one proxy)
+    shard_imbalance: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +149,8 @@ class Shape:
     product_modules: int = 35_000
     test_backends: int = 5_000
     build_cores: int = 32
+    proxy_shards: int = 4  # `auto` on 32 cores (goma_ext.remote.proxy_protocol.default_shards)
+    step_servers: int = 2  # `auto` on 32 cores (gn_thinlto.steps.step_args.default_servers)
 
     @property
     def backend_jobs(self) -> int:
@@ -197,13 +211,16 @@ def sample_jobs(measured_ms: Sequence[int], n: int, seed: int) -> list[float]:
     return [float(ms) for ms in random.Random(seed).choices(measured_ms, k=n)]
 
 
-def backend_phase(jobs_ms: Sequence[float], cores: int, costs: ProxyCosts, build_cores: int) -> BackendPhase:
+def backend_phase(jobs_ms: Sequence[float], cores: int, costs: ProxyCosts, shape: Shape) -> BackendPhase:
     """The backend phase of JOBS_MS (each job's slot time, overhead included) on CORES remote cores."""
     n = len(jobs_ms)
+    shards, servers = min(shape.proxy_shards, shape.build_cores), min(shape.step_servers, shape.build_cores)
+    imbalance = costs.shard_imbalance if shape.proxy_shards > 1 else 1.0
     bounds = {Bound.REMOTE_CORES: sum(jobs_ms) / cores, Bound.LONGEST_BACKEND: max(jobs_ms, default=0.0),
-              Bound.PROXY: n * costs.proxy_cpu_ms_per_action,
-              Bound.STEP_SERVER: n * costs.step_server_cpu_ms_per_action,
-              Bound.CLIENT_CPU: n * costs.client_cpu_ms_per_action / build_cores}
+              Bound.PROXY: n * costs.proxy_cpu_ms_per_action * imbalance / shards,
+              Bound.STEP_SERVER: n * costs.step_server_cpu_ms_per_action / servers,
+              Bound.CLIENT_CPU: n * (costs.client_cpu_ms_per_action + costs.proxy_cpu_ms_per_action)
+              / shape.build_cores}
     ranked = tuple(sorted(bounds.items(), key=lambda kv: -kv[1]))
     return BackendPhase(lpt_makespan(jobs_ms, cores), ranked)
 
@@ -217,7 +234,7 @@ def predict(inputs: Inputs, sample_ms: Sequence[float], cores: int, factor: floa
         partition_ms = m.partition_ms_per_module * shape.product_modules / m.partitions
         jobs += [partition_ms + overhead] * m.partitions
     return Prediction(factor, cores, m.thin_link_ms_per_module * shape.product_modules,
-                      backend_phase(jobs, cores, inputs.costs, shape.build_cores),
+                      backend_phase(jobs, cores, inputs.costs, shape),
                       m.final_link_ms_per_object * shape.product_modules, partition_ms)
 
 
@@ -234,9 +251,10 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
         "partitions a link used, each in the backend phase with the remote overhead, not scaled by the factor",
         "every backend starts after the thin link; ninja -j = remote cores; a job holds its slot for compile time "
         "+ remote overhead; largest first; no action-cache hits, queueing or upload limits",
-        f"build machine: {shape.build_cores} cores; client bound = jobs × client CPU/action / cores",
-        "proxy: one process (GIL): bound = jobs × proxy CPU/action; the build directory's step server likewise: "
-        "bound = jobs × its CPU/action",
+        f"build machine: {shape.build_cores} cores; client bound = jobs × (client + proxy CPU/action) / cores",
+        f"proxy: {shape.proxy_shards} shard(s), each one process (GIL): bound = jobs × proxy CPU/action × shard "
+        f"imbalance / shards; the build directory's {shape.step_servers} step server(s) likewise: bound = jobs × "
+        "their CPU/action / step servers",
         "backend phase = max(makespan, proxy bound, step-server bound, client bound); dominant = largest of remote "
         "cores (work / cores), longest backend, proxy, step server, client CPU",
         "not modelled: bitcode compiles, the test binaries' final links, the REAPI server's capacity",
@@ -297,7 +315,8 @@ def measure(out: Path) -> Measured:
 
 
 def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Path]:
-    """RESULTS/proxy.json, or FALLBACK when it is missing; one-line errors for a missing file or a bad field."""
+    """RESULTS/proxy.json, or FALLBACK when it is missing, with RESULTS/proxy-shards.json's clean-mix figures over
+    it when that file is there; one-line errors for a missing file or a bad field."""
     path = results_dir / f"{PROXY_RESULTS}.json"
     if not path.is_file():
         if fallback is None:
@@ -305,18 +324,31 @@ def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Pa
         path = fallback
     try:
         data = json.loads(path.read_text())
-        return ProxyCosts(**{f.name: float(data[f.name]) for f in fields(ProxyCosts)
-                             if f.name in data or f.default is MISSING}), path
+        costs = ProxyCosts(**{f.name: float(data[f.name]) for f in fields(ProxyCosts)
+                              if f.name in data or f.default is MISSING})
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise BenchError(f"{path}: not a proxy-costs file ({type(e).__name__}: {e})") from e
+    shards_path = results_dir / f"{SHARD_RESULTS}.json"
+    if not shards_path.is_file():
+        return costs, path
+    try:
+        data = json.loads(shards_path.read_text())
+        clean = data["costs"][f"clean-{int(data['shards'])}"]
+        total, busiest = float(clean["proxy_cpu_ms_per_action"]), float(clean["busiest_shard_cpu_ms_per_action"])
+        return replace(costs, proxy_cpu_ms_per_action=total,
+                       shard_imbalance=busiest * int(clean["shards"]) / total if total else 1.0,
+                       step_server_cpu_ms_per_action=float(clean["step_server_cpu_ms_per_action"]),
+                       client_cpu_ms_per_action=float(clean["client_cpu_ms_per_action"])), shards_path
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise BenchError(f"{shards_path}: not a proxy-shards result ({type(e).__name__}: {e})") from e
 
 
 def describe_inputs(inputs: Inputs) -> list[str]:
     m, c, log = inputs.measured, inputs.costs, inputs.measured.build_dir / ".ninja_log"
     every = m.every_thin_link_ms_per_module
     q = statistics.quantiles(m.backend_ms, n=10) if len(m.backend_ms) > 1 else [float(m.backend_ms[0])] * 9
-    used = {"client_cpu_ms_per_action": "client bound", "proxy_cpu_ms_per_action": "proxy bound",
-            "step_server_cpu_ms_per_action": "step-server bound",
+    used = {"client_cpu_ms_per_action": "client bound", "proxy_cpu_ms_per_action": "proxy and client bounds",
+            "step_server_cpu_ms_per_action": "step-server bound", "shard_imbalance": "proxy bound",
             "remote_overhead_ms_per_action": "added to every job"}
     return [
         f"backend compile time: {len(m.backend_ms)} jobs, p10 {q[0]:.0f} / p50 {q[4]:.0f} / p90 {q[8]:.0f} / max "
@@ -332,8 +364,8 @@ def describe_inputs(inputs: Inputs) -> list[str]:
          f"the median of the {len(m.every_partition_ms_per_module)} links that had any, at most {m.partitions} per "
          f"link — {log}, partition edges the backend log marks 'miss'" if m.partitions else
          "partition edges: none (the thin link compiles each regular-LTO module)"),
-        *(f"{f.name}: {getattr(c, f.name):g} ms — {inputs.costs_source} ({used.get(f.name, 'printed, not used')})"
-          for f in fields(ProxyCosts)),
+        *(f"{f.name}: {getattr(c, f.name):g}{'' if f.name == 'shard_imbalance' else ' ms'} — {inputs.costs_source}"
+          f" ({used.get(f.name, 'printed, not used')})" for f in fields(ProxyCosts)),
     ]
 
 
@@ -433,6 +465,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--product-modules", type=int, default=Shape.product_modules)
     p.add_argument("--test-backends", type=int, default=Shape.test_backends)
     p.add_argument("--build-cores", type=int, default=Shape.build_cores)
+    p.add_argument("--proxy-shards", type=int, help="proxy shards (default: auto on --build-cores, one per 8)")
+    p.add_argument("--step-servers", type=int, help="step servers (default: auto on --build-cores, one per 16)")
     p.add_argument("--factors", type=_floats, default=[1.0, 3.0], help="compile-time factors (default: 1,3)")
     p.add_argument("--cores", type=_ints, default=[100, 1000], help="remote cores of the table (default: 100,1000)")
     p.add_argument("--seed", type=int, default=1, help="seed of the compile-time sample")
@@ -441,15 +475,18 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
     factors, table_cores = args.factors, args.cores
-    if min(table_cores) < 1 or args.build_cores < 1 or min(factors) <= 0:
-        p.error("cores, build cores and factors must be positive")
+    if min(table_cores) < 1 or args.build_cores < 1 or min(factors) <= 0 or min(
+            args.proxy_shards or 1, args.step_servers or 1) < 1:
+        p.error("cores, build cores, shards, step servers and factors must be positive")
     costs, costs_source = load_costs(args.results, args.proxy_costs)  # before a build of minutes
     ctx = results.context()
     print(f"machine: {ctx['machine'].one_line()}")
     if args.build_dir is None:
         prereqs.ensure()
     out = args.build_dir or build_fresh(args.cache, args.subject, args.partitions)
-    shape = Shape(args.product_modules, args.test_backends, args.build_cores)
+    shards = args.proxy_shards or max(1, min(wire.MAX_SHARDS // 2, args.build_cores // wire.CORES_PER_SHARD))
+    shape = Shape(args.product_modules, args.test_backends, args.build_cores, shards,
+                  args.step_servers or default_servers(args.build_cores))
     inputs = Inputs(measure(out), costs, costs_source, shape)
     sample = sample_jobs(inputs.measured.backend_ms, shape.backend_jobs, args.seed)
     print("inputs:", *(f"  {line}" for line in describe_inputs(inputs)), sep="\n")

@@ -52,7 +52,10 @@ class ServerSettings:
     plaintext: bool = True  # with TLS, also the grpc:// channel on `port` (only when asked for)
     jwt_secret_file: Path | None = None  # None: no authentication (`cluster start --auth none`)
     acl_file: Path | None = None  # with JWT: which RPCs each token's subject may call (acl.render)
-    thread_pool_size: int = 64
+    # BuildGrid's gRPC threads are also its cap on concurrent RPCs, and every action a client waits on holds one
+    # Execute stream: 64 let 200 waiting clients lock the bots out (RESOURCE_EXHAUSTED on their sessions) until
+    # the clients' timeouts. Sized for a build's actions in flight plus the bots.
+    thread_pool_size: int = 1024
     keepalive_s: int = 30
     poll_s: float = DEFAULT_POLL_S  # how often the scheduler and the bots' sessions look for work (the assigner: 5x)
     listen: tuple[str, ...] = ("127.0.0.1",)  # the addresses every channel binds

@@ -37,10 +37,13 @@ def test_list_scheduling_is_largest_first_not_optimal() -> None:
     assert lpt_makespan([], 4) == 0
 
 
+ONE = Shape(build_cores=32, proxy_shards=1, step_servers=1)
+
+
 def test_proxy_bound_dominates_many_cores() -> None:
-    phase = backend_phase([10.0] * 1000, cores=1000, costs=COSTS, build_cores=32)
+    phase = backend_phase([10.0] * 1000, cores=1000, costs=COSTS, shape=ONE)
     assert phase.bound_ms(Bound.PROXY) == 8000  # 1000 actions x 8 ms in one process
-    assert phase.bound_ms(Bound.CLIENT_CPU) == 1000  # 1000 x 32 ms over 32 cores
+    assert phase.bound_ms(Bound.CLIENT_CPU) == 1250  # 1000 x (32 + 8) ms over 32 cores
     assert phase.bound_ms(Bound.REMOTE_CORES) == 10
     assert phase.makespan_ms == 10
     assert phase.bounds_ms[0][0] is Bound.PROXY and phase.bounds_ms[1][0] is Bound.CLIENT_CPU
@@ -50,14 +53,26 @@ def test_proxy_bound_dominates_many_cores() -> None:
 def test_the_step_server_is_one_process_too() -> None:
     """[lean] The build directory's step server runs every backend step: its CPU per action bounds like the proxy's."""
     costs = dataclasses.replace(COSTS, step_server_cpu_ms_per_action=12.0)
-    phase = backend_phase([10.0] * 1000, cores=1000, costs=costs, build_cores=32)
+    phase = backend_phase([10.0] * 1000, cores=1000, costs=costs, shape=ONE)
     assert phase.bounds_ms[0] == (Bound.STEP_SERVER, 12_000) and phase.wall_ms == 12_000
 
 
+def test_shards_divide_the_proxy_and_step_server_bounds_by_their_count() -> None:
+    """[scale] Shards run in parallel: the bound is the busiest shard's, i.e. the even share times the imbalance; and
+    never more shards than build cores count."""
+    costs = dataclasses.replace(COSTS, step_server_cpu_ms_per_action=12.0, shard_imbalance=1.25)
+    phase = backend_phase([10.0] * 1000, cores=1000, costs=costs, shape=Shape(build_cores=32, proxy_shards=4,
+                                                                             step_servers=3))
+    assert phase.bound_ms(Bound.PROXY) == 1000 * 8 * 1.25 / 4 and phase.bound_ms(Bound.STEP_SERVER) == 4000
+    few_cores = backend_phase([10.0] * 1000, cores=1000, costs=costs, shape=Shape(build_cores=2, proxy_shards=8,
+                                                                                 step_servers=8))
+    assert few_cores.bound_ms(Bound.PROXY) == 1000 * 8 * 1.25 / 2 and few_cores.bound_ms(Bound.STEP_SERVER) == 6000
+
+
 def test_remote_cores_and_longest_job_bounds() -> None:
-    few = backend_phase([1000.0] * 100, cores=2, costs=COSTS, build_cores=32)
+    few = backend_phase([1000.0] * 100, cores=2, costs=COSTS, shape=ONE)
     assert few.bounds_ms[0] == (Bound.REMOTE_CORES, 50_000) and few.wall_ms == few.makespan_ms == 50_000
-    one_long = backend_phase([1.0] * 9 + [90_000.0], cores=100, costs=COSTS, build_cores=32)
+    one_long = backend_phase([1.0] * 9 + [90_000.0], cores=100, costs=COSTS, shape=ONE)
     assert one_long.bounds_ms[0][0] is Bound.LONGEST_BACKEND and one_long.wall_ms == 90_000
 
 
@@ -69,7 +84,7 @@ def test_serial_fraction_is_serial_links_over_wall() -> None:
 
 def test_predict_scales_compile_time_and_adds_overhead() -> None:
     measured = Measured((100, 200), "app", modules=4, thin_link_ms=40, final_link_ms=8, build_dir=Path("out"))
-    inputs = Inputs(measured, COSTS, Path("costs.json"), Shape(product_modules=10, test_backends=0, build_cores=32))
+    inputs = Inputs(measured, COSTS, Path("costs.json"), dataclasses.replace(ONE, product_modules=10, test_backends=0))
     p = predict(inputs, [100.0, 200.0], cores=1, factor=3.0)
     assert p.thin_link_ms == 100  # 10 ms per module x 10 modules
     assert p.final_link_ms == 20  # 2 ms per object x 10 objects
@@ -81,7 +96,7 @@ def test_partition_edges_join_the_backend_phase_as_the_product_links_codegen() -
     had partition edges) x product modules, in as many jobs as the most partitions a link used, not scaled."""
     measured = Measured((100,), "app", modules=4, thin_link_ms=40, final_link_ms=8, build_dir=Path("out"),
                         every_partition_ms_per_module=(2.0, 6.0, 30.0), partitions=3)
-    inputs = Inputs(measured, COSTS, Path("costs.json"), Shape(product_modules=30, test_backends=0, build_cores=32))
+    inputs = Inputs(measured, COSTS, Path("costs.json"), dataclasses.replace(ONE, product_modules=30, test_backends=0))
     p = predict(inputs, [100.0], cores=10, factor=3.0)
     assert p.partition_job_ms == 6.0 * 30 / 3  # median 6 ms per module x 30 modules, in 3 jobs
     assert p.backends.makespan_ms == 300 + 100  # 4 jobs on 10 cores: the longest, the backend x 3 + overhead

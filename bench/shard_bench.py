@@ -1,0 +1,114 @@
+"""`python -m bench proxy-shards`: the client side's CPU per remote action with one proxy and with several shards,
+side by side in one run on one cluster, on two mixes ([scale]).
+
+- `hits`: the load test's shape (bench.proxy_load): copies of a 5-module program whose actions are shared between
+  copies, so nearly every action is an action-cache hit or joins one in flight (what a fresh build directory or a
+  second build sees).
+- `clean`: every copy's actions under a cache salt of their own, so every action is executed remotely (uploads,
+  Execute, the outputs' download): a clean build's mix.
+
+Each mix runs through the step launchers and each copy's step server, as a build runs remote backends, with 1 proxy
+and with SHARDS proxies, one after the other on the same cluster. Before each measured run, one copy's 20 actions warm
+the proxies up (each connects and hashes the toolchain once in its life). Printed per run: CPU per action of all
+proxies together, of the busiest shard (what bounds a build, as the shards run in parallel), of the step servers and
+of the whole client side. The scale
+model (`bench scale-model`) reads the result, RESULTS/proxy-shards.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench import cluster_tool, prereqs, proxy_load, results
+from bench.fsio import remove
+from bench.measure import progress
+from bench.table import render
+from goma_ext.remote import proxy_protocol as wire
+
+MIXES = ("hits", "clean")
+
+
+def _row(r: proxy_load.LoadResult) -> list[Any]:
+    return [r.mix, r.shards, r.actions, ", ".join(f"{k} {v}" for k, v in sorted(r.modes.items())), r.lost, r.wrong,
+            round(r.wall_s, 1), round(r.per_action_ms("proxy"), 3), round(r.busiest_shard_ms(), 3),
+            round(1000 * r.step_server_cpu_s / r.actions, 3), round(r.client_cpu_ms, 3)]
+
+
+def costs_of(r: proxy_load.LoadResult) -> dict[str, float]:
+    """The per-action costs the scale model reads, in ms."""
+    return {"proxy_cpu_ms_per_action": round(r.per_action_ms("proxy"), 4),
+            "busiest_shard_cpu_ms_per_action": round(r.busiest_shard_ms(), 4),
+            "step_server_cpu_ms_per_action": round(1000 * r.step_server_cpu_s / r.actions, 4),
+            "client_cpu_ms_per_action": round(r.client_cpu_ms, 4), "shards": r.shards}
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench proxy-shards", description=__doc__.splitlines()[0])
+    p.add_argument("--shards", type=int, default=4, help="proxy shards of the sharded runs (default 4)")
+    p.add_argument("--copies", type=int, default=10, help="build directories (copies of the program) per run")
+    p.add_argument("--repeats", type=int, default=10, help="times each copy runs its 20 actions in the hits mix")
+    p.add_argument("--clean-copies", type=int, default=20, help="build directories of the clean mix (20 actions "
+                   "each, all executed)")
+    p.add_argument("--clients", type=int, default=200, help="clients at once")
+    p.add_argument("--workers", type=int, default=4, help="workers of the cluster")
+    p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
+    p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    args = p.parse_args(argv)
+    prereqs.ensure()
+    ctx = results.context()
+    given = {k: getattr(args, k) for k in ("shards", "copies", "repeats", "clean_copies", "clients")}
+    command = "python -m bench proxy-shards" + "".join(
+        f" --{k.replace('_', '-')} {v}" for k, v in given.items() if v != p.get_default(k))
+    print(f"machine: {ctx['machine'].one_line()}")
+    missing = cluster_tool.available()
+    if missing:
+        print(f"not measured: {missing}")
+        results.write(args.results, "proxy-shards", dict(ctx, missing=missing, command=command))
+        return 0
+    salt = f"bench-shards-{time.time_ns()}"
+    state = args.cache / f"cluster-{salt}"
+    state_dir = tempfile.mkdtemp(prefix="gxs-")
+    work = Path(tempfile.mkdtemp(prefix="shard-bench-", dir=args.cache))
+    endpoint = cluster_tool.start(state, args.workers)
+    env = {**os.environ, wire.STATE_DIR_ENV: state_dir}  # after the start: with this cluster's token
+    runs: list[proxy_load.LoadResult] = []
+    try:
+        for mix in MIXES:
+            for shards in (1, args.shards):
+                name = f"{mix}-{shards}"
+                # warm-up: each shard connects and hashes the toolchain once in its life, not per action
+                actions, digests = proxy_load.prepare(work / f"{name}-warm", 1)
+                proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}-warm"},
+                                    args.clients, "steps", shards=shards)
+                remove(work / f"{name}-warm")
+                copies = args.copies if mix == "hits" else args.clean_copies
+                actions, digests = proxy_load.prepare(work / name, copies, args.repeats if mix == "hits" else 1)
+                r = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}"},
+                                        args.clients, "steps", shards=shards, mix=mix)
+                proxy_load.stop_proxies(env)  # the next run starts its own shards
+                remove(work / name)
+                runs.append(r)
+                progress(f"  {mix}, {shards} shard(s): {proxy_load.describe(r)}")
+    finally:
+        proxy_load.stop_proxies(env)
+        cluster_tool.stop(state)
+        remove(state)
+        remove(work)
+    print(render(["mix", "shards", "actions", "modes", "lost", "wrong", "wall s", "proxies ms/action",
+                  "busiest shard ms/action", "step servers ms/action", "client side ms/action"],
+                 [_row(r) for r in runs]))
+    by = {(r.mix, r.shards): r for r in runs}
+    goals = {f"busiest_shard_ms_per_action_{mix}": by[mix, args.shards].busiest_shard_ms() for mix in MIXES}
+    goals.update({f"client_cpu_ms_per_action_{mix}": by[mix, args.shards].client_cpu_ms for mix in MIXES})
+    print(render(["goal", "value"], [[k, round(v, 3)] for k, v in goals.items()]))
+    data = dict(ctx, command=command, shards=args.shards, runs=[asdict(r) for r in runs], goals=goals,
+                costs={f"{r.mix}-{r.shards}": costs_of(r) for r in runs}, workers=args.workers)
+    print(f"results: {results.write(args.results, 'proxy-shards', data)}")
+    return 0
