@@ -107,8 +107,8 @@ def test_a_remote_build_through_the_shaped_link_gives_the_local_natives(net: Sha
         assert down >= native_bytes and up >= summary["bytes_uploaded"], (down, up, native_bytes, summary)
         assert tree.run_binary("crc_tool") == "OK crc_tool"
         print(f"crc_tool over {RATE_MBIT} Mbit/s, {RTT_MS} ms: {wall:.1f} s, {summary['runs']} remote actions, "
-              f"{down / 1e3:.0f} kB down ({len(natives)} natives, {native_bytes / 1e3:.0f} kB), {up / 1e6:.1f} MB up (the "
-              "compiler's first upload included)")
+              f"{down / 1e3:.0f} kB down ({len(natives)} natives, {native_bytes / 1e3:.0f} kB), "
+              f"{up / 1e6:.1f} MB up (the compiler's first upload included)")
     finally:
         subprocess.run([*net.exec_client(), sys.executable, "-m", "goma_ext.cli", "proxy", "stop"],
                        capture_output=True, check=False, env={**os.environ, "GOMA_EXT_PROXY_DIR": proxy_dir})
