@@ -92,7 +92,7 @@ class LoadResult:
     step_server_cpu_s: float = 0.0  # of client_cpu_ms: the step servers' CPU (from /proc)
     python_steps: int = 0  # steps the launcher left to the Python step (no server answered in time)
     shard_cpu_s: dict[int, float] = field(default_factory=dict)  # [scale] each proxy shard's CPU over the run
-    mix: str = "hits"  # "hits": the copies share their actions; "clean": every action distinct (executed)
+    mix: str = "hits"  # "hits": the copies share their actions; anything else: every action distinct (executed)
 
     @property
     def shards(self) -> int:
@@ -203,8 +203,8 @@ def _proxy_status(env: Mapping[str, str]) -> dict[str, Any]:
 def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], endpoint: str,
              env: Mapping[str, str], clients: int, client: str = "thin", shards: int = 1,
              mix: str = "hits") -> LoadResult:
-    """Run every action through CLIENT (one of CLIENTS), at most `clients` at once, through SHARDS proxies; with
-    MIX "clean" each copy's actions get a cache salt of their own, so that every action executes; check and
+    """Run every action through CLIENT (one of CLIENTS), at most `clients` at once, through SHARDS proxies; with a
+    MIX other than "hits" each copy's actions get a cache salt of their own, so that every action executes; check and
     measure."""
     env = {**env, "GOMA_EXT_PROXY_SHARDS": str(shards)}
     subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", endpoint],
@@ -224,7 +224,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
     before_cpu, before_children = _cpu_by_component(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
-        done = list(pool.map(lambda a: _one(a, endpoint, env, launcher, mix == "clean"), actions))
+        done = list(pool.map(lambda a: _one(a, endpoint, env, launcher, mix != "hits"), actions))
     wall = time.monotonic() - t
     after_children, after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_by_component()
     servers = _step_servers(work)

@@ -440,7 +440,7 @@ def curve_cores() -> list[int]:
 
 
 def _partitions(text: str) -> str:
-    if text != "off" and not (text.isdigit() and int(text) > 0):
+    if text not in ("", "off") and not (text.isdigit() and int(text) > 0):  # "": the default, the config's
         raise argparse.ArgumentTypeError(f"{text!r}: off or a positive number")
     return text
 

@@ -5,7 +5,10 @@ side by side in one run on one cluster, on two mixes ([scale]).
   copies, so nearly every action is an action-cache hit or joins one in flight (what a fresh build directory or a
   second build sees).
 - `clean`: every copy's actions under a cache salt of their own, so every action is executed remotely (uploads,
-  Execute, the outputs' download): a clean build's mix.
+  Execute, the outputs' download): a clean build's mix, with as many clients as the cluster runs at once
+  (--clean-clients), as on a cluster sized to the build: no action waits long in the queue.
+- `clean-queued`: the same with --clients at once: most wait in the server's queue for many seconds, each on its
+  Execute stream (what a build with -j far above the cluster's slots asks of the proxy).
 
 Each mix runs through the step launchers and each copy's step server, as a build runs remote backends, with 1 proxy
 and with SHARDS proxies, one after the other on the same cluster. Before each measured run, one copy's 20 actions warm
@@ -32,7 +35,7 @@ from bench.measure import progress
 from bench.table import render
 from goma_ext.remote import proxy_protocol as wire
 
-MIXES = ("hits", "clean")
+MIXES = ("hits", "clean", "clean-queued")
 
 
 def _row(r: proxy_load.LoadResult) -> list[Any]:
@@ -56,14 +59,17 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--repeats", type=int, default=10, help="times each copy runs its 20 actions in the hits mix")
     p.add_argument("--clean-copies", type=int, default=20, help="build directories of the clean mix (20 actions "
                    "each, all executed)")
-    p.add_argument("--clients", type=int, default=200, help="clients at once")
+    p.add_argument("--clients", type=int, default=200, help="clients at once (hits, clean-queued)")
+    p.add_argument("--clean-clients", type=int, default=8, help="clients at once in the clean mix (default 8: two "
+                   "per worker, so that actions hardly queue)")
     p.add_argument("--workers", type=int, default=4, help="workers of the cluster")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
-    given = {k: getattr(args, k) for k in ("shards", "copies", "repeats", "clean_copies", "clients")}
+    given = {k: getattr(args, k) for k in ("shards", "copies", "repeats", "clean_copies", "clients",
+                                           "clean_clients")}
     command = "python -m bench proxy-shards" + "".join(
         f" --{k.replace('_', '-')} {v}" for k, v in given.items() if v != p.get_default(k))
     print(f"machine: {ctx['machine'].one_line()}")
@@ -90,8 +96,9 @@ def main(argv: Sequence[str]) -> int:
                 remove(work / f"{name}-warm")
                 copies = args.copies if mix == "hits" else args.clean_copies
                 actions, digests = proxy_load.prepare(work / name, copies, args.repeats if mix == "hits" else 1)
+                clients = args.clean_clients if mix == "clean" else args.clients
                 r = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}"},
-                                        args.clients, "steps", shards=shards, mix=mix)
+                                        clients, "steps", shards=shards, mix=mix)
                 proxy_load.stop_proxies(env)  # the next run starts its own shards
                 remove(work / name)
                 runs.append(r)

@@ -58,6 +58,25 @@ def _answer_frame(answer: ActionAnswer) -> dict[str, Any]:
 _WAIT_FRAME = frames.encode({"type": wire.WAIT})
 
 
+GRPC_WAIT_S = 5.0  # how often a thread blocked in a gRPC call wakes up to look (grpc's own default: 0.1 s)
+
+
+def quiet_grpc_waits() -> None:
+    """Let threads blocked in gRPC calls sleep until there is something to read.
+
+    grpc's Python layer wakes every thread that waits on a call (a stream's next message, a unary answer) every
+    grpc._common.MAXIMUM_WAIT_TIMEOUT (0.1 s), so that a signal reaches the main thread soon
+    (https://github.com/grpc/grpc/issues/19464). The proxy's gRPC calls all wait in worker threads, up to 256 of them
+    on Execute streams that last a remote compile each: ten wake-ups a second each were most of its CPU on a clean
+    build's mix (docs/benchmarks.md, "Proxy shards"). A missing constant (another grpc) only loses the saving."""
+    import grpc._common as grpc_common
+
+    if isinstance(getattr(grpc_common, "MAXIMUM_WAIT_TIMEOUT", None), float):
+        grpc_common.MAXIMUM_WAIT_TIMEOUT = GRPC_WAIT_S
+    else:
+        _log("grpc._common.MAXIMUM_WAIT_TIMEOUT not found: blocked gRPC calls wake every 0.1 s")
+
+
 def fit_descriptors(max_connections: int) -> int:
     """Raise the soft descriptor limit for max_connections (up to the hard limit); the cap that fits."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -102,6 +121,7 @@ class Proxy:
     # lifecycle
 
     def serve(self) -> None:
+        quiet_grpc_waits()
         threading.Thread(target=self._watch_idle, name="idle", daemon=True).start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
