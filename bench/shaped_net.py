@@ -71,8 +71,9 @@ class ShapedNet:
                 ns, dev = self.ns(who), self._dev(who)
                 _run(["ip", "-n", ns, "addr", "add", f"{self.subnet}.{host}/24", "dev", dev])
                 _run(["ip", "-n", ns, "link", "set", dev, "up"])
-                _run([*self.exec_in(who), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                      f"{self.rate_mbit:g}mbit", "burst", str(burst), "latency", "400ms"])
+                if self.rate_mbit > 0:  # 0: the veth as it is (the unshaped comparison)
+                    _run([*self.exec_in(who), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                          f"{self.rate_mbit:g}mbit", "burst", str(burst), "latency", "400ms"])
         except BaseException:
             self.close()
             raise
