@@ -338,7 +338,8 @@ def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Pa
         return replace(costs, proxy_cpu_ms_per_action=total,
                        shard_imbalance=busiest * int(clean["shards"]) / total if total else 1.0,
                        step_server_cpu_ms_per_action=float(clean["step_server_cpu_ms_per_action"]),
-                       client_cpu_ms_per_action=float(clean["client_cpu_ms_per_action"])), shards_path
+                       client_cpu_ms_per_action=float(clean["client_cpu_ms_per_action"])), Path(
+            f"{path}, with the clean mix of {shards_path} for the proxy, shard imbalance, step server and client")
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise BenchError(f"{shards_path}: not a proxy-shards result ({type(e).__name__}: {e})") from e
 
