@@ -161,13 +161,15 @@ def test_a_proxy_shard_killed_mid_build_and_the_build_still_finishes_right(
     cluster: Cluster, tmp_path: Path, salt: str, example_tree: Build, local_natives: dict[str, bytes],
     own_proxy_dir: str
 ) -> None:
-    """[proxy][scale] Three proxy shards; SIGKILL the busiest while ninja runs remote backends through them (of three
-    links, SOME): the build finishes, every native object equals the local build's (clients whose connection dropped
-    start a new proxy for that shard, or go to the next shard, or run locally), the binaries pass their self-checks
-    and the other shards served on untouched."""
+    """[proxy][scale] Three proxy shards behind three step servers; SIGKILL the busiest shard while ninja runs remote
+    backends through them (of three links, SOME): the build finishes, every native object equals the local build's
+    (clients whose connection dropped start a new proxy for that shard, or go to the next shard, or run locally),
+    the binaries pass their self-checks, every step server served, and the other shards served on untouched."""
     remote_b = copy_without_backends(example_tree, tmp_path / "remote")
     remote = remote_b.out
-    _gen(remote_b, cluster.endpoint)
+    config = tmp_path / "gn_thinlto.yaml"
+    config.write_text(f"step_servers: {SHARDS}\n")  # and three step servers in front of them
+    _gen(remote_b, cluster.endpoint, "--config", str(config))
     env = {"GOMA_EXT_CACHE_SALT": salt + "-kill", "GOMA_EXT_PROXY_DIR": own_proxy_dir, "GOMA_EXT_PROXY_SHARDS": SHARDS}
     build = _start_ninja(remote, env, SOME)
     log = remote / stats.DEFAULT_STATS_LOG
@@ -186,6 +188,7 @@ def test_a_proxy_shard_killed_mid_build_and_the_build_still_finishes_right(
     summary = stats.report(remote)
     after = {p["shard"]: p for p in _proxies(own_proxy_dir)}
     assert after[victim["shard"]]["pid"] != victim["pid"] and summary["failed"] == 0, summary
+    assert len(list((remote / "gn-thinlto").glob("step-*.sock"))) == int(SHARDS)  # every step server served
     untouched = [p for p in before if p["shard"] != victim["shard"]]
     assert untouched and all(after[p["shard"]]["pid"] == p["pid"] for p in untouched), (before, after)
     print(f"shard {victim['shard']} (pid {victim['pid']}) killed after {victim['runs']} actions; shards served "
