@@ -476,8 +476,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
     factors, table_cores = args.factors, args.cores
-    if min(table_cores) < 1 or args.build_cores < 1 or min(factors) <= 0 or min(
-            args.proxy_shards or 1, args.step_servers or 1) < 1:
+    if min(table_cores) < 1 or args.build_cores < 1 or min(factors) <= 0 or any(
+            n is not None and n < 1 for n in (args.proxy_shards, args.step_servers)):
         p.error("cores, build cores, shards, step servers and factors must be positive")
     costs, costs_source = load_costs(args.results, args.proxy_costs)  # before a build of minutes
     ctx = results.context()

@@ -120,15 +120,19 @@ class ShapedNet:
         for proc in self.relays:
             proc.kill()
             proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
         self.relays.clear()
         for who in ("cli", "srv"):
             name = self.ns(who)
-            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            if pids:
-                time.sleep(0.2)
+            for _ in range(50):  # again until none is left: a process may fork while the last ones are killed
+                pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+                time.sleep(0.1)
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)

@@ -66,6 +66,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
+    if not 1 <= args.shards <= wire.MAX_SHARDS:
+        p.error(f"--shards: 1 to {wire.MAX_SHARDS}")
     prereqs.ensure()
     ctx = results.context()
     given = {k: getattr(args, k) for k in ("shards", "copies", "repeats", "clean_copies", "clients",
@@ -82,12 +84,13 @@ def main(argv: Sequence[str]) -> int:
     state = args.cache / f"cluster-{salt}"
     state_dir = tempfile.mkdtemp(prefix="gxs-")
     work = Path(tempfile.mkdtemp(prefix="shard-bench-", dir=args.cache))
-    endpoint = cluster_tool.start(state, args.workers)
-    env = {**os.environ, wire.STATE_DIR_ENV: state_dir}  # after the start: with this cluster's token
+    env = {**os.environ, wire.STATE_DIR_ENV: state_dir}
     runs: list[proxy_load.LoadResult] = []
     try:
+        endpoint = cluster_tool.start(state, args.workers)
+        env = {**os.environ, wire.STATE_DIR_ENV: state_dir}  # again after the start: with this cluster's token
         for mix in MIXES:
-            for shards in (1, args.shards):
+            for shards in sorted({1, args.shards}):
                 name = f"{mix}-{shards}"
                 # warm-up: each shard connects and hashes the toolchain once in its life, not per action
                 actions, digests = proxy_load.prepare(work / f"{name}-warm", 1)
@@ -108,6 +111,7 @@ def main(argv: Sequence[str]) -> int:
         cluster_tool.stop(state)
         remove(state)
         remove(work)
+        remove(Path(state_dir))
     print(render(["mix", "shards", "actions", "modes", "lost", "wrong", "wall s", "proxies ms/action",
                   "busiest shard ms/action", "step servers ms/action", "client side ms/action"],
                  [_row(r) for r in runs]))

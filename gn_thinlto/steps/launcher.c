@@ -201,7 +201,9 @@ int main(int argc, char **argv) {
 
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (choose_socket(argv[1], servers, addr.sun_path, sizeof addr.sun_path)) fall_back(-1);
-  if (servers > 1 && setenv("GN_THINLTO_STEP_SERVER", addr.sun_path, 1)) fall_back(-1);
+  /* one server: no choice to pass on, and none inherited from an outer build may stand for it */
+  if (servers > 1 ? setenv("GN_THINLTO_STEP_SERVER", addr.sun_path, 1) : unsetenv("GN_THINLTO_STEP_SERVER"))
+    fall_back(-1);
   /* non-blocking connect: a server whose backlog is full (stopped, wedged) is not waited for */
   int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) < 0) fall_back(sock);

@@ -85,7 +85,8 @@ def serves(path: str, sock: str) -> bool:
         return True
     stem = sock[: -len(".sock")] if sock.endswith(".sock") else sock
     number = path[len(stem) + 1 : -len(".sock")] if path.startswith(stem + ".") and path.endswith(".sock") else ""
-    return number.isdigit() and not number.startswith("0") and int(number) < MAX_SERVERS
+    return (number.isascii() and number.isdecimal() and not number.startswith("0")  # as launcher.c spells it
+            and int(number) < MAX_SERVERS)
 
 
 def chosen_socket(step: StepArgs, env: dict[str, str] | None = None) -> str:

@@ -168,6 +168,7 @@ def test_several_servers_share_the_edges_each_by_the_launchers_hash(build: Dir) 
     assert all(serves(sock, build.socket) for sock in chosen.values())
     assert not serves(build.socket[: -len(".sock")] + ".01.sock", build.socket)
     assert not serves("gn-thinlto/other.1.sock", build.socket)
+    assert not serves(build.socket[: -len(".sock")] + ".\u00b2.sock", build.socket)  # a digit, not an ASCII one
 
 
 def test_an_unchanged_output_keeps_its_mtime(build: Dir) -> None:
@@ -411,3 +412,15 @@ def test_a_remote_step_runs_the_thin_client_in_the_server_with_the_launchers_env
                 with contextlib.suppress(ValueError, OSError):
                     os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
             shutil.rmtree(state, ignore_errors=True)
+
+
+def test_one_server_ignores_a_choice_inherited_from_outside(build: Dir) -> None:
+    """A GN_THINLTO_STEP_SERVER left in the environment (an outer build with several servers) does not make the
+    Python step start a server the launcher of a one-server rule never asks."""
+    (build.root / "a.o").write_text("A")
+    inherited = server_socket(build.socket, 2)
+    env = {**os.environ, "GN_THINLTO_STEP_SERVER": inherited}
+    run = subprocess.run(build.command("a.o"), cwd=build.root, capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    build.server_up()
+    assert not (build.root / inherited).exists()
