@@ -35,12 +35,18 @@ from gn_thinlto.plan.config import CONFIG_FILE_NAME, Config, load_config
 from gn_thinlto.plan.links import GnGraph
 from gn_thinlto.plan.model import GraphPlan, RemoteBackends
 from gn_thinlto.regen import regenerate
-from gn_thinlto.render.ninja import BUILD_EDIT_MARKER, edit_build_ninja, edit_gn_target_files
+from gn_thinlto.render.ninja import (
+    BUILD_EDIT_MARKER,
+    REMOTE_LINK_DIR,
+    edit_build_ninja,
+    edit_gn_target_files,
+    remote_link_shim,
+)
 from gn_thinlto.steps.launcher_build import build_launcher
 from gn_thinlto.steps.step_args import default_servers
 from goma_ext.errors import GomaExtError
 from goma_ext.remote import config as remote_config
-from goma_ext.remote.wrapper import wrap_command
+from goma_ext.remote.wrapper import link_command, wrap_command
 from thinlto_base.fsutil import write_if_changed
 
 STATE_DIR = "gn-thinlto"
@@ -104,7 +110,19 @@ def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str]
     launcher = wrap_command([], cfg)
     if launcher[-1:] != ["--"]:
         raise GnThinltoError(f"goma_ext.remote.wrapper.wrap_command gave {launcher!r}, which does not end in `--`")
-    return RemoteBackends(launcher=tuple(launcher[:-1]), jobs=cfg.jobs)
+    link = tuple(link_command(cfg)) if cfg.download == "minimal" else ()
+    return RemoteBackends(launcher=tuple(launcher[:-1]), jobs=cfg.jobs, link_launcher=link)
+
+
+def write_link_shim(out_dir: Path, plan: GraphPlan) -> int:
+    """The final links' lld shim (download: minimal), executable; 1 if written."""
+    shim = remote_link_shim(plan)
+    if not shim:
+        return 0
+    path = out_dir / REMOTE_LINK_DIR / "ld.lld"
+    written = write_if_changed(path, shim)
+    path.chmod(0o755)
+    return int(written)
 
 
 def mark_project_json(raw: str) -> str:
@@ -152,6 +170,7 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     regen = regenerate(out_dir, graph, texts, toolchains, config, python, backends_remote, step_launcher=launcher,
                        step_servers=servers)
     plan, written = regen.plan, regen.written
+    written += write_link_shim(out_dir, plan)
     for rel, text in edit_gn_target_files(texts, plan).items():
         written += write_if_changed(out_dir / rel, text)
     written += write_if_changed(out_dir / "build.ninja", edit_build_ninja(build_text, plan))

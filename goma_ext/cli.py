@@ -18,6 +18,7 @@ COMMANDS = {
     "worker": "goma_ext.worker.cli",
     "cluster": "goma_ext.cluster.cli",
     "report": "goma_ext.remote.report_cli",
+    "fetch": "goma_ext.remote.fetch",
     "dtlto": "goma_ext.dtlto.cli",
     "proxy": "goma_ext.proxy.cli",
 }

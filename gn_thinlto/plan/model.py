@@ -137,6 +137,7 @@ class FinalLink:
     restat: bool = False  # GN's link rule has restat (solink: the .TOC is rewritten only when exports change)
     pool: str = ""  # GN's link pool
     ninja_writes_rsp: bool = False  # else the thin-link step writes it
+    driver_at: int = -1  # argv[driver_at] is the clang driver (-1: unknown)
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,9 @@ class RemoteBackends:
 
     launcher: tuple[str, ...]  # e.g. (python, -S, …/thin_client.py, --remote, URL, …), without the final `--`
     jobs: int  # depth of the ninja pool for remote backends
+    # `download: minimal`: lld as the final links' clang finds it (`-B` dir) runs this with lld's arguments:
+    # (python, -S, …/remote_link.py, --remote, URL, …, --), the link then runs remotely. Empty: links run here.
+    link_launcher: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,7 @@ def plan_target(
     if f.null_index:
         final = FinalLink(link.edge.outputs, (*non_bitcode, *(native_of[b] for b in f.bitcode)),
                           link.edge.implicit, link.edge.order_only, final_argv, "", final_rsp, tuple(final_items),
-                          description, link.restat, link.pool, ninja_writes_rsp=True)
+                          description, link.restat, link.pool, ninja_writes_rsp=True, driver_at=len(link.wrapper))
         return target_plan(None, (), final), backends
     minimized = _minimized(f.bitcode, producers) if config.minimized_bitcode else {}
     dyndep = f"{f.tdir}/final.dd" if config.dyndep else ""
@@ -293,7 +293,8 @@ def plan_target(
         # unused lazy members are empty objects, compiled from lld's skip-flagged index files).
         after_thin_link = (final_rsp, *(native_of[b] for b in f.bitcode), *(p.native for p in partition_backends))
     final = FinalLink(link.edge.outputs, tuple(non_bitcode), (*link.edge.implicit, *after_thin_link),
-                      link.edge.order_only, final_argv, dyndep, final_rsp, (), description, link.restat, link.pool)
+                      link.edge.order_only, final_argv, dyndep, final_rsp, (), description, link.restat, link.pool,
+                      driver_at=len(link.wrapper))
     return target_plan(thin, (*backends, *partition_backends), final), ()
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gn_thinlto import steps
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.plan.model import Backend, BackendCommand, GraphPlan, TargetPlan, TargetSummary
+from gn_thinlto.plan.model import Backend, BackendCommand, FinalLink, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render, shell_join
 from gn_thinlto.steps import ninja_syntax
 from gn_thinlto.steps.step_args import socket_path, step_flags
@@ -18,6 +19,7 @@ from goma_ext import __version__
 
 SHARED_FILE = "gn-thinlto/shared.ninja"
 SHARED_NAIVE_RSP = "gn-thinlto/shared.naive_inputs.rsp"
+REMOTE_LINK_DIR = "gn-thinlto/remote-link"  # the final links' lld shim under `download: minimal`
 NAIVE_RSP_NAME = "naive_inputs.rsp"  # per target: every bitcode object of the link, for the remote stats
 BUILD_EDIT_MARKER = "# gn-thinlto: ThinLTO graph"
 STEP_DIR = os.path.dirname(os.path.abspath(steps.__file__))  # the installed gn_thinlto.steps package
@@ -140,10 +142,27 @@ def shared_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str
     return files
 
 
+def final_argv(plan: GraphPlan, f: FinalLink) -> tuple[str, ...]:
+    """F's command; with remote final links (`download: minimal`), its clang finds lld in REMOTE_LINK_DIR first
+    (`-B`: the shim there runs the link remotely; same arguments as lld would get, -fuse-ld=lld kept)."""
+    if plan.remote is None or not plan.remote.link_launcher or f.driver_at < 0:
+        return f.argv
+    return (*f.argv[:f.driver_at + 1], f"-B{REMOTE_LINK_DIR}/", *f.argv[f.driver_at + 1:])
+
+
+def remote_link_shim(plan: GraphPlan) -> str:
+    """The `ld.lld` in REMOTE_LINK_DIR (a shell script), or "" without remote final links."""
+    if plan.remote is None or not plan.remote.link_launcher:
+        return ""
+    return ("#!/bin/sh\n# lld for the final links (remote.download: minimal): written by gn-thinlto gen\n"
+            f"exec {shlex.join(plan.remote.link_launcher)} \"$@\"\n")
+
+
 def target_files(plan: GraphPlan, t: TargetPlan, source: str = "project.json") -> dict[str, str]:
     """One planned link's ninja file (and with remote backends its naive-input list)."""
     naive_rsp = f"{t.directory}/{NAIVE_RSP_NAME}"
     files = {t.ninja_file: render("target.ninja.j2", t=t, remote=plan.remote, naive_rsp=naive_rsp,
+                                  final_argv=final_argv(plan, t.final_link),
                                   backend_groups=backend_groups(t.backends), backend_edges=backend_edges,
                                   **_common(source))}
     if plan.remote is not None:

@@ -171,6 +171,8 @@ def run_launched(
     """
     import fcntl
 
+    from thinlto_base import remote_stub
+
     stage = os.path.join(REMOTE_STAGE, content)
     os.makedirs(stage, exist_ok=True)
     lock = open_nofollow(os.path.join(stage, ".lock"), os.O_RDONLY | os.O_CREAT)
@@ -191,10 +193,14 @@ def run_launched(
             if rc != 0:
                 return rc
             outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
-            store_outputs(store, key, outputs)
+            kept = {kind: remote_stub.parse(data) for kind, data in outputs.items()}
+            if not any(kept.values()):  # a stand-in (download: minimal) never enters the local cache
+                store_outputs(store, key, outputs)
             wanted()
             for kind, path in _dests(job, job.output, job.dwo).items():
-                write_if_changed(path, outputs[kind])
+                stub = kept[kind]
+                if stub is None or not remote_stub.holds(path, stub):  # the object's bytes already here stay
+                    write_if_changed(path, outputs[kind])
         finally:
             for path in (index, native, dwo):
                 remove_if_exists(path)

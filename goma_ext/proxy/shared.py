@@ -18,7 +18,14 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.merkle import BlobSource
 from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.action_inputs import ActionFiles, action_files
-from goma_ext.remote.client import PreparedAction, RemoteExecutor, fetch_outputs, prepare_action, toolchain_for
+from goma_ext.remote.client import (
+    PreparedAction,
+    RemoteExecutor,
+    fetch_outputs,
+    kept_in_cas,
+    prepare_action,
+    toolchain_for,
+)
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM, RemoteConfig
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.toolchain import ToolchainCache
@@ -165,6 +172,7 @@ class ActionRequest:
     toolchain: str = "inputs"
     base_system: tuple[str, ...] = DEFAULT_BASE_SYSTEM
     platform: tuple[tuple[str, str], ...] = ()
+    download: str = "all"
 
 
 @dataclass(frozen=True)
@@ -232,7 +240,8 @@ class SharedRemote:
         executor, uploads = self.connect()
         cfg = replace(self.cfg, exec_root=req.exec_root, cache_salt=req.cache_salt,
                       execute_timeout_s=req.execute_timeout_s, queue_timeout_s=req.queue_timeout_s,
-                      toolchain=req.toolchain, base_system=req.base_system, platform=req.platform)
+                      toolchain=req.toolchain, base_system=req.base_system, platform=req.platform,
+                      download=req.download)
         t = time.monotonic()
         files = ActionFiles(*req.files) if req.files is not None else action_files(req.argv, req.cwd)
         toolchain = toolchain_for(cfg, req.argv[0], req.compiler, self.toolchains)
@@ -243,7 +252,7 @@ class SharedRemote:
             got, joined = self.inflight.once(prepared.built.action_digest,
                                              lambda: self._obtain(executor, uploads, prepared, cfg))
             t = time.monotonic()
-            stdout, stderr = fetch_outputs(executor.cas, got.result, prepared)
+            stdout, stderr = fetch_outputs(executor.cas, got.result, prepared, kept_in_cas(cfg))
         except RemoteError as e:
             self._note_failure(e)
             raise

@@ -22,7 +22,7 @@ RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings", "i
 MAX_OUTPUTS = 16
 SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
 FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "client_cert", "client_key", "token_file", "exec_root",
-                       "allow_insecure_credentials", "toolchain", "base_system", "platform"})
+                       "allow_insecure_credentials", "toolchain", "base_system", "platform", "download"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -112,6 +112,7 @@ def run_request(msg: Mapping[str, Any], digest_of: Callable[[Path, os.stat_resul
         toolchain=cfg.toolchain,
         base_system=cfg.base_system,
         platform=cfg.platform,
+        download=cfg.download,
     )
 
 

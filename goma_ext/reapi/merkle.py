@@ -101,13 +101,17 @@ def hash_file(path: Path, st: os.stat_result) -> Digest:
     return Digest.of_file(path)
 
 
-def tree_of_files(files: Mapping[str, tuple[Digest, bool]]) -> InputTree:
+def tree_of_files(files: Mapping[str, tuple[Digest, bool]], subtrees: Mapping[str, InputTree] | None = None
+                  ) -> InputTree:
     """The canonical tree of files already hashed (relative path -> digest, executable); its blobs are the
-    Directory messages only."""
+    Directory messages only, and those of SUBTREES (grafted whole, as in build_input_tree)."""
     root = _Dir()
+    blobs: dict[Digest, BlobSource] = {}
+    for rel, sub in (subtrees or {}).items():
+        _graft(root, rel, sub.root)
+        blobs.update(sub.blobs)
     for rel in sorted(files):
         _insert(root, normalize(rel), *files[rel])
-    blobs: dict[Digest, BlobSource] = {}
     return InputTree(_emit(root, blobs), blobs, sum(d.size for d, _ in files.values()))
 
 

@@ -21,6 +21,7 @@ from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.toolchain import Toolchain, ToolchainCache
+from thinlto_base import remote_stub
 
 
 @dataclass(frozen=True)
@@ -152,17 +153,29 @@ def prepare_action(
     return PreparedAction(action_mod.build(spec), tree, tuple(outputs), destinations)
 
 
-def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedAction) -> tuple[bytes, bytes]:
+def kept_in_cas(cfg: RemoteConfig) -> tuple[str, str] | None:
+    """(endpoint, instance) a stand-in records when CFG keeps native objects in the CAS (`download: minimal`)."""
+    return (cfg.endpoint, cfg.instance) if cfg.download == "minimal" else None
+
+
+def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedAction,
+                  kept: tuple[str, str] | None = None) -> tuple[bytes, bytes]:
     """Download streams and output files (all verified) and only then replace the outputs on disk, each at its
-    confined destination below the exec root."""
+    confined destination below the exec root. With KEPT (`download: minimal`: endpoint and instance), native
+    objects are not downloaded: a stand-in naming the digest takes their place (thinlto_base.remote_stub)."""
     outputs = prepared.outputs
     files = {f.path: f for f in result.output_files}
     wanted: list[Digest] = []
+    stubs: dict[str, remote_stub.Stub] = {}
     if result.exit_code == 0:
         for out in outputs:
             if out not in files:
                 raise RemoteError(f"remote result lacks output {out}", temporary=True, code="MISSING_OUTPUT")
-            wanted.append(Digest.from_proto(files[out].digest))
+            digest = Digest.from_proto(files[out].digest)
+            if kept is not None and remote_stub.kept_remote(out):
+                stubs[out] = remote_stub.Stub(digest.hash, digest.size, files[out].is_executable, *kept)
+            else:
+                wanted.append(digest)
     stream_digests = [
         Digest.from_proto(d)
         for raw, d in ((result.stdout_raw, result.stdout_digest), (result.stderr_raw, result.stderr_digest))
@@ -174,7 +187,11 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
     if result.exit_code == 0:
         for out, dest in zip(outputs, prepared.destinations, strict=True):
             f = files[out]
-            _write_atomically(dest, blobs[Digest.from_proto(f.digest)], f.is_executable)
+            stub = stubs.get(out)
+            if stub is None:
+                _write_atomically(dest, blobs[Digest.from_proto(f.digest)], f.is_executable)
+            elif not remote_stub.holds(dest, stub):  # the object's bytes already here stay
+                _write_atomically(dest, stub.text(), False)
     return stdout, stderr
 
 
@@ -228,7 +245,7 @@ class RemoteExecutor:
             result = self.execute(prepared.built.action_digest)
             phases["execute"] = time.monotonic() - t
         t = time.monotonic()
-        stdout, stderr = fetch_outputs(self.cas, result, prepared)
+        stdout, stderr = fetch_outputs(self.cas, result, prepared, kept_in_cas(self.cfg))
         phases["download"] = time.monotonic() - t
         return RemoteRun(
             exit_code=result.exit_code,

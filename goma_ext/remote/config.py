@@ -21,6 +21,7 @@ DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1
     "libresolv.so.2", "libmvec.so.1", "libgcc_s.so.1", "libstdc++.so.6",
 )
 TOOLCHAIN_MODES = ("inputs", "host")
+DOWNLOAD_MODES = ("all", "minimal")
 
 SCHEMES = {"grpc": False, "grpcs": True}
 __all__ = ["DEFAULT_STATS_LOG", "DTLTO_STATS_LOG", "ENV_VARS", "OFF_VALUES", "TOKEN_ENV", "RemoteConfig", "load_config"]
@@ -56,6 +57,9 @@ class RemoteConfig:
     toolchain: str = "inputs"
     base_system: tuple[str, ...] = DEFAULT_BASE_SYSTEM  # sonames (glob patterns) the worker's image provides
     platform: tuple[tuple[str, str], ...] = ()  # REAPI platform properties of every action (sorted; in its key)
+    # `all`: every output comes down. `minimal`: native objects stay in the CAS (stand-ins here, see
+    # thinlto_base.remote_stub) and the final links run remotely; only what a local step reads comes down.
+    download: str = "all"
 
     @property
     def secure(self) -> bool:
@@ -141,6 +145,8 @@ def carried_settings(cfg: RemoteConfig) -> dict[str, str]:
             values[name] = str(path)
     if cfg.allow_insecure_credentials:
         values["allow_insecure_credentials"] = "true"
+    if cfg.download != "all":  # not in the action, but on the command line: switching it re-runs the backends
+        values["download"] = cfg.download
     return values | action_settings(cfg)
 
 
@@ -213,6 +219,8 @@ _MEANINGS: Mapping[str, str] = {
                  "root) or `host` (the worker runs its own compiler of the same version and SHA-256)",
     "base_system": "sonames (glob patterns) the worker's image provides; other libraries travel with the compiler",
     "platform": "REAPI platform properties of every action (part of its cache key)",
+    "download": "`all`: every remote output comes down; `minimal`: native objects stay in the remote CAS (a "
+                "stand-in file names each), final links run remotely and only the binaries come down",
 }
 
 
@@ -230,7 +238,8 @@ def _setting(f: Any) -> Setting:
     aliases = sorted(alias for alias, name in ALIASES.items() if name == f.name)
     also = f" (also spelled `{'`, `'.join(aliases)}`)" if aliases else ""
     _, kind, spelling = _TYPES[_FIELD_TYPES[f.name]]
-    kind = kind if f.name != "toolchain" else f"one of {', '.join(TOOLCHAIN_MODES)}"
+    modes = {"toolchain": TOOLCHAIN_MODES, "download": DOWNLOAD_MODES}.get(f.name)
+    kind = kind if modes is None else f"one of {', '.join(modes)}"
     meaning = _MEANINGS[f.name] + also + (f"; as a variable: {spelling}" if env and spelling else "")
     if f.name == "endpoint":
         return Setting(f.name, "URL", "", meaning, default_text="none: backends run locally", env=env)
@@ -267,6 +276,8 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
         )
     if cfg.toolchain not in TOOLCHAIN_MODES:
         raise RemoteConfigError(f"remote.toolchain {cfg.toolchain!r}: expected one of {', '.join(TOOLCHAIN_MODES)}")
+    if cfg.download not in DOWNLOAD_MODES:
+        raise RemoteConfigError(f"remote.download {cfg.download!r}: expected one of {', '.join(DOWNLOAD_MODES)}")
     for k, v in cfg.platform:
         if not k or not v or any(c in k + v for c in ",=\n\0"):
             raise RemoteConfigError(f"remote.platform {k}={v!r}: names and values must be non-empty, without , = or "

@@ -27,8 +27,10 @@ ENV_VARS: Mapping[str, str] = {
     "GOMA_EXT_REMOTE_TOOLCHAIN": "toolchain",
     "GOMA_EXT_REMOTE_BASE_SYSTEM": "base_system",
     "GOMA_EXT_REMOTE_PLATFORM": "platform",
+    "GOMA_EXT_REMOTE_DOWNLOAD": "download",
 }
 TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
+REAL_LD_ENV = "GOMA_EXT_REAL_LD"  # the lld the final links' shim stands for (remote_link.py)
 PROXY_ENV = "GOMA_EXT_PROXY"  # off/0/false: no proxy, every action in-process
 OFF_VALUES = frozenset({"", "off", "none", "local", "0", "false"})
 # Variables besides the ENV_VARS overrides, as (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
@@ -37,6 +39,8 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
                     "a proxy request or a log"),
     (PROXY_ENV, "`on`", "`off` (or 0, false, none, local): `goma-ext run` and DTLTO run each action in their own "
                       "process instead of through the user's `goma-ext proxy`"),
+    (REAL_LD_ENV, "", "the lld a final link's shim runs (locally) or ships (remotely) under `remote.download: "
+                      "minimal`; default: `ld.lld` beside the clang that started the shim"),
 )
 
 

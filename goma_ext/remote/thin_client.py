@@ -34,6 +34,7 @@ OPTIONS = {"--remote": "endpoint", "--instance": "instance", "--ca-file": "ca_fi
            "--client-cert": "client_cert", "--client-key": "client_key",
            "--allow-insecure-credentials": "allow_insecure_credentials", "--exec-root": "exec_root",
            "--toolchain": "toolchain", "--base-system": "base_system", "--platform": "platform",
+           "--download": "download",
            "--naive-inputs": "naive_inputs"}
 # Settings that select the proxy, and their environment variables (command line wins, as in load_config).
 SELECTING = {"endpoint": "GOMA_EXT_REMOTE", "instance": "GOMA_EXT_REMOTE_INSTANCE",

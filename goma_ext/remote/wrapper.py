@@ -80,6 +80,14 @@ def wrap_command(
     return [*cmd, "--", *argv]
 
 
+def link_command(cfg: RemoteConfig) -> list[str]:
+    """How the final links' lld shim starts a remote link (`download: minimal`): `remote_link.py [settings] --`,
+    lld's arguments to follow."""
+    script = os.path.join(os.path.dirname(os.path.realpath(__file__)), "remote_link.py")
+    wrapped = wrap_command([], cfg, launcher=(sys.executable, "-S", script))
+    return wrapped
+
+
 def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_arguments(commands.add_parser("run", help="run a ThinLTO backend command remotely (falls back to local)"))
 
@@ -101,6 +109,8 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-system", metavar="SONAMES",
                    help="comma-separated sonames (glob patterns) the worker's image provides; the rest travel")
     p.add_argument("--platform", metavar="KEY=VALUE,…", help="REAPI platform properties of every action")
+    p.add_argument("--download", choices=("all", "minimal"),
+                   help="all: every output comes down (default); minimal: native objects stay in the remote CAS")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -118,7 +128,8 @@ def _sources(args: argparse.Namespace) -> ProxySettings:
              "client_cert": args.client_cert, "client_key": args.client_key,
              "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None),
              "allow_insecure_credentials": args.allow_insecure_credentials, "toolchain": args.toolchain,
-             "base_system": args.base_system, "platform": args.platform}
+             "base_system": args.base_system, "platform": args.platform,
+             "download": getattr(args, "download", None)}
     section = section_from_yaml(args.config) if args.config else {}
     return ProxySettings(section, {k: str(v) if v is not None else None for k, v in flags.items()})
 

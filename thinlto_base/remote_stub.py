@@ -1,0 +1,90 @@
+"""Stand-ins for outputs that stay in the remote build's CAS (`remote.download: minimal`).
+
+A backend's native object is written as a small text file naming its digest instead of its bytes: ninja sees the
+output (its mtime, and restat: the stand-in changes only when the digest does), the remote final link takes it
+by digest, and whatever must read the object here (a local link, `gn-thinlto parity`, a user) fetches the bytes
+first (`goma-ext fetch`). The first line is not the start of any object format, so a tool handed a stand-in
+fails on it ("unknown file type") instead of reading it as something else. Standard library only: the backend
+step (python -S) tests for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+MAGIC = b"!<gn-thinlto remote output>\n"
+MAX_STUB_BYTES = 4096  # a stand-in is a few hundred bytes; a larger file is never one
+# What `minimal` keeps in the CAS: native objects and their split-DWARF files. Anything else an action writes
+# (the optimized module of a two-step backend, which the next action reads) comes down.
+STUB_SUFFIXES = (".o", ".dwo")
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Stub:
+    """What a stand-in records: the blob's SHA-256 and size, its mode bit, and where it is kept."""
+
+    hash: str
+    size: int
+    executable: bool
+    endpoint: str
+    instance: str
+
+    def text(self) -> bytes:
+        body = json.dumps({"digest": f"{self.hash}/{self.size}", "executable": self.executable,
+                           "endpoint": self.endpoint, "instance": self.instance}, sort_keys=True)
+        return (MAGIC + body.encode() + b"\n" +
+                b"# The remote build keeps this object in its CAS (remote.download: minimal).\n"
+                b"# `goma-ext fetch PATH` replaces this file with the object's bytes.\n")
+
+
+def is_stub_bytes(data: bytes) -> bool:
+    return data.startswith(MAGIC) and len(data) <= MAX_STUB_BYTES
+
+
+def parse(data: bytes) -> Stub | None:
+    """The stand-in's record, or None when DATA is not a well-formed stand-in."""
+    if not is_stub_bytes(data):
+        return None
+    try:
+        doc = json.loads(data[len(MAGIC):].split(b"\n", 1)[0])
+        digest, executable = doc["digest"], doc["executable"]
+        endpoint, instance = doc["endpoint"], doc["instance"]
+        hash_, _, size = digest.partition("/")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not (_HASH.fullmatch(hash_) and size.isascii() and size.isdigit() and isinstance(executable, bool)
+            and isinstance(endpoint, str) and isinstance(instance, str)):
+        return None
+    return Stub(hash_, int(size), executable, endpoint, instance)
+
+
+def read_stub(path: str | os.PathLike[str]) -> Stub | None:
+    """PATH's record if it is a stand-in (None for any other file, or none)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(MAX_STUB_BYTES + 1)
+    except OSError:
+        return None
+    return parse(head)
+
+
+def kept_remote(path: str) -> bool:
+    """Whether `minimal` leaves the output PATH in the CAS."""
+    return path.endswith(STUB_SUFFIXES)
+
+
+def holds(path: str | os.PathLike[str], stub: Stub) -> bool:
+    """Whether PATH is a stand-in for STUB's digest, or already holds the object's bytes."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size != stub.size:
+                return read_stub(path) == stub
+            return hashlib.file_digest(f, "sha256").hexdigest() == stub.hash
+    except OSError:
+        return False
