@@ -3,13 +3,14 @@ unshaped, side by side in one run ([scale]).
 
 Per link (bench/shaped_net.py: the client and a fresh cluster in network namespaces of their own; `shaped`: tbf at
 --rate-mbit on both ends of their veth and a relay adding --rtt-ms / 2 each way; `unshaped`: the same veth and relay
-without rate limit or delay), two builds, each of the whole example with every backend remote (`remote.download:
-all`, today's only mode):
+without rate limit or delay) and per `remote.download` mode (--downloads; each against a cluster of its own, so
+each starts cold), two builds, each of the whole example with every backend remote:
 - `clean`: a new build directory against the cold cluster (its CAS learns the compiler too: `toolchain: inputs`);
 - `fresh`: another new build directory, every backend an action-cache hit.
 Printed per build: wall, remote actions, bytes down and up at the client's end of the link (all traffic), the
-proxy's CAS payload down and up, the natives' and the final binaries' sizes, and bytes down / final binaries (the
-goal for build-without-the-bytes is ≤ 1.05).
+proxy's CAS payload down and up, the natives' size as they lie in the build directory (stand-ins under
+`minimal`), the final binaries' sizes as lld wrote them (exe.unstripped/, which the strip here reads) and as
+stripped, and bytes down / linked binaries (the goal for build-without-the-bytes is ≤ 1.05).
 """
 
 from __future__ import annotations
@@ -47,32 +48,35 @@ def _payload(net: ShapedNet, env: dict[str, str]) -> dict[str, int]:
             "up": sum(int(s.get("bytes_uploaded", 0)) for s in found)}
 
 
-def _final_bytes(out: Path, root: Path) -> int:
+def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
+    """(the binaries as lld wrote them, as stripped here): an executable's link output is exe.unstripped/NAME."""
     names = [*tools.gn_ls(out, root, "--type=executable", "--as=output"),
              *tools.gn_ls(out, root, "--type=shared_library", "--as=output")]
-    return sum((out / n).stat().st_size for n in names)
+    linked = [out / "exe.unstripped" / n if (out / "exe.unstripped" / n).is_file() else out / n for n in names]
+    return sum(p.stat().st_size for p in linked), sum((out / n).stat().st_size for n in names)
 
 
 def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, env: dict[str, str],
-           link: str, tag: str) -> dict[str, Any]:
+           link: str, download: str, tag: str) -> dict[str, Any]:
     remove(out)
-    variants.configure(Variant.REMOTE, out, subject.root, subject.gn_args, endpoint)
+    variants.configure(Variant.REMOTE, out, subject.root, subject.gn_args, endpoint, download=download)
     wire0, payload0 = net.counters(), _payload(net, env)
     s = run([*net.exec_client(), "ninja", "-C", str(out)], env=env)
     wire1, payload1 = net.counters(), _payload(net, env)
     checked = subjects.check(subject, out)
     rep = cluster_tool.report(out)
     natives = sum(p.stat().st_size for p in (out / "gn-thinlto").glob("*/native/**/*.o"))
-    final = _final_bytes(out, subject.root)
-    row = {"link": link, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
+    linked, final = _final_bytes(out, subject.root)
+    row = {"link": link, "download": download, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
            "remote_executions": rep["remote_executions"], "cache_hits": rep["cache_hits"],
            "local_fallbacks": rep["local_fallbacks"], "wire_down": wire1["down"] - wire0["down"],
            "wire_up": wire1["up"] - wire0["up"], "payload_down": payload1["down"] - payload0["down"],
-           "payload_up": payload1["up"] - payload0["up"], "natives_bytes": natives, "final_binaries_bytes": final,
-           "checked": checked}
+           "payload_up": payload1["up"] - payload0["up"], "natives_bytes": natives, "linked_binaries_bytes": linked,
+           "final_binaries_bytes": final, "checked": checked}
+    row["down_vs_linked_binaries"] = round(row["wire_down"] / linked, 3) if linked else None
     row["down_vs_final_binaries"] = round(row["wire_down"] / final, 3) if final else None
-    progress(f"  {link} {tag}: {s.wall_s:.1f} s, {row['wire_down'] / 1e6:.1f} MB down, {row['wire_up'] / 1e6:.1f} MB "
-             f"up, final binaries {final / 1e6:.1f} MB")
+    progress(f"  {link} {download} {tag}: {s.wall_s:.1f} s, {row['wire_down'] / 1e6:.2f} MB down, "
+             f"{row['wire_up'] / 1e6:.1f} MB up, linked binaries {linked / 1e6:.2f} MB")
     return row
 
 
@@ -82,6 +86,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--rtt-ms", type=float, default=20.0, help="the shaped link's round trip (default 20)")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--subject", default="example", choices=("example", "tiny"))
+    p.add_argument("--downloads", default="all,minimal", help="remote.download modes to compare (default all,minimal)")
+    p.add_argument("--links", default=",".join(LINKS), help="shaped, unshaped or both (default)")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
@@ -99,9 +105,12 @@ def main(argv: Sequence[str]) -> int:
     subject = subjects.SUBJECTS[args.subject](args.cache)
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     rows: list[dict[str, Any]] = []
-    for link in LINKS:
+    downloads = [d for d in args.downloads.split(",") if d]
+    for link, download in ((k, d) for k in args.links.split(",") if k for d in downloads):
+        if link not in LINKS or download not in ("all", "minimal"):
+            raise BenchError(f"--links {link!r} / --downloads {download!r}: expected {LINKS} and all, minimal")
         shaped = link == "shaped"
-        work = Path(tempfile.mkdtemp(prefix=f"shaped-{link}-", dir=args.cache))
+        work = Path(tempfile.mkdtemp(prefix=f"shaped-{link}-{download}-", dir=args.cache))
         proxy_dir = tempfile.mkdtemp(prefix="gxsh-")
         env = {"GOMA_EXT_CACHE_SALT": f"bench-shaped-{time.time_ns()}", "GOMA_EXT_PROXY_DIR": proxy_dir}
         os.environ.pop("GOMA_EXT_REMOTE_TOKEN_FILE", None)  # the cluster takes no tokens (ShapedNet.start_cluster)
@@ -110,7 +119,8 @@ def main(argv: Sequence[str]) -> int:
             try:
                 endpoint = net.start_cluster(state, args.workers, venv)
                 for tag in ("clean", "fresh"):
-                    rows.append(_build(net, subject, work / f"out_{tag}", endpoint, {**os.environ, **env}, link, tag))
+                    rows.append(_build(net, subject, work / f"out_{tag}", endpoint, {**os.environ, **env}, link,
+                                       download, tag))
             finally:
                 _proxy(net, {**os.environ, **env}, "stop")
                 from goma_ext.cluster import manager
@@ -118,13 +128,13 @@ def main(argv: Sequence[str]) -> int:
                 manager.destroy(state)
                 remove(work)
                 remove(Path(proxy_dir))
-    print(render(["link", "build", "wall s", "actions", "executed", "hits", "fallbacks", "MB down", "MB up",
-                  "CAS MB down", "CAS MB up", "natives MB", "final binaries MB", "down / final binaries"],
-                 [[r["link"], r["build"], r["wall_s"], r["actions"], r["remote_executions"], r["cache_hits"],
-                   r["local_fallbacks"], round(r["wire_down"] / 1e6, 2), round(r["wire_up"] / 1e6, 2),
+    print(render(["link", "download", "build", "wall s", "actions", "executed", "hits", "fallbacks", "MB down",
+                  "MB up", "CAS MB down", "CAS MB up", "natives MB", "linked MB", "stripped MB", "down / linked"],
+                 [[r["link"], r["download"], r["build"], r["wall_s"], r["actions"], r["remote_executions"],
+                   r["cache_hits"], r["local_fallbacks"], round(r["wire_down"] / 1e6, 2), round(r["wire_up"] / 1e6, 2),
                    round(r["payload_down"] / 1e6, 2), round(r["payload_up"] / 1e6, 2),
-                   round(r["natives_bytes"] / 1e6, 2), round(r["final_binaries_bytes"] / 1e6, 2),
-                   r["down_vs_final_binaries"]] for r in rows]))
-    data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, download="all", rows=rows)
+                   round(r["natives_bytes"] / 1e6, 2), round(r["linked_binaries_bytes"] / 1e6, 2),
+                   round(r["final_binaries_bytes"] / 1e6, 2), r["down_vs_linked_binaries"]] for r in rows]))
+    data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads, rows=rows)
     print(f"results: {results.write(args.results, 'shaped', data)}")
     return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from goma_ext.errors import GomaExtError
 from goma_ext.reapi.digest import Digest
 from goma_ext.reapi.errors import RemoteError
-from goma_ext.remote.config import RemoteConfig, load_config
+from goma_ext.remote.config import RemoteConfig
 from thinlto_base import remote_stub
 
 MIB = 1024 * 1024
@@ -47,15 +47,12 @@ def stubs_among(paths: Iterable[str | os.PathLike[str]]) -> dict[str, remote_stu
     return out
 
 
-def _config_for(endpoint: str, instance: str, base: RemoteConfig | None, env: Mapping[str, str]) -> RemoteConfig:
-    """BASE when it names the stand-ins' server, else the environment's settings aimed at it."""
-    if base is not None and (base.endpoint, base.instance) == (endpoint, instance):
-        return base
-    cfg = load_config({}, {k: v for k, v in env.items() if k != "GOMA_EXT_REMOTE"},
-                      {"endpoint": endpoint, "instance": instance})
-    if cfg is None:
-        raise FetchError(f"stand-ins name the server {endpoint!r}, which is no remote endpoint")
-    return cfg
+def _check_server(endpoint: str, instance: str, base: RemoteConfig) -> None:
+    """Stand-ins are files in a build directory: one naming another server must not get our credentials there."""
+    if (base.endpoint, base.instance) != (endpoint, instance):
+        raise FetchError(f"stand-ins name the server {endpoint} (instance {instance!r}), not the configured "
+                         f"{base.endpoint} (instance {base.instance!r}): fetch them with --remote and --instance "
+                         "naming it, or build them again")
 
 
 def _write(path: str, stub: remote_stub.Stub, data: bytes) -> None:
@@ -85,13 +82,12 @@ def _drop(paths: Iterable[str]) -> None:
             pass
 
 
-def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | None = None,
-                env: Mapping[str, str] | None = None) -> Fetched:
-    """Give every stand-in among PATHS its object's bytes (verified), from the server it names. Raises FetchError,
-    after removing the stand-ins it could not replace, when the server cannot give them back."""
+def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | None) -> Fetched:
+    """Give every stand-in among PATHS its object's bytes (verified), from BASE's server, which must be the one
+    each names. Raises FetchError: for a stand-in of another server (or none configured), leaving it; after
+    removing the stand-ins it could not replace, when the server cannot give them back."""
     from goma_ext.remote.client import RemoteExecutor
 
-    env = os.environ if env is None else env
     names = [os.fspath(p) for p in paths]
     stubs = stubs_among(names)
     done = Fetched(not_stubs=[p for p in names if p not in stubs])
@@ -99,13 +95,17 @@ def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | No
     for path, stub in stubs.items():
         groups[(stub.endpoint, stub.instance)][path] = stub
     for (endpoint, instance), group in sorted(groups.items()):
+        if base is None:
+            raise FetchError(f"{len(group)} stand-in(s) name the server {endpoint}, and no remote is configured "
+                             "(--remote, GOMA_EXT_REMOTE)")
+        _check_server(endpoint, instance, base)
         try:
-            executor = RemoteExecutor(_config_for(endpoint, instance, base, env))
+            executor = RemoteExecutor(base)
             try:
                 blobs = executor.cas.read_many(Digest(s.hash, s.size) for s in group.values())
             finally:
                 executor.close()
-        except (RemoteError, FetchError) as e:
+        except RemoteError as e:
             _drop(group)
             raise FetchError(f"{len(group)} native object(s) kept in the CAS of {endpoint} could not be fetched "
                              f"({e}); their stand-ins were removed, and the next build runs their backends again "
@@ -118,7 +118,10 @@ def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | No
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
+    from goma_ext.remote.wrapper import add_settings_arguments
+
     p = commands.add_parser("fetch", help="replace stand-ins of objects kept in the remote CAS by their bytes")
+    add_settings_arguments(p)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                    help="files (stand-ins are replaced, others left alone) or directories (searched for *.o, *.dwo)")
     p.set_defaults(run=run)
@@ -134,9 +137,22 @@ def _expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def settings(args: argparse.Namespace, env: Mapping[str, str]) -> RemoteConfig | None:
+    """The remote settings of the options, over the environment, over --config; GOMA_EXT_REMOTE=off does not
+    apply (it keeps actions from running remotely; an object kept in the CAS is still only there)."""
+    from goma_ext.remote.names import is_off
+    from goma_ext.remote.wrapper import config_from_args
+
+    return config_from_args(args, {k: v for k, v in env.items() if not (k == "GOMA_EXT_REMOTE" and is_off(v))})
+
+
 def run(args: argparse.Namespace) -> int:
-    """Settings come from the environment (GOMA_EXT_REMOTE_TOKEN and the like); the server from each stand-in."""
-    got = materialize(_expand(args.paths))
+    """Settings as `goma-ext run` takes them: options, the environment, --config."""
+    if args.config:
+        from goma_ext.remote.wrapper import load_site
+
+        load_site()
+    got = materialize(_expand(args.paths), settings(args, os.environ))
     print(f"goma-ext fetch: {got.objects} object(s) fetched ({got.bytes / MIB:.1f} MiB); "
           f"{len(got.not_stubs)} file(s) were not stand-ins")
     return 0

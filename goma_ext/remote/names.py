@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 DEFAULT_STATS_LOG = "gn_thinlto_remote.jsonl"
+LINK_STATS_LOG = "goma_ext_links.jsonl"  # remote final links' (download: minimal), in the build directory
 DTLTO_STATS_LOG = "goma_ext_dtlto.jsonl"  # the DTLTO distributor's, in the link's working directory
 COMPILER_CACHE = ".goma_ext_compilers.json"  # compiler identities, in the build directory
 TOOLCHAIN_CACHE = ".goma_ext_toolchains.json"  # toolchain trees' digests, in the build directory

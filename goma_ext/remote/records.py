@@ -8,12 +8,14 @@ from collections.abc import Mapping
 
 
 def line(output: str, mode: str, exit_code: int, wall_s: float, bytes_uploaded: int = 0, input_bytes: int = 0,
-         naive_bytes: int | None = None, phases: Mapping[str, float] | None = None, reason: str = "") -> str:
+         naive_bytes: int | None = None, phases: Mapping[str, float] | None = None, reason: str = "",
+         bytes_downloaded: int = 0) -> str:
     """The JSON of one run record (the fields of goma_ext.remote.stats.RunRecord)."""
     return json.dumps({
         "output": output, "mode": mode, "exit_code": exit_code, "wall_s": round(wall_s, 4),
         "bytes_uploaded": bytes_uploaded, "input_bytes": input_bytes, "naive_bytes": naive_bytes,
         "phases": {k: round(v, 4) for k, v in sorted((phases or {}).items())}, "reason": reason,
+        **({"bytes_downloaded": bytes_downloaded} if bytes_downloaded else {}),
     }, sort_keys=True)
 
 

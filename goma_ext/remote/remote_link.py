@@ -26,13 +26,15 @@ if __name__ == "__main__" and not __package__:  # run as a script by the shim
 import argparse
 import posixpath
 import shlex
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
+from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
-from goma_ext.remote.names import REAL_LD_ENV
+from goma_ext.remote.names import LINK_STATS_LOG, REAL_LD_ENV
 from thinlto_base import remote_stub
 
 ABS_DIR = ".gn-thinlto-abs"  # exec-root-relative home of the link's files that lie outside the exec root
@@ -350,6 +352,9 @@ class LinkRun:
     stderr: bytes
     cache_hit: bool
     bytes_uploaded: int
+    bytes_downloaded: int
+    input_bytes: int
+    output: str
 
 
 def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> LinkRun:
@@ -407,7 +412,8 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
             uploaded = executor.cas.upload({d: s for d, s in blobs.items() if d not in kept})
             result = executor.execute(built.action_digest)
         stdout, stderr = fetch_outputs(executor.cas, result, prepared)  # outputs written only on success
-        return LinkRun(result.exit_code, stdout, stderr, hit, uploaded)
+        return LinkRun(result.exit_code, stdout, stderr, hit, uploaded, executor.cas.bytes_downloaded,
+                       tree.file_bytes, files.outputs[0])
     finally:
         executor.close()
 
@@ -421,7 +427,7 @@ def link_locally(lld: str, args: Sequence[str], cwd: Path, cfg: RemoteConfig | N
 
     inputs = [a for a in expand_response_files(args, cwd) if not a.startswith("-")]
     candidates = [str(cwd / a) for a in inputs if (cwd / a).is_file()]
-    (materialize or fetch_all)(candidates, cfg)
+    (materialize or fetch_all)(candidates, cfg)  # FetchError: the stand-ins it could not fill are gone
     return subprocess.run([lld, *args], cwd=cwd, check=False).returncode
 
 
@@ -431,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     load_site()
     from goma_ext.cliapp import Parser
+    from goma_ext.remote.fetch import settings
     from goma_ext.remote.wrapper import add_settings_arguments
 
     parser = Parser(prog="goma-ext remote-link", description=__doc__)
@@ -443,25 +450,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         lld = real_lld(os.environ)
         cfg = config_from_args(ns, os.environ)
+        fetch_cfg = settings(ns, os.environ)  # fetching still applies with GOMA_EXT_REMOTE=off
     except GomaExtError as e:
         print(f"goma-ext: error: remote link: {e}", file=sys.stderr)
         return 2
+    start = time.monotonic()
+    reason = "remote not configured"
     if cfg is not None:
         try:
             run = remote_link(cfg, lld, args, cwd)
             if run.exit_code == 0:
                 sys.stdout.buffer.write(run.stdout)
                 sys.stderr.buffer.write(run.stderr)
+                _record(cwd, stats.RunRecord(run.output, stats.Mode.CACHE_HIT if run.cache_hit else stats.Mode.REMOTE,
+                                             0, time.monotonic() - start, run.bytes_uploaded, run.input_bytes,
+                                             bytes_downloaded=run.bytes_downloaded))
                 return 0
             reason = f"remote lld exited {run.exit_code}: {run.stderr.decode(errors='replace').strip()[:300]}"
         except GomaExtError as e:
             reason = str(e)
         print(f"{WARNING} remote link failed, linking locally: {reason}", file=sys.stderr, flush=True)
     try:
-        return link_locally(lld, args, cwd, cfg)
+        code = link_locally(lld, args, cwd, fetch_cfg)
     except GomaExtError as e:
         print(f"goma-ext: error: local link: {e}", file=sys.stderr)
-        return 1
+        code = 1
+    output = args[args.index("-o") + 1] if "-o" in args[:-1] else "?"
+    mode = stats.Mode.FALLBACK if cfg is not None else stats.Mode.LOCAL
+    _record(cwd, stats.RunRecord(output, mode, code, time.monotonic() - start, reason=reason))
+    return code
+
+
+def _record(cwd: Path, record: stats.RunRecord) -> None:
+    try:
+        stats.append(cwd / LINK_STATS_LOG, record)
+    except OSError as e:
+        print(f"{WARNING} cannot append to {LINK_STATS_LOG}: {e.strerror}", file=sys.stderr)
 
 
 if __name__ == "__main__":

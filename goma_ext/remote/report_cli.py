@@ -8,6 +8,7 @@ from pathlib import Path
 
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG, DTLTO_STATS_LOG
+from goma_ext.remote.names import LINK_STATS_LOG
 
 MIB = 1024 * 1024
 
@@ -19,6 +20,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the totals as JSON")
     p.add_argument("--dtlto", action="store_true",
                    help=f"sum the DTLTO distributor's log ({DTLTO_STATS_LOG}, in the link's directory) instead")
+    p.add_argument("--links", action="store_true",
+                   help=f"sum the remote final links' log ({LINK_STATS_LOG}: remote.download: minimal) instead")
     p.set_defaults(run=run)
     return p
 
@@ -29,16 +32,19 @@ def _mib(n: int | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """An unreadable log is a RemoteError (a GomaExtError): both CLIs that register this command show it."""
-    summary = stats.report(args.out, DTLTO_STATS_LOG if args.dtlto else DEFAULT_STATS_LOG)
+    log = DTLTO_STATS_LOG if args.dtlto else LINK_STATS_LOG if getattr(args, "links", False) else DEFAULT_STATS_LOG
+    summary = stats.report(args.out, log)
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return 0
     m = summary["modes"]
+    what = "final links" if getattr(args, "links", False) else "backend runs"
     print(
-        f"{summary['runs']} backend runs: {m['remote']} remote, {m['cache_hit']} cache hits, "
+        f"{summary['runs']} {what}: {m['remote']} remote, {m['cache_hit']} cache hits, "
         f"{m['fallback']} local fallbacks, {m['local']} local, {m['backend_cache']} from the backend cache; "
         f"{summary['failed']} failed\n"
         f"uploaded {_mib(summary['bytes_uploaded'])} (exact input sets {_mib(summary['input_bytes'])}, "
         f"naive upload of every link object per backend {_mib(summary['naive_upload_bytes'])})"
+        + (f"; downloaded {_mib(summary['bytes_downloaded'])}" if summary["bytes_downloaded"] else "")
     )
     return 0

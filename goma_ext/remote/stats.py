@@ -38,10 +38,11 @@ class RunRecord:
     naive_bytes: int | None = None
     phases: Mapping[str, float] = field(default_factory=dict)
     reason: str = ""
+    bytes_downloaded: int = 0  # CAS bytes the run fetched, where it counts them (remote links)
 
     def to_json(self) -> str:
         return records.line(self.output, self.mode.value, self.exit_code, self.wall_s, self.bytes_uploaded,
-                            self.input_bytes, self.naive_bytes, self.phases, self.reason)
+                            self.input_bytes, self.naive_bytes, self.phases, self.reason, self.bytes_downloaded)
 
 
 def append(log: Path, record: RunRecord) -> None:
@@ -71,6 +72,7 @@ def read(log: Path) -> list[RunRecord]:
                     naive_bytes=None if d.get("naive_bytes") is None else int(d["naive_bytes"]),
                     phases={str(k): float(v) for k, v in dict(d.get("phases", {})).items()},
                     reason=str(d.get("reason", "")),
+                    bytes_downloaded=int(d.get("bytes_downloaded", 0)),
                 )
             )
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as e:
@@ -95,6 +97,7 @@ def summarize(records: Iterable[RunRecord]) -> dict[str, Any]:
         "local_fallbacks": counts[Mode.FALLBACK.value],
         "failed": sum(1 for r in rs if r.exit_code != 0),
         "bytes_uploaded": sum(r.bytes_uploaded for r in rs),
+        "bytes_downloaded": sum(r.bytes_downloaded for r in rs),
         "input_bytes": sum(r.input_bytes for r in rs),
         "naive_upload_bytes": sum(naive_known) if naive_known else None,
         "naive_known_runs": len(naive_known),

@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from goma_ext.remote import stats
+from goma_ext.remote.names import LINK_STATS_LOG
 from tests.builds import Build, copy_without_backends
 from tests.remote.conftest import INSTANCE, Cluster
 from thinlto_base import remote_stub
 
 JOBS = "6"
 SOME = ("crc_tool", "archiver")  # three links (archiver links libcodec.so)
-BINARIES = ("crc_tool", "archiver", "libcodec.so", "exe.unstripped/crc_tool", "exe.unstripped/archiver")
+LINKED = ("exe.unstripped/crc_tool", "exe.unstripped/archiver", "lib.unstripped/libcodec.so")  # what lld writes
+BINARIES = ("crc_tool", "archiver", "libcodec.so", *LINKED)
 
 
 def _gen(b: Build, endpoint: str, download: str, tmp: Path) -> None:
@@ -55,7 +57,7 @@ def _stubs(out: Path) -> list[str]:
 def test_minimal_keeps_natives_remote_and_links_remotely_byte_identical(
     cluster: Cluster, tmp_path: Path, salt: str, example_tree: Build
 ) -> None:
-    want_natives = {k: v for k, v in _natives(example_tree.out).items()}
+    want_natives = _natives(example_tree.out)
     want = _binaries(example_tree.out)
     b = copy_without_backends(example_tree, tmp_path / "minimal")
     for name in BINARIES:
@@ -72,11 +74,16 @@ def test_minimal_keeps_natives_remote_and_links_remotely_byte_identical(
     assert [b.run_binary(name) for name in SOME] == [f"OK {name}" for name in SOME]
     summary = stats.report(b.out)
     assert summary["failed"] == 0 and summary["local_fallbacks"] == 0, summary
+    links = stats.report(b.out, LINK_STATS_LOG)  # three links ran remotely; what came down is their outputs
+    linked = sum((b.out / name).stat().st_size for name in LINKED)
+    assert links["runs"] == links["remote_executions"] == 3 and links["failed"] == 0, links
+    assert linked <= links["bytes_downloaded"] <= 1.05 * linked, (links, linked)
+    print(f"minimal: {summary}\nlinks: {links}")
 
     # a user reading a native: `goma-ext fetch` gives it its bytes, equal to the local build's
     one = stubs[0]
-    proc = subprocess.run([sys.executable, "-m", "goma_ext.cli", "fetch", str(b.out / one)], capture_output=True,
-                          text=True)
+    proc = subprocess.run([sys.executable, "-m", "goma_ext.cli", "fetch", "--remote", cluster.endpoint,
+                           "--instance", INSTANCE, str(b.out / one)], capture_output=True, text=True)
     assert proc.returncode == 0 and "1 object(s) fetched" in proc.stdout, proc.stdout + proc.stderr
     assert (b.out / one).read_bytes() == want_natives[one]
     # restat: the fetched object holds the stand-in's digest, so nothing is out of date

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.steps.backend import run
+from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote.config import RemoteConfig, load_config
 from goma_ext.remote.fetch import FetchError, materialize
 from goma_ext.remote.remote_link import ABS_DIR, Unlinkable, link_files
 from thinlto_base import remote_stub
-from thinlto_base.keys import BackendJob, cache_key
+from thinlto_base.keys import BackendJob, cache_key, kept_key
 from thinlto_base.store import CacheStore, fetch_outputs
 
 H = "ab" * 32
@@ -57,16 +58,16 @@ def test_the_setting_is_checked_and_carried() -> None:
     assert default is not None and "download" not in carried_settings(default)
     env = load_config({}, {"GOMA_EXT_REMOTE_DOWNLOAD": "minimal"}, {"endpoint": "grpc://127.0.0.1:1"})
     assert env is not None and env.download == "minimal"
-    with pytest.raises(Exception, match="remote.download 'some': expected one of all, minimal"):
+    with pytest.raises(RemoteConfigError, match=r"remote\.download 'some': expected one of all, minimal"):
         load_config({"download": "some"}, {}, {"endpoint": "grpc://127.0.0.1:1"})
 
 
-def test_a_launched_backend_that_got_a_stand_in_keeps_it_out_of_the_local_cache(
+def test_a_stand_in_enters_the_local_cache_only_for_builds_that_keep_natives_remote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     launcher = tmp_path / "launcher"  # a remote run under `minimal`: the output comes back as a stand-in
-    launcher.write_text("#!/bin/sh\nwhile [ \"$1\" != \"-o\" ]; do shift; done\n"
+    launcher.write_text("#!/bin/sh\necho run >> runs\nwhile [ \"$1\" != \"-o\" ]; do shift; done\n"
                         f"cp {tmp_path}/stub \"$2\"\n")
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "stub").write_bytes(STUB.text())
@@ -76,9 +77,18 @@ def test_a_launched_backend_that_got_a_stand_in_keeps_it_out_of_the_local_cache(
     job = BackendJob.parse([str(tmp_path / "clang"), "-c", "-x", "ir", "a.o", "-fthinlto-index=a.o.thinlto.bc",
                             "-o", "out/a.native.o"])
     store = CacheStore(tmp_path / "cache")
-    assert run(job, store, tmp_path / "log", [str(launcher), "--"]) == 0
+    minimal = [str(launcher), "--download", "minimal", "--"]
+    assert run(job, store, tmp_path / "log", minimal) == 0
     assert Path("out/a.native.o").read_bytes() == STUB.text()
-    assert not fetch_outputs(store, cache_key(job), {"o": "elsewhere.o"})  # no entry for the key
+    key = cache_key(job)
+    assert not fetch_outputs(store, key, {"o": "elsewhere.o"})  # never under the objects' key
+    assert fetch_outputs(store, kept_key(key), {"o": "elsewhere.o"})
+    Path("out/a.native.o").unlink()
+    assert run(job, store, tmp_path / "log", minimal) == 0  # another minimal build: from the local cache
+    assert Path("runs").read_text().count("run") == 1
+    Path("out/a.native.o").unlink()
+    assert run(job, store, tmp_path / "log", [str(launcher), "--"]) == 0  # `all` does not take it
+    assert Path("runs").read_text().count("run") == 2
 
 
 ELF = b"\x7fELF" + b"\0" * 60
@@ -146,7 +156,19 @@ def test_fetch_removes_stand_ins_the_cas_cannot_give_back(tmp_path: Path) -> Non
     other = tmp_path / "real.o"
     other.write_bytes(ELF)
     base = RemoteConfig(endpoint=STUB.endpoint, instance=STUB.instance, max_attempts=1, rpc_timeout_s=2.0)
-    with pytest.raises(FetchError, match="1 native object.*could not be fetched.*stand-ins were removed"):
-        materialize([path, other], base, env={})
+    with pytest.raises(FetchError, match=r"1 native object.*could not be fetched.*stand-ins were removed"):
+        materialize([path, other], base)
     assert not path.exists() and other.read_bytes() == ELF
-    assert materialize([other], base, env={}).not_stubs == [os.fspath(other)]
+    assert materialize([other], base).not_stubs == [os.fspath(other)]
+
+
+def test_fetch_sends_credentials_only_to_the_configured_server(tmp_path: Path) -> None:
+    """A stand-in is a file in a build directory: whoever wrote it must not make us send our token elsewhere."""
+    path = tmp_path / "n.o"
+    path.write_bytes(STUB.text())
+    mine = RemoteConfig(endpoint="grpc://127.0.0.1:8", instance=STUB.instance, token="secret")
+    with pytest.raises(FetchError, match=r"name the server grpc://127\.0\.0\.1:9 .*not the configured grpc://127\.0\.0\.1:8"):
+        materialize([path], mine)
+    with pytest.raises(FetchError, match="no remote is configured"):
+        materialize([path], None)
+    assert path.read_bytes() == STUB.text()  # left as it was
