@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,8 @@ from bench.shaped_net import ShapedNet
 from bench.table import render
 from bench.variants import Variant
 from gn_thinlto import tools
+from goma_ext.remote import stats
+from goma_ext.remote.names import LINK_STATS_LOG
 
 LINKS = ("shaped", "unshaped")
 
@@ -49,10 +52,13 @@ def _payload(net: ShapedNet, env: dict[str, str]) -> dict[str, int]:
 
 
 def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
-    """(the binaries as lld wrote them, as stripped here): an executable's link output is exe.unstripped/NAME."""
+    """(the binaries as lld wrote them, as stripped here): a link's output is exe.unstripped/NAME or
+    lib.unstripped/NAME where GN's toolchain strips a copy."""
     names = [*tools.gn_ls(out, root, "--type=executable", "--as=output"),
-             *tools.gn_ls(out, root, "--type=shared_library", "--as=output")]
-    linked = [out / "exe.unstripped" / n if (out / "exe.unstripped" / n).is_file() else out / n for n in names]
+             *tools.gn_ls(out, root, "--type=shared_library", "--as=output"),
+             *tools.gn_ls(out, root, "--type=loadable_module", "--as=output")]
+    linked = [next((out / d / n for d in ("exe.unstripped", "lib.unstripped") if (out / d / n).is_file()), out / n)
+              for n in names]
     return sum(p.stat().st_size for p in linked), sum((out / n).stat().st_size for n in names)
 
 
@@ -65,15 +71,20 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
     wire1, payload1 = net.counters(), _payload(net, env)
     checked = subjects.check(subject, out)
     rep = cluster_tool.report(out)
+    links = stats.report(out, LINK_STATS_LOG)  # remote final links (minimal): their CAS payload down and up
     natives = sum(p.stat().st_size for p in (out / "gn-thinlto").glob("*/native/**/*.o"))
     linked, final = _final_bytes(out, subject.root)
     row = {"link": link, "download": download, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
            "remote_executions": rep["remote_executions"], "cache_hits": rep["cache_hits"],
            "local_fallbacks": rep["local_fallbacks"], "wire_down": wire1["down"] - wire0["down"],
            "wire_up": wire1["up"] - wire0["up"], "payload_down": payload1["down"] - payload0["down"],
-           "payload_up": payload1["up"] - payload0["up"], "natives_bytes": natives, "linked_binaries_bytes": linked,
+           "payload_up": payload1["up"] - payload0["up"],
+           "link_payload_down": links["bytes_downloaded"], "link_payload_up": links["bytes_uploaded"],
+           "remote_links": links["runs"], "natives_bytes": natives, "linked_binaries_bytes": linked,
            "final_binaries_bytes": final, "checked": checked}
     row["down_vs_linked_binaries"] = round(row["wire_down"] / linked, 3) if linked else None
+    payload = row["payload_down"] + row["link_payload_down"]
+    row["payload_down_vs_linked_binaries"] = round(payload / linked, 3) if linked else None
     row["down_vs_final_binaries"] = round(row["wire_down"] / final, 3) if final else None
     progress(f"  {link} {download} {tag}: {s.wall_s:.1f} s, {row['wire_down'] / 1e6:.2f} MB down, "
              f"{row['wire_up'] / 1e6:.1f} MB up, linked binaries {linked / 1e6:.2f} MB")
@@ -91,6 +102,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
+    # a SIGTERM (a timeout, a user) unwinds like an error: the namespaces, the cluster and the proxies go too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         raise BenchError("needs root: it makes network namespaces and shapes their link")
     prereqs.ensure()
@@ -129,12 +142,15 @@ def main(argv: Sequence[str]) -> int:
                 remove(work)
                 remove(Path(proxy_dir))
     print(render(["link", "download", "build", "wall s", "actions", "executed", "hits", "fallbacks", "MB down",
-                  "MB up", "CAS MB down", "CAS MB up", "natives MB", "linked MB", "stripped MB", "down / linked"],
+                  "MB up", "CAS MB down", "CAS MB up", "natives MB", "linked MB", "stripped MB", "down / linked",
+                  "CAS down / linked"],
                  [[r["link"], r["download"], r["build"], r["wall_s"], r["actions"], r["remote_executions"],
                    r["cache_hits"], r["local_fallbacks"], round(r["wire_down"] / 1e6, 2), round(r["wire_up"] / 1e6, 2),
-                   round(r["payload_down"] / 1e6, 2), round(r["payload_up"] / 1e6, 2),
+                   round((r["payload_down"] + r["link_payload_down"]) / 1e6, 2),
+                   round((r["payload_up"] + r["link_payload_up"]) / 1e6, 2),
                    round(r["natives_bytes"] / 1e6, 2), round(r["linked_binaries_bytes"] / 1e6, 2),
-                   round(r["final_binaries_bytes"] / 1e6, 2), r["down_vs_linked_binaries"]] for r in rows]))
+                   round(r["final_binaries_bytes"] / 1e6, 2), r["down_vs_linked_binaries"],
+                   r["payload_down_vs_linked_binaries"]] for r in rows]))
     data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads, rows=rows)
     print(f"results: {results.write(args.results, 'shaped', data)}")
     return 0

@@ -24,10 +24,11 @@ if __name__ == "__main__" and not __package__:  # run as a script by the shim
 
 # The imports below come after the script-mode path set-up above.
 import argparse
+import contextlib
 import posixpath
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from goma_ext.remote.names import LINK_STATS_LOG, REAL_LD_ENV
 from thinlto_base import remote_stub
 
 ABS_DIR = ".gn-thinlto-abs"  # exec-root-relative home of the link's files that lie outside the exec root
+UPLOAD_LOCK = ".goma_ext_link_upload.lock"  # in the build directory (_upload_turn)
 WARNING = "goma-ext: warning:"
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC, THIN_MAGIC = b"!<arch>\n", b"!<thin>\n"
@@ -409,13 +411,28 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
             if lost := executor.cas.find_missing(kept):
                 raise RemoteError(f"the CAS lost {len(lost)} native object(s) the link reads, e.g. {min(lost)}",
                                   temporary=False, code="LOST_INPUT")
-            uploaded = executor.cas.upload({d: s for d, s in blobs.items() if d not in kept})
+            with _upload_turn(cwd):
+                uploaded = executor.cas.upload({d: s for d, s in blobs.items() if d not in kept})
             result = executor.execute(built.action_digest)
         stdout, stderr = fetch_outputs(executor.cas, result, prepared)  # outputs written only on success
         return LinkRun(result.exit_code, stdout, stderr, hit, uploaded, executor.cas.bytes_downloaded,
                        tree.file_bytes, files.outputs[0])
     finally:
         executor.close()
+
+
+@contextlib.contextmanager
+def _upload_turn(cwd: Path) -> Iterator[None]:
+    """One link of a build directory uploads at a time: the first takes lld and the C runtime to a cold CAS
+    (15 MB), the links waiting behind it then find them there instead of sending them again."""
+    import fcntl
+
+    fd = os.open(cwd / UPLOAD_LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def link_locally(lld: str, args: Sequence[str], cwd: Path, cfg: RemoteConfig | None,
