@@ -96,9 +96,10 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--rate-mbit", type=float, default=100.0, help="the shaped link's rate (default 100)")
     p.add_argument("--rtt-ms", type=float, default=20.0, help="the shaped link's round trip (default 20)")
     p.add_argument("--workers", type=int, default=4)
-    p.add_argument("--subject", default="example", choices=("example", "tiny"))
+    p.add_argument("--subject", default="example", choices=("example", "abseil", "tiny"))
     p.add_argument("--downloads", default="all,minimal", help="remote.download modes to compare (default all,minimal)")
     p.add_argument("--links", default=",".join(LINKS), help="shaped, unshaped or both (default)")
+    p.add_argument("--name", default="shaped", help="results file name (default shaped)")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
@@ -113,7 +114,7 @@ def main(argv: Sequence[str]) -> int:
     missing = cluster_tool.available()
     if missing:
         print(f"not measured: {missing}")
-        results.write(args.results, "shaped", dict(ctx, missing=missing, command=command))
+        results.write(args.results, args.name, dict(ctx, missing=missing, command=command))
         return 0
     subject = subjects.SUBJECTS[args.subject](args.cache)
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
@@ -152,5 +153,5 @@ def main(argv: Sequence[str]) -> int:
                    round(r["final_binaries_bytes"] / 1e6, 2), r["down_vs_linked_binaries"],
                    r["payload_down_vs_linked_binaries"]] for r in rows]))
     data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads, rows=rows)
-    print(f"results: {results.write(args.results, 'shaped', data)}")
+    print(f"results: {results.write(args.results, args.name, data)}")
     return 0
