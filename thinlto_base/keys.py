@@ -118,12 +118,6 @@ def content_key(job: BackendJob) -> str:
     return _digest([*job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index)])
 
 
-def kept_key(key: str) -> str:
-    """Where the local cache keeps the stand-ins (thinlto_base.remote_stub) of KEY's outputs, for builds with
-    `remote.download: minimal` alone: a build that wants the objects never gets a stand-in from its cache."""
-    return _digest([key, "remote.download=minimal"])
-
-
 def cache_key(job: BackendJob, content: str | None = None) -> str:
     """The local cache key: the content key (CONTENT, when already computed) and this machine's compiler binary."""
     return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])

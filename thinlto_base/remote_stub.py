@@ -10,30 +10,41 @@ step (python -S) tests for it.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from dataclasses import dataclass
 
 MAGIC = b"!<gn-thinlto remote output>\n"
 MAX_STUB_BYTES = 4096  # a stand-in is a few hundred bytes; a larger file is never one
 # What `minimal` keeps in the CAS: native objects and their split-DWARF files. Anything else an action writes
 # (the optimized module of a two-step backend, which the next action reads) comes down.
 STUB_SUFFIXES = (".o", ".dwo")
-_HASH = re.compile(r"[0-9a-f]{64}")
+_HEX = frozenset("0123456789abcdef")
 
 
-@dataclass(frozen=True)
 class Stub:
-    """What a stand-in records: the blob's SHA-256 and size, its mode bit, and where it is kept."""
+    """What a stand-in records: the blob's SHA-256 and size, its mode bit, and where it is kept. (A plain class:
+    the backend cache imports this module on every hit, and dataclasses costs milliseconds to import.)"""
 
-    hash: str
-    size: int
-    executable: bool
-    endpoint: str
-    instance: str
+    __slots__ = ("endpoint", "executable", "hash", "instance", "size")
+
+    def __init__(self, hash: str, size: int, executable: bool, endpoint: str, instance: str) -> None:
+        self.hash, self.size, self.executable = hash, size, executable
+        self.endpoint, self.instance = endpoint, instance
+
+    def _fields(self) -> tuple[str, int, bool, str, str]:
+        return (self.hash, self.size, self.executable, self.endpoint, self.instance)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stub) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Stub{self._fields()!r}"
 
     def text(self) -> bytes:
+        import json
+
         body = json.dumps({"digest": f"{self.hash}/{self.size}", "executable": self.executable,
                            "endpoint": self.endpoint, "instance": self.instance}, sort_keys=True)
         return (MAGIC + body.encode() + b"\n" +
@@ -49,15 +60,17 @@ def parse(data: bytes) -> Stub | None:
     """The stand-in's record, or None when DATA is not a well-formed stand-in."""
     if not is_stub_bytes(data):
         return None
+    import json
+
     try:
         doc = json.loads(data[len(MAGIC):].split(b"\n", 1)[0])
         digest, executable = doc["digest"], doc["executable"]
         endpoint, instance = doc["endpoint"], doc["instance"]
         hash_, _, size = digest.partition("/")
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    if not (_HASH.fullmatch(hash_) and size.isascii() and size.isdigit() and isinstance(executable, bool)
-            and isinstance(endpoint, str) and isinstance(instance, str)):
+    if not (len(hash_) == 64 and set(hash_) <= _HEX and size.isascii() and size.isdigit()
+            and isinstance(executable, bool) and isinstance(endpoint, str) and isinstance(instance, str)):
         return None
     return Stub(hash_, int(size), executable, endpoint, instance)
 

@@ -23,6 +23,8 @@ from thinlto_base.safefs import Refused, open_dir, open_dirs, read_regular, unli
 from thinlto_base.trust import Trust, Untrusted
 
 AC_DIR, CAS_DIR, LOCK_DIR = "ac", "cas", "locks"
+# thinlto_base.remote_stub.MAGIC, spelled here: every cache hit imports this module, not that one
+STUB_MAGIC = b"!<gn-thinlto remote output>\n"
 ENTRY_VERSION = "gn-thinlto-cache-entry-v2"  # v2: the entry names its key (v1 entries are plain misses)
 ENTRY_CAP = 4096  # an entry names two outputs: anything larger is not an entry
 ENTRY_MODE = 0o644  # whatever the umask: an entry no one but its writer can change (the trust check needs it)
@@ -294,7 +296,11 @@ def fetch_outputs(store: CacheStore, key: str, dests: dict[str, str]) -> bool:
 def store_outputs(store: CacheStore, key: str, outputs: dict[str, bytes]) -> None:
     """Store OUTPUTS under KEY; when the cache cannot take them (full disk, read-only directory, a planted
     link), skip it and warn once per build (a marker in the store's warn_dir; without one, once per process).
-    Every later miss tries again: a cache that can take an entry again gets it. The build goes on."""
+    Every later miss tries again: a cache that can take an entry again gets it. The build goes on. A stand-in for
+    an object kept in the remote CAS (thinlto_base.remote_stub) is never stored: whoever hits the entry wants the
+    object."""
+    if any(data.startswith(STUB_MAGIC) for data in outputs.values()):
+        return
     try:
         store.store(key, outputs)
     except OSError as e:

@@ -145,9 +145,25 @@ def shared_files(plan: GraphPlan, source: str = "project.json") -> dict[str, str
 def final_argv(plan: GraphPlan, f: FinalLink) -> tuple[str, ...]:
     """F's command; with remote final links (`download: minimal`), its clang finds lld in REMOTE_LINK_DIR first
     (`-B`: the shim there runs the link remotely; same arguments as lld would get, -fuse-ld=lld kept)."""
-    if plan.remote is None or not plan.remote.link_launcher or f.driver_at < 0:
+    if plan.remote is None or not plan.remote.link_launcher:
         return f.argv
+    if why := _own_linker(f):
+        raise GnThinltoError(f"remote.download: minimal: the final link of {f.outputs[0]} {why}, so it would not "
+                             "run the remote lld that reads the objects kept in the CAS; use download: all")
     return (*f.argv[:f.driver_at + 1], f"-B{REMOTE_LINK_DIR}/", *f.argv[f.driver_at + 1:])
+
+
+def _own_linker(f: FinalLink) -> str:
+    """Why clang would not run the ld.lld in REMOTE_LINK_DIR for F ("" when it would)."""
+    if f.driver_at < 0:
+        return "has no clang driver gn-thinlto can find"
+    args = f.argv[f.driver_at + 1:]
+    if "-fuse-ld=lld" not in args:
+        return "does not ask for lld (-fuse-ld=lld)"
+    for a in args:
+        if a.startswith(("-B", "--prefix", "--ld-path")) or (a.startswith("-fuse-ld=") and a != "-fuse-ld=lld"):
+            return f"names its own linker ({a})"
+    return ""
 
 
 def remote_link_shim(plan: GraphPlan) -> str:

@@ -37,7 +37,7 @@ from thinlto_base.fsutil import (
     sweep_temporaries,
     write_if_changed,
 )
-from thinlto_base.keys import BackendJob, cache_key, content_key, kept_key
+from thinlto_base.keys import BackendJob, cache_key, content_key
 from thinlto_base.safefs import open_nofollow, read_regular, write_new
 from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 from thinlto_base.trust import Trust
@@ -88,7 +88,7 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
     wanted()
-    if _cached(store, key, launcher, job):
+    if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
         record(log, CacheEvent.HIT, key, job.output)
         return 0, False
     make_parent(job.output)
@@ -97,27 +97,12 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
             sweep_temporaries(path)
     with store.miss_lock(key) as served:  # a concurrent identical job (another build dir) compiles it once
         wanted()
-        if served and _cached(store, key, launcher, job):
+        if served and fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
             return 0, False
         if launcher:
             return run_launched(job, key, content, store, log, launcher, runner, wanted), True
         return run_local(job, key, store, log, runner, wanted), True
-
-
-def keeps_natives_remote(launcher: Sequence[str]) -> bool:
-    """Whether the launcher's remote runs leave native objects in the CAS (`goma-ext run --download minimal`)."""
-    from itertools import pairwise
-
-    return "--download=minimal" in launcher or ("--download", "minimal") in pairwise(launcher)
-
-
-def _cached(store: CacheStore, key: str, launcher: Sequence[str], job: BackendJob) -> bool:
-    """JOB's outputs in place from the local cache: the objects, or (download: minimal) their stand-ins."""
-    dests = _dests(job, job.output, job.dwo)
-    if fetch_outputs(store, key, dests):
-        return True
-    return bool(launcher) and keeps_natives_remote(launcher) and fetch_outputs(store, kept_key(key), dests)
 
 
 def _empty(path: str) -> bool:
@@ -193,7 +178,7 @@ def run_launched(
     lock = open_nofollow(os.path.join(stage, ".lock"), os.O_RDONLY | os.O_CREAT)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _cached(store, key, launcher, job):
+        if fetch_outputs(store, key, _dests(job, job.output, job.dwo)):
             record(log, CacheEvent.HIT, key, job.output)
             return 0
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")
@@ -209,8 +194,9 @@ def run_launched(
                 return rc
             outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
             kept = {kind: remote_stub.parse(data) for kind, data in outputs.items()}
-            # stand-ins (download: minimal) go under a key of their own, which only such builds look up
-            store_outputs(store, kept_key(key) if any(kept.values()) else key, outputs)
+            # a stand-in (download: minimal) is not stored: only the action cache, which the proxy checks against
+            # the CAS, may give one (a local entry would name an evicted object for ever)
+            store_outputs(store, key, outputs)
             wanted()
             for kind, path in _dests(job, job.output, job.dwo).items():
                 stub = kept[kind]

@@ -12,7 +12,7 @@ from typing import Any
 from goma_ext.proxy.shared import ActionRequest
 from goma_ext.reapi.digest import Digest
 from goma_ext.reapi.errors import RemoteConfigError
-from goma_ext.remote.config import ENV_VARS, RemoteConfig, load_config
+from goma_ext.remote.config import ENV_VARS, RemoteConfig, download_from_flags, load_config
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.proxy_client import endpoint_key
 
@@ -53,7 +53,7 @@ def _settings(value: object, cwd: str, proxy_key: str) -> RemoteConfig:
     key = endpoint_key(cfg, Path(cwd), token)
     if key != proxy_key:
         raise Refusal(f"settings select another proxy ({cfg.endpoint}, key {key}; this one is {proxy_key})")
-    return cfg
+    return download_from_flags(cfg, flags)
 
 
 def _compiler(value: object, digest_of: Callable[[Path, os.stat_result], Digest]) -> CompilerIdentity:

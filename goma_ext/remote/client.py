@@ -181,6 +181,10 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
         for raw, d in ((result.stdout_raw, result.stdout_digest), (result.stderr_raw, result.stderr_digest))
         if not raw and d.hash
     ]
+    if stubs and (lost := cas.find_missing(Digest(s.hash, s.size) for s in stubs.values())):
+        # an action-cache entry whose objects the CAS evicted: a stand-in for them would name nothing
+        raise RemoteError(f"the CAS no longer holds {len(lost)} output(s) of this action, e.g. {min(lost)}",
+                          temporary=True, code="MISSING_OUTPUT")
     blobs = cas.read_many(wanted + stream_digests)
     stdout = result.stdout_raw or (blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b"")
     stderr = result.stderr_raw or (blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b"")
@@ -224,9 +228,11 @@ class RemoteExecutor:
         return response.result
 
     def run(
-        self, argv: Sequence[str], cwd: Path, inputs: Sequence[str], outputs: Sequence[str], compiler: CompilerIdentity
+        self, argv: Sequence[str], cwd: Path, inputs: Sequence[str], outputs: Sequence[str], compiler: CompilerIdentity,
+        keep_natives: bool = False,
     ) -> RemoteRun:
-        """Run argv (inputs/outputs relative to cwd) remotely and write its outputs under cwd."""
+        """Run argv (inputs/outputs relative to cwd) remotely and write its outputs under cwd. KEEP_NATIVES (the
+        backend wrapper under `download: minimal`, whose final links run remotely): stand-ins for native objects."""
         phases: dict[str, float] = {}
         t = time.monotonic()
         toolchain = toolchain_for(self.cfg, argv[0], compiler, self.toolchains)
@@ -245,7 +251,8 @@ class RemoteExecutor:
             result = self.execute(prepared.built.action_digest)
             phases["execute"] = time.monotonic() - t
         t = time.monotonic()
-        stdout, stderr = fetch_outputs(self.cas, result, prepared, kept_in_cas(self.cfg))
+        kept = kept_in_cas(self.cfg) if keep_natives else None
+        stdout, stderr = fetch_outputs(self.cas, result, prepared, kept)
         phases["download"] = time.monotonic() - t
         return RemoteRun(
             exit_code=result.exit_code,

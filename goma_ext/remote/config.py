@@ -163,6 +163,13 @@ def action_settings(cfg: RemoteConfig) -> dict[str, str]:
     return values
 
 
+def download_from_flags(cfg: RemoteConfig, flags: Mapping[str, Any]) -> RemoteConfig:
+    """CFG with `download` as a backend's command line gives it (else `all`). Whether native objects may stay in
+    the CAS is gen's decision, which also gives the final links their remote lld: a variable or a YAML file seen
+    by one ninja run must not leave stand-ins where a local link reads objects."""
+    return replace(cfg, download=str(flags.get("download") or "all"))
+
+
 def _path(value: Any) -> Path:
     return Path(str(value))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,22 +99,52 @@ def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | No
             raise FetchError(f"{len(group)} stand-in(s) name the server {endpoint}, and no remote is configured "
                              "(--remote, GOMA_EXT_REMOTE)")
         _check_server(endpoint, instance, base)
-        try:
-            executor = RemoteExecutor(base)
-            try:
-                blobs = executor.cas.read_many(Digest(s.hash, s.size) for s in group.values())
-            finally:
-                executor.close()
-        except RemoteError as e:
-            _drop(group)
-            raise FetchError(f"{len(group)} native object(s) kept in the CAS of {endpoint} could not be fetched "
-                             f"({e}); their stand-ins were removed, and the next build runs their backends again "
-                             f"(e.g. {min(group)})") from e
-        for path, stub in group.items():
-            _write(path, stub, blobs[Digest(stub.hash, stub.size)])
-            done.objects += 1
-            done.bytes += stub.size
+        _fetch_group(RemoteExecutor, base, group, done)
     return done
+
+
+def _fetch_group(executor_class: type, cfg: RemoteConfig, group: dict[str, remote_stub.Stub], done: Fetched) -> None:
+    """Fetch GROUP's objects in rounds of at most CHUNK_BYTES (a local link of Chromium's size reads gigabytes),
+    writing each round before the next. What the CAS lacks, or what an error left unfetched, loses its stand-in."""
+    left = dict(group)
+    try:
+        executor = executor_class(cfg)
+        try:
+            lost = executor.cas.find_missing({Digest(s.hash, s.size) for s in left.values()})
+            todo = sorted(p for p in left if Digest(left[p].hash, left[p].size) not in lost)
+            for chunk in _chunks(todo, left):
+                blobs = executor.cas.read_many(Digest(left[p].hash, left[p].size) for p in chunk)
+                for path in chunk:
+                    _write(path, left[path], blobs[Digest(left[path].hash, left[path].size)])
+                    done.objects += 1
+                    done.bytes += left.pop(path).size
+        finally:
+            executor.close()
+    except RemoteError as e:
+        _drop(left)
+        raise FetchError(f"{len(left)} native object(s) kept in the CAS of {cfg.endpoint} could not be fetched "
+                         f"({e}); their stand-ins were removed, and the next build runs their backends again "
+                         f"(e.g. {min(left)})") from e
+    if left:
+        _drop(left)
+        raise FetchError(f"the CAS of {cfg.endpoint} no longer holds {len(left)} native object(s); their stand-ins "
+                         f"were removed, and the next build runs their backends again (e.g. {min(left)})")
+
+
+CHUNK_BYTES = 64 * 1024 * 1024
+
+
+def _chunks(paths: list[str], stubs: Mapping[str, remote_stub.Stub]) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    size = 0
+    for p in paths:
+        if chunk and size + stubs[p].size > CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(p)
+        size += stubs[p].size
+    if chunk:
+        yield chunk
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -26,7 +26,6 @@ if __name__ == "__main__" and not __package__:  # run as a script by the shim
 import argparse
 import contextlib
 import posixpath
-import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from thinlto_base import remote_stub
 
 ABS_DIR = ".gn-thinlto-abs"  # exec-root-relative home of the link's files that lie outside the exec root
 UPLOAD_LOCK = ".goma_ext_link_upload.lock"  # in the build directory (_upload_turn)
+RSP_NAME = ".goma_ext_link.rsp"  # the remote lld's arguments, in its working directory
 WARNING = "goma-ext: warning:"
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC, THIN_MAGIC = b"!<arch>\n", b"!<thin>\n"
@@ -57,17 +57,28 @@ SEPARATE = frozenset({
     "--require-defined", "-F", "--filter", "-f", "--auxiliary", "--dependency-file", "--why-extract",
     "--reproduce", "--unresolved-symbols", "--error-limit", "--format", "-b", "--orphan-handling",
     "--lto-sample-profile", "--lto-obj-path", "--thinlto-cache-dir", "--thinlto-cache-policy",
-    "--print-archive-stats", "--package-metadata", "--target2", "--compress-debug-sections", "--emit-relocs-in",
+    "--print-archive-stats", "--package-metadata", "--target2", "--compress-debug-sections", "--default-script",
+    "--remap-inputs-file", "--irpgo-profile", "--lto-cs-profile-file", "--chroot", "--remap-inputs",
+    "--thinlto-prefix-replace", "--thinlto-object-suffix-replace",
 })
-FILE_VALUES = frozenset({"-T", "--script", "--version-script", "--dynamic-list", "--symbol-ordering-file",
-                         "--call-graph-ordering-file", "--just-symbols", "--retain-symbols-file",
-                         "--export-dynamic-symbol-list", "--lto-sample-profile"})
+SCRIPTS = frozenset({"-T", "--script", "--default-script"})  # linker scripts: what they name is read too
+# Files lld reads without looking for other files in them.
+FILE_VALUES = frozenset({"--version-script", "--dynamic-list", "--symbol-ordering-file", "--call-graph-ordering-file",
+                         "--just-symbols", "--retain-symbols-file", "--export-dynamic-symbol-list",
+                         "--lto-sample-profile", "--irpgo-profile", "--lto-cs-profile-file"})
+# Options whose value may be an absolute path that names no file lld reads here.
+NOT_FILES = frozenset({"-dynamic-linker", "--dynamic-linker", "-I", "-rpath", "--rpath", "-R", "-soname", "--soname",
+                       "-h", "-plugin", "--plugin", "-plugin-opt", "--plugin-opt", "-mllvm", "--mllvm",
+                       "--thinlto-cache-dir", "--package-metadata", "--thinlto-prefix-replace"})
 OUTPUTS = frozenset({"-o", "--output", "-Map", "--Map", "--dependency-file"})
 # Files lld would write that the action would not bring back, or modes that change what a link is.
 REFUSED = frozenset({"--reproduce", "--why-extract", "--print-archive-stats", "--lto-obj-path", "--save-temps",
                      "--thinlto-index-only", "-r", "--relocatable", "-i", "--print-map", "-M", "-v", "--version"})
+REFUSED = REFUSED | {"--remap-inputs", "--remap-inputs-file"}  # they rename what lld opens
 STATIC = frozenset({"-Bstatic", "--Bstatic", "-static", "--static", "-dn", "-non_shared"})
 DYNAMIC = frozenset({"-Bdynamic", "--Bdynamic", "-dy", "-call_shared"})
+KNOWN = SEPARATE | SCRIPTS | FILE_VALUES | OUTPUTS | REFUSED | NOT_FILES | STATIC | DYNAMIC | {
+    "--push-state", "--pop-state", "--chroot"}
 
 
 class Unlinkable(GomaExtError):
@@ -83,6 +94,45 @@ class LinkFiles:
     args: list[str] = field(default_factory=list)
 
 
+def gnu_split(text: str) -> list[str]:
+    """Arguments of a response file as lld reads them (LLVM's TokenizeGNUCommandLine): whitespace separates,
+    a backslash takes the next character as it is, inside quotes ('…' or "…") too."""
+    out: list[str] = []
+    token: list[str] = []
+    started = False
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n":
+            if started:
+                out.append("".join(token))
+                token, started = [], False
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            token.append(text[i])
+            started = True
+        elif c in "'\"":
+            started = True
+            i += 1
+            while i < n and text[i] != c:
+                if text[i] == "\\" and i + 1 < n:
+                    i += 1
+                token.append(text[i])
+                i += 1
+        else:
+            token.append(c)
+            started = True
+        i += 1
+    if started:
+        out.append("".join(token))
+    return out
+
+
+def gnu_quote(arg: str) -> str:
+    """ARG as gnu_split reads it back (for the response file the remote lld gets)."""
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def expand_response_files(args: Sequence[str], cwd: Path, depth: int = 0) -> list[str]:
     """ARGS with every @FILE replaced by its arguments (GNU quoting, as lld reads them)."""
     out: list[str] = []
@@ -91,25 +141,31 @@ def expand_response_files(args: Sequence[str], cwd: Path, depth: int = 0) -> lis
             if depth > 10:
                 raise Unlinkable("response files nest more than 10 deep")
             try:
-                text = (cwd / a[1:]).read_text()
-            except OSError as e:
-                raise Unlinkable(f"response file {a[1:]}: {e.strerror}") from e
-            out += expand_response_files(shlex.split(text), cwd, depth + 1)
+                text = (cwd / a[1:]).read_bytes().decode()
+            except (OSError, UnicodeDecodeError) as e:
+                raise Unlinkable(f"response file {a[1:]}: {e}") from e
+            out += expand_response_files(gnu_split(text), cwd, depth + 1)
         else:
             out.append(a)
     return out
 
 
 def _script_tokens(text: str) -> list[str]:
-    """A linker script's tokens: comments dropped, parentheses and commas on their own, quotes removed."""
+    """A linker script's tokens: comments (/* … */ and # to the end of the line) dropped, parentheses and commas
+    on their own, quotes removed."""
     import re
 
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"#[^\n]*", " ", text)
     return [t.strip('"') for t in re.findall(r'"[^"]*"|[(),]|[^\s(),]+', text)]
 
 
 class _Placer:
-    """Where each file lies in the input root, and the argument that names it there (from the working directory)."""
+    """Where each file lies in the input root, and the argument that names it there (from the working directory).
+
+    The remote lld gets `--chroot` ABS_DIR: it reads every absolute path it opens (an argument, a name in a linker
+    script) below ABS_DIR, where the file that path names here is placed. Absolute paths stay as they are in the
+    arguments, so what lld records of them (a DT_NEEDED without DT_SONAME, a map file) is what it records here."""
 
     def __init__(self, cwd: Path, exec_root: Path) -> None:
         self.cwd = cwd
@@ -119,24 +175,50 @@ class _Placer:
             raise Unlinkable(f"the link's directory {cwd} is outside the exec root {exec_root}")
         self.work = "." if rel == "." else Path(rel).as_posix()
 
+    def inside(self, path: str) -> bool:
+        """Whether relative PATH stays below the exec root."""
+        inside = posixpath.normpath(posixpath.join(self.work, path))
+        return not posixpath.isabs(path) and inside not in (".", "..") and not inside.startswith("../")
+
     def tree_path(self, path: str) -> str:
         """PATH's place in the input root: below the exec root where it lies there, else under ABS_DIR."""
-        if not posixpath.isabs(path):
-            inside = posixpath.normpath(posixpath.join(self.work, path))
-            if inside not in (".", "..") and not inside.startswith("../"):
-                return inside
+        if self.inside(path):
+            return posixpath.normpath(posixpath.join(self.work, path))
         full = posixpath.normpath(posixpath.join(self.cwd.as_posix(), path))
         return f"{ABS_DIR}{full}"
 
     def arg(self, path: str) -> str:
-        """How the remote lld names PATH: unchanged below the exec root, else its place under ABS_DIR."""
-        tree = self.tree_path(path)
-        if not tree.startswith(f"{ABS_DIR}/"):
+        """How the remote lld names PATH: absolute and below-the-root paths as they are (absolute ones are read
+        under --chroot); a relative path that leaves the exec root as its place under ABS_DIR."""
+        if posixpath.isabs(path) or self.inside(path):
             return path
-        return posixpath.relpath(tree, self.work)
+        return posixpath.relpath(self.tree_path(path), self.work)
+
+    def dir_arg(self, path: str) -> str:
+        """A search directory (-L, --sysroot): lld looks for files in it without --chroot, so an absolute one
+        becomes its place under ABS_DIR, relative to the working directory."""
+        if self.inside(path) or path in (".", ""):
+            return path
+        return posixpath.relpath(self.tree_path(path), self.work)
 
     def abs_arg(self) -> str:
         return posixpath.relpath(ABS_DIR, self.work)
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    """lld's isUnderSysroot: PATH or one of its parents is ROOT (the same file)."""
+    try:
+        target = os.stat(root)
+    except OSError:
+        return False
+    for p in (path, *path.parents):
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+            return True
+    return False
 
 
 class _Resolver:
@@ -153,18 +235,34 @@ class _Resolver:
     def _local(self, path: str) -> Path:
         return self.cwd / path
 
-    def read(self, path: str, depth: int = 0) -> None:
-        """Add PATH (as lld opens it, relative to the working directory) and what it names."""
+    def _dir(self, d: str) -> str:
+        """A search directory as lld resolves it: `=DIR` is below the sysroot."""
+        return f"{self.sysroot}/{d[1:]}" if d.startswith("=") and self.sysroot else d.lstrip("=")
+
+    def add(self, path: str) -> Path:
+        """Place PATH (as lld opens it, relative to the working directory) in the input root, unread."""
         local = self._local(path)
         if not local.is_file():
             raise Unlinkable(f"input {path} is not a file")
         self.files.reads[self.placer.tree_path(path)] = str(local)
+        return local
+
+    def read(self, path: str, depth: int = 0) -> None:
+        """Add PATH and what it names (a thin archive's members, a linker script's files)."""
+        local = self.add(path)
         with open(local, "rb") as f:
             head = f.read(8)
-        if head.startswith((ELF_MAGIC, AR_MAGIC, *BITCODE_MAGICS)) or remote_stub.read_stub(local) is not None:
+        if head.startswith(ELF_MAGIC):
+            if not posixpath.isabs(path) and not self.placer.inside(path) and _unnamed_shared(local):
+                raise Unlinkable(f"{path}: a shared library without DT_SONAME outside the exec root (its path "
+                                 "goes into the binary)")
+            return
+        if head.startswith((AR_MAGIC, *BITCODE_MAGICS)) or remote_stub.read_stub(local) is not None:
             return
         if head == THIN_MAGIC:
             for member in thin_members(str(local), local.read_bytes()):
+                if posixpath.isabs(member):  # the archive reader opens members itself, without --chroot
+                    raise Unlinkable(f"thin archive {path} names {member} by its absolute path")
                 self.files.reads[self.placer.tree_path(os.path.relpath(member, self.cwd))] = member
             return
         self._script(path, depth)
@@ -176,27 +274,35 @@ class _Resolver:
             tokens = _script_tokens(self._local(path).read_text())
         except (OSError, UnicodeDecodeError) as e:
             raise Unlinkable(f"input {path} is neither an object, an archive nor a readable linker script") from e
-        under_sysroot = bool(self.sysroot)
+        under_sysroot = bool(self.sysroot) and _is_under(self._local(path), self._local(self.sysroot))
         i = 0
         while i < len(tokens):
             word = tokens[i]
-            if word in ("GROUP", "INPUT", "AS_NEEDED"):
-                i += 2  # the name and its `(`
-                while i < len(tokens) and tokens[i] != ")":
+            if word in ("GROUP", "INPUT") and tokens[i + 1:i + 2] == ["("]:
+                i += 2
+                depth_paren = 1
+                while i < len(tokens) and depth_paren:
                     name = tokens[i]
-                    if name == "AS_NEEDED":
-                        i += 2
-                        continue
-                    if name != ",":
+                    if name == "AS_NEEDED" and tokens[i + 1:i + 2] == ["("]:
+                        depth_paren += 1
+                        i += 1
+                    elif name == "(":
+                        depth_paren += 1
+                    elif name == ")":
+                        depth_paren -= 1
+                    elif name != ",":
                         self._script_file(path, name, under_sysroot, depth)
                     i += 1
-            elif word == "SEARCH_DIR" and i + 2 < len(tokens):
+                continue
+            if word == "SEARCH_DIR" and i + 2 < len(tokens):
+                if posixpath.isabs(tokens[i + 2]):
+                    raise Unlinkable(f"linker script {path}: SEARCH_DIR({tokens[i + 2]}) is an absolute directory")
                 self.dirs.append(tokens[i + 2])
                 i += 3
             elif word == "INCLUDE" and i + 1 < len(tokens):
-                self.read(self._search_script(path, tokens[i + 1]), depth + 1)
+                self.read(self._search(tokens[i + 1], beside=None, what=f"linker script {path}"), depth + 1)
                 i += 1
-            elif word in ("OUTPUT", "STARTUP", "INSERT", "OUTPUT_FORMAT") and word != "OUTPUT_FORMAT":
+            elif word in ("OUTPUT", "STARTUP", "INSERT"):
                 raise Unlinkable(f"linker script {path}: {word} is not supported in a remote link")
             i += 1
 
@@ -209,18 +315,20 @@ class _Resolver:
         elif name.startswith("-l"):
             self.library(name[2:], depth + 1)
         else:
-            self.read(self._search_script(script, name), depth + 1)
+            self.read(self._search(name, beside=script, what=f"linker script {script}"), depth + 1)
 
-    def _search_script(self, script: str, name: str) -> str:
-        beside = os.path.join(os.path.dirname(script), name)
-        if (self.cwd / beside).is_file():
-            return beside
+    def _search(self, name: str, beside: str | None, what: str) -> str:
+        """NAME beside the script BESIDE (if given), else in the working directory, else in a -L directory."""
+        if beside is not None:
+            there = os.path.join(os.path.dirname(beside), name)
+            if (self.cwd / there).is_file():
+                return there
         if (self.cwd / name).is_file():
             return name
         for d in self.dirs:
-            if (self.cwd / d / name).is_file():
-                return os.path.join(d, name)
-        raise Unlinkable(f"linker script {script}: cannot find {name}")
+            if (self.cwd / self._dir(d) / name).is_file():
+                return os.path.join(self._dir(d), name)
+        raise Unlinkable(f"{what}: cannot find {name}")
 
     def library(self, name: str, depth: int = 0) -> None:
         """-lNAME (or -l:FILE) as lld finds it: in each -L directory, libNAME.so (unless static), then .a."""
@@ -228,10 +336,20 @@ class _Resolver:
             [f"lib{name}.a"] if self.static else [f"lib{name}.so", f"lib{name}.a"])
         for d in self.dirs:
             for n in names:
-                if (self.cwd / d / n).is_file():
-                    self.read(os.path.join(d, n), depth)
+                if (self.cwd / self._dir(d) / n).is_file():
+                    self.read(os.path.join(self._dir(d), n), depth)
                     return
         raise Unlinkable(f"library -l{name} not found in the -L directories")
+
+
+def _unnamed_shared(path: Path) -> bool:
+    """Whether PATH is a shared object without DT_SONAME (lld records such a library by the path it was given)."""
+    from goma_ext.remote.elf import read_dynamic
+
+    try:
+        return read_dynamic(path).soname is None
+    except GomaExtError:
+        return False  # not a shared object lld would record by path (an object file, a static executable)
 
 
 def thin_members(archive: str, data: bytes) -> list[str]:
@@ -253,6 +371,14 @@ def thin_members(archive: str, data: bytes) -> list[str]:
     return out
 
 
+def _option(a: str) -> tuple[str, str, str]:
+    """(name, '=' or '', value) of an lld argument; a one-dash long option is named by its two-dash spelling."""
+    name, eq, value = a.partition("=")
+    if not name.startswith("--") and len(name) > 2 and f"-{name}" in KNOWN:
+        name = f"-{name}"
+    return name, eq, value
+
+
 def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
     """What lld, run with ARGS in CWD, reads and writes, and ARGS as the remote lld gets them. Raises Unlinkable."""
     placer = _Placer(cwd, exec_root)
@@ -265,8 +391,8 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
     i = 0
     while i < len(expanded):
         a = expanded[i]
-        name, eq, value = a.partition("=") if a.startswith("-") else (a, "", "")
-        if a == "-" or name in REFUSED or a.startswith(("-plugin-opt=save-temps", "--plugin-opt=save-temps")):
+        name, eq, value = _option(a) if a.startswith("-") else (a, "", "")
+        if a == "-" or name in REFUSED or "save-temps" in a:
             raise Unlinkable(f"lld option {a} is not supported in a remote link")
         if not a.startswith("-"):
             pending.append(("input", "", a))
@@ -277,9 +403,11 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
                     raise Unlinkable(f"lld option {a} lacks its value")
                 value = expanded[i]
             pending.append(("option", name + ("=" if eq else ""), value))
-        elif a[:2] in ("-L", "-l", "-o") and len(a) > 2 and not a.startswith("--"):
+        elif a[:2] in ("-L", "-l", "-o", "-T") and len(a) > 2 and not a.startswith("--"):
             pending.append(("option", a[:2] + "\0", a[2:]))  # \0: joined
         else:
+            if (eq and value.startswith("/")) or a.startswith("-/"):
+                raise Unlinkable(f"lld option {a} names an absolute path this link cannot place")
             pending.append(("flag", a, ""))
         i += 1
     for kind, opt, value in pending:
@@ -288,6 +416,8 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
             res.dirs.append(value)
         elif kind == "option" and bare == "--sysroot":
             res.sysroot = value
+        elif kind == "option" and bare == "--chroot":
+            raise Unlinkable("the link has a --chroot of its own")
     for kind, opt, value in pending:
         bare = opt.rstrip("=\0")
         joined = opt.endswith("\0")
@@ -314,9 +444,12 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
             res.library(value)
             files.args += spell(value)
         elif bare in ("-L", "--library-path", "--sysroot"):
+            files.args += spell(placer.dir_arg(value))
+        elif bare in SCRIPTS:
+            res.read(value)
             files.args += spell(placer.arg(value))
         elif bare in FILE_VALUES:
-            res.read(value)
+            res.add(value)  # a list of symbols or versions: nothing in it names a file
             files.args += spell(placer.arg(value))
         elif bare in OUTPUTS:
             out = posixpath.normpath(value)
@@ -325,11 +458,12 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
             files.outputs.append(out)
             files.args += spell(out)
         else:
+            if value.startswith("/") and bare not in NOT_FILES:
+                raise Unlinkable(f"lld option {bare} {value} names an absolute path this link cannot place")
             files.args += spell(value)
-    if not any(o for o in files.outputs):
+    if not files.outputs:
         raise Unlinkable("the link names no output (-o)")
-    if not res.sysroot:  # absolute paths in the C library's linker scripts resolve under ABS_DIR
-        files.args.append(f"--sysroot={placer.abs_arg()}")
+    files.args.append(f"--chroot={placer.abs_arg()}")  # absolute paths are read below ABS_DIR (see _Placer)
     return files
 
 
@@ -385,11 +519,18 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
         digest = Digest.of_file(Path(local))
         blobs.setdefault(digest, BlobSource(path=Path(local)))
         placed[rel] = (digest, os.access(local, os.X_OK))
+    work = _Placer(cwd, exec_root).work
+    # lld's arguments go in a response file of the input root: a large link's would not fit a command line
+    rsp = posixpath.normpath(posixpath.join(work, RSP_NAME))
+    if rsp in placed:
+        raise Unlinkable(f"the link reads a file named {RSP_NAME}, the name of the remote link's response file")
+    rsp_data = "".join(f"{gnu_quote(a)}\n" for a in files.args).encode()
+    placed[rsp] = (Digest.of_bytes(rsp_data), False)
+    blobs[placed[rsp][0]] = BlobSource(data=rsp_data)
     tree = tree_of_files(placed, subtrees={toolchain.dirname: toolchain.tree})
     blobs.update(tree.blobs)
-    work = _Placer(cwd, exec_root).work
     spec = action_mod.ActionSpec(
-        arguments=(toolchain.argv0(work), *files.args),
+        arguments=(toolchain.argv0(work), f"@{RSP_NAME}"),
         working_directory=work,
         output_paths=tuple(files.outputs),
         platform=tuple(sorted(cfg.platform)),
@@ -442,8 +583,11 @@ def link_locally(lld: str, args: Sequence[str], cwd: Path, cfg: RemoteConfig | N
 
     from goma_ext.remote.fetch import materialize as fetch_all
 
-    inputs = [a for a in expand_response_files(args, cwd) if not a.startswith("-")]
-    candidates = [str(cwd / a) for a in inputs if (cwd / a).is_file()]
+    try:
+        expanded = expand_response_files(args, cwd)
+    except Unlinkable:
+        expanded = list(args)  # lld says what is wrong with the response file
+    candidates = [str(cwd / a) for a in expanded if not a.startswith("-") and (cwd / a).is_file()]
     (materialize or fetch_all)(candidates, cfg)  # FetchError: the stand-ins it could not fill are gone
     return subprocess.run([lld, *args], cwd=cwd, check=False).returncode
 
@@ -486,10 +630,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             reason = f"remote lld exited {run.exit_code}: {run.stderr.decode(errors='replace').strip()[:300]}"
         except GomaExtError as e:
             reason = str(e)
+        except Exception as e:  # whatever went wrong remotely, the link runs here: never a traceback instead
+            reason = f"{type(e).__name__}: {e}"
         print(f"{WARNING} remote link failed, linking locally: {reason}", file=sys.stderr, flush=True)
     try:
         code = link_locally(lld, args, cwd, fetch_cfg)
-    except GomaExtError as e:
+    except (GomaExtError, OSError) as e:
         print(f"goma-ext: error: local link: {e}", file=sys.stderr)
         code = 1
     output = args[args.index("-o") + 1] if "-o" in args[:-1] else "?"

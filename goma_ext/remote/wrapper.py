@@ -25,7 +25,14 @@ from goma_ext.errors import GomaExtError
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import proxy_client, records, stats
 from goma_ext.remote import proxy_protocol as wire
-from goma_ext.remote.config import RemoteConfig, carried_settings, explain_failure, load_config, section_from_yaml
+from goma_ext.remote.config import (
+    RemoteConfig,
+    carried_settings,
+    download_from_flags,
+    explain_failure,
+    load_config,
+    section_from_yaml,
+)
 from goma_ext.remote.identity import identify_cached
 from goma_ext.remote.names import COMPILER_CACHE, DEFAULT_STATS_LOG, PROXY_ENV, TOOLCHAIN_CACHE, is_off
 
@@ -150,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         load_site()  # YAML settings need PyYAML from site-packages
     cwd, sources = Path.cwd(), _sources(args)
     cfg = load_config(sources.section, os.environ, sources.flags)
+    cfg = download_from_flags(cfg, sources.flags) if cfg is not None else None
     use_proxy = cfg is not None and not args.no_proxy and not is_off(os.environ.get(PROXY_ENV, "on"))
     target = proxy_client.target_for(cfg, cwd, os.environ, args.config) if cfg is not None and use_proxy else None
     return execute(RunRequest(tuple(argv), cwd, cfg, args.naive_inputs, proxy=target, settings=sources))
@@ -260,7 +268,7 @@ def _remote(req: RunRequest, cfg: RemoteConfig, naive: int | None, start: float)
             mark_down(req.cwd, str(e))
         raise
     try:
-        res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler)
+        res = executor.run(req.argv, req.cwd, files.inputs, files.outputs, compiler, keep_natives=True)
     finally:
         executor.close()
     _check_exit(res.exit_code)

@@ -11,11 +11,12 @@ import pytest
 
 from gn_thinlto.steps.backend import run
 from goma_ext.reapi.errors import RemoteConfigError
-from goma_ext.remote.config import RemoteConfig, load_config
+from goma_ext.remote.config import RemoteConfig, download_from_flags, load_config
 from goma_ext.remote.fetch import FetchError, materialize
-from goma_ext.remote.remote_link import ABS_DIR, Unlinkable, link_files
+from goma_ext.remote.remote_link import ABS_DIR, Unlinkable, gnu_quote, gnu_split, link_files
 from thinlto_base import remote_stub
-from thinlto_base.keys import BackendJob, cache_key, kept_key
+from thinlto_base import store as store_module
+from thinlto_base.keys import BackendJob, cache_key
 from thinlto_base.store import CacheStore, fetch_outputs
 
 H = "ab" * 32
@@ -31,6 +32,7 @@ def test_a_stand_in_reads_back_and_nothing_else_passes_for_one(tmp_path: Path) -
                 data + b"#" * remote_stub.MAX_STUB_BYTES):
         assert remote_stub.parse(bad) is None, bad[:80]
     assert remote_stub.kept_remote("a/b.o") and remote_stub.kept_remote("b.dwo")
+    assert store_module.STUB_MAGIC == remote_stub.MAGIC
     assert not remote_stub.kept_remote("stage/optimized.bc")
 
 
@@ -57,14 +59,17 @@ def test_the_setting_is_checked_and_carried() -> None:
     default = load_config({}, {}, {"endpoint": "grpc://127.0.0.1:1"})
     assert default is not None and "download" not in carried_settings(default)
     env = load_config({}, {"GOMA_EXT_REMOTE_DOWNLOAD": "minimal"}, {"endpoint": "grpc://127.0.0.1:1"})
-    assert env is not None and env.download == "minimal"
+    assert env is not None and env.download == "minimal"  # what gen reads
+    # a backend takes it from its command line only (gen's decision, which gives the final links their lld)
+    assert download_from_flags(env, {}).download == "all"
+    assert download_from_flags(env, {"download": "minimal"}).download == "minimal"
     with pytest.raises(RemoteConfigError, match=r"remote\.download 'some': expected one of all, minimal"):
         load_config({"download": "some"}, {}, {"endpoint": "grpc://127.0.0.1:1"})
 
 
-def test_a_stand_in_enters_the_local_cache_only_for_builds_that_keep_natives_remote(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stand_in_never_enters_the_local_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the action cache may give a stand-in (the proxy checks that the CAS still holds the object): a local
+    entry would serve a dead one for ever once the CAS evicts it, and an `all` build must never get one."""
     monkeypatch.chdir(tmp_path)
     launcher = tmp_path / "launcher"  # a remote run under `minimal`: the output comes back as a stand-in
     launcher.write_text("#!/bin/sh\necho run >> runs\nwhile [ \"$1\" != \"-o\" ]; do shift; done\n"
@@ -80,14 +85,9 @@ def test_a_stand_in_enters_the_local_cache_only_for_builds_that_keep_natives_rem
     minimal = [str(launcher), "--download", "minimal", "--"]
     assert run(job, store, tmp_path / "log", minimal) == 0
     assert Path("out/a.native.o").read_bytes() == STUB.text()
-    key = cache_key(job)
-    assert not fetch_outputs(store, key, {"o": "elsewhere.o"})  # never under the objects' key
-    assert fetch_outputs(store, kept_key(key), {"o": "elsewhere.o"})
+    assert not fetch_outputs(store, cache_key(job), {"o": "elsewhere.o"})
     Path("out/a.native.o").unlink()
-    assert run(job, store, tmp_path / "log", minimal) == 0  # another minimal build: from the local cache
-    assert Path("runs").read_text().count("run") == 1
-    Path("out/a.native.o").unlink()
-    assert run(job, store, tmp_path / "log", [str(launcher), "--"]) == 0  # `all` does not take it
+    assert run(job, store, tmp_path / "log", minimal) == 0  # the launcher runs again
     assert Path("runs").read_text().count("run") == 2
 
 
@@ -131,10 +131,54 @@ def test_link_files_places_every_file_lld_reads(tmp_path: Path) -> None:
         f"{abs_sys}/lib/libgcc.a"])
     assert files.outputs == ["bin/app"]
     rel = f"../{abs_sys}"
-    assert files.args == ["-o", "bin/app", f"{rel}/lib/crt1.o", f"-L{rel}/lib", "obj/a.o", "obj/n.o",
+    # absolute paths stay as they are (the remote lld reads them under --chroot); search directories move
+    assert files.args == ["-o", "bin/app", f"{sysdir}/lib/crt1.o", f"-L{rel}/lib", "obj/a.o", "obj/n.o",
                           "--version-script", "../build/v.map", "-lfoo", "-Bstatic", "-lfoo", "-Bdynamic", "-lc",
-                          "-lgcc_s", "-rpath=$ORIGIN", "-dynamic-linker", "/lib64/ld-linux-x86-64.so.2",
-                          f"--sysroot=../{ABS_DIR}"]
+                          "-lgcc_s", "--rpath=$ORIGIN", "--dynamic-linker", "/lib64/ld-linux-x86-64.so.2",
+                          f"--chroot=../{ABS_DIR}"]
+
+
+def test_linker_scripts_are_read_as_lld_reads_them(tmp_path: Path) -> None:
+    root, out = _tree(tmp_path)
+    sysdir = tmp_path / "sys"
+    (out / "obj/b.o").write_bytes(ELF)
+    (out / "g.ld").write_text(f"# a comment naming nothing.o\n"
+                              f"GROUP ( AS_NEEDED ( obj/a.o ) obj/b.o {sysdir}/lib/crt1.o )\n")
+    (out / "syms.txt").write_text("INSERT\nOUTPUT\n")  # a symbol list, never parsed as a script
+    files = link_files(["-o", "app", "-Tg.ld", "--symbol-ordering-file=syms.txt"], out, root)
+    assert {"out/obj/a.o", "out/obj/b.o", f"{ABS_DIR}{sysdir}/lib/crt1.o", "out/syms.txt"} <= set(files.reads)
+    assert files.args[:3] == ["-o", "app", "-Tg.ld"]
+
+
+@pytest.mark.parametrize(("args", "script", "why"), [
+    (["-o", "app", "s.ld"], "SEARCH_DIR(/usr/lib)\n", r"SEARCH_DIR\(/usr/lib\) is an absolute directory"),
+    (["-o", "app", "--some-new-option=/etc/x"], "", "names an absolute path this link cannot place"),
+    (["-o", "app", "s.ld"], "OUTPUT(x)\n", "OUTPUT is not supported"),
+    (["-o", "app", "--chroot=/x", "obj/a.o"], "", "a --chroot of its own"),
+])
+def test_what_a_remote_lld_could_read_elsewhere_is_refused(tmp_path: Path, args: list[str], script: str,
+                                                          why: str) -> None:
+    root, out = _tree(tmp_path)
+    (out / "s.ld").write_text(script)
+    with pytest.raises(Unlinkable, match=why):
+        link_files(args, out, root)
+
+
+def test_one_dash_long_options_are_recognised(tmp_path: Path) -> None:
+    root, out = _tree(tmp_path)
+    sysdir = tmp_path / "sys"
+    files = link_files(["-o", "app", f"-sysroot={sysdir}", "-version-script=../build/v.map", "obj/a.o"], out, root)
+    assert f"--sysroot=../{ABS_DIR}{sysdir}" in files.args and "build/v.map" in files.reads
+
+
+def test_response_files_are_read_with_lld_s_quoting(tmp_path: Path) -> None:
+    assert gnu_split('a "b c" \'d e\' f\\ g "h\\"i" "unterminated') == ["a", "b c", "d e", "f g", 'h"i', "unterminated"]
+    args = ["a b", 'c"d', "e\\f", ""]
+    assert gnu_split(" ".join(gnu_quote(a) for a in args)) == args
+
+
+def test_a_deeply_nested_stand_in_is_no_stand_in() -> None:
+    assert remote_stub.parse(remote_stub.MAGIC + b"[" * 4000) is None
 
 
 @pytest.mark.parametrize(("args", "why"), [
@@ -172,3 +216,21 @@ def test_fetch_sends_credentials_only_to_the_configured_server(tmp_path: Path) -
     with pytest.raises(FetchError, match="no remote is configured"):
         materialize([path], None)
     assert path.read_bytes() == STUB.text()  # left as it was
+
+
+def test_gen_gives_final_links_the_remote_lld_or_says_why_it_cannot() -> None:
+    from gn_thinlto.errors import GnThinltoError
+    from gn_thinlto.plan.model import FinalLink, GraphPlan, RemoteBackends
+    from gn_thinlto.render.ninja import REMOTE_LINK_DIR, final_argv
+
+    def link(*flags: str) -> FinalLink:
+        return FinalLink(("app",), (), (), (), ("python3", "wrap.py", "--", "clang++", *flags, "-o", "app"), "",
+                         "f.rsp", (), "LINK app", driver_at=3)
+
+    plan = GraphPlan(targets=(), refusals=(), remote=RemoteBackends(("run",), 4, link_launcher=("remote_link",)))
+    assert final_argv(plan, link("-fuse-ld=lld"))[3:5] == ("clang++", f"-B{REMOTE_LINK_DIR}/")
+    assert final_argv(GraphPlan(targets=(), refusals=()), link("-fuse-ld=lld"))[4] == "-fuse-ld=lld"
+    for flags, why in ((("-fuse-ld=gold",), "does not ask for lld"), (("-fuse-ld=lld", "-Bmy/"), "its own linker"),
+                       (("-fuse-ld=lld", "--ld-path=/x/ld"), "its own linker")):
+        with pytest.raises(GnThinltoError, match=why):
+            final_argv(plan, link(*flags))
