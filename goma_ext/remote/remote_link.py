@@ -463,7 +463,8 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
             files.args += spell(value)
     if not files.outputs:
         raise Unlinkable("the link names no output (-o)")
-    files.args.append(f"--chroot={placer.abs_arg()}")  # absolute paths are read below ABS_DIR (see _Placer)
+    files.args += ["--chroot", placer.abs_arg()]  # absolute paths are read below ABS_DIR (see _Placer); lld takes
+    # --chroot only as two arguments
     return files
 
 

@@ -135,7 +135,7 @@ def test_link_files_places_every_file_lld_reads(tmp_path: Path) -> None:
     assert files.args == ["-o", "bin/app", f"{sysdir}/lib/crt1.o", f"-L{rel}/lib", "obj/a.o", "obj/n.o",
                           "--version-script", "../build/v.map", "-lfoo", "-Bstatic", "-lfoo", "-Bdynamic", "-lc",
                           "-lgcc_s", "--rpath=$ORIGIN", "--dynamic-linker", "/lib64/ld-linux-x86-64.so.2",
-                          f"--chroot=../{ABS_DIR}"]
+                          "--chroot", f"../{ABS_DIR}"]
 
 
 def test_linker_scripts_are_read_as_lld_reads_them(tmp_path: Path) -> None:
