@@ -79,6 +79,15 @@ def _graft(root: _Dir, rel: str, digest: Digest) -> None:
     node.sealed[name] = digest
 
 
+def _graft_all(root: _Dir, subtrees: Mapping[str, InputTree] | None) -> dict[Digest, BlobSource]:
+    """Graft SUBTREES (trees built already) whole at their exec-root-relative paths; their blobs."""
+    blobs: dict[Digest, BlobSource] = {}
+    for rel, sub in (subtrees or {}).items():
+        _graft(root, rel, sub.root)
+        blobs.update(sub.blobs)
+    return blobs
+
+
 def _emit(node: _Dir, blobs: dict[Digest, BlobSource]) -> Digest:
     msg = re_pb2.Directory()
     for name in sorted(node.files):
@@ -106,10 +115,7 @@ def tree_of_files(files: Mapping[str, tuple[Digest, bool]], subtrees: Mapping[st
     """The canonical tree of files already hashed (relative path -> digest, executable); its blobs are the
     Directory messages only, and those of SUBTREES (grafted whole, as in build_input_tree)."""
     root = _Dir()
-    blobs: dict[Digest, BlobSource] = {}
-    for rel, sub in (subtrees or {}).items():
-        _graft(root, rel, sub.root)
-        blobs.update(sub.blobs)
+    blobs = _graft_all(root, subtrees)
     for rel in sorted(files):
         _insert(root, normalize(rel), *files[rel])
     return InputTree(_emit(root, blobs), blobs, sum(d.size for d, _ in files.values()))
@@ -125,10 +131,7 @@ def build_input_tree(
     `subtrees` are trees built already (the toolchain), grafted whole at their exec-root-relative paths: their
     blobs join the result, their bytes do not count in `file_bytes` (the inputs of the command itself)."""
     root = _Dir()
-    blobs: dict[Digest, BlobSource] = {}
-    for rel, sub in (subtrees or {}).items():
-        _graft(root, rel, sub.root)
-        blobs.update(sub.blobs)
+    blobs = _graft_all(root, subtrees)
     file_bytes = 0
     for rel in sorted({normalize(p) for p in paths}):
         full = exec_root / rel

@@ -131,20 +131,32 @@ def prepare_action(
     """Check the command's paths, hash its inputs into a tree and build its Action (exec root from cfg). With a
     toolchain, the compiler and its libraries join the input root and the command runs them from there."""
     check_arguments(argv)
-    exec_root = (cwd / cfg.exec_root) if not cfg.exec_root.is_absolute() else cfg.exec_root
+    exec_root = exec_root_of(cfg, cwd)
     work = exec_relative(exec_root, cwd)
     subtrees = {toolchain.dirname: toolchain.tree} if toolchain is not None else {}
     tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of,
                             subtrees=subtrees)
-    resolved_root = exec_root.resolve()
-    destinations = tuple(resolved_root / _under(work, out) for out in outputs)
+    return action_for_tree(cfg, argv, exec_root, work, outputs, tree, toolchain, _platform(cfg, compiler, toolchain))
+
+
+def exec_root_of(cfg: RemoteConfig, cwd: Path) -> Path:
+    """The input root's directory: cfg.exec_root, relative to the working directory CWD unless absolute."""
+    return (cwd / cfg.exec_root) if not cfg.exec_root.is_absolute() else cfg.exec_root
+
+
+def action_for_tree(cfg: RemoteConfig, argv: Sequence[str], exec_root: Path, work: str, outputs: Sequence[str],
+                    tree: InputTree, toolchain: Toolchain | None, platform: tuple[tuple[str, str], ...]
+                    ) -> PreparedAction:
+    """The Action running ARGV in WORK (exec-root-relative) on TREE, whose OUTPUTS go below EXEC_ROOT. With a
+    toolchain (already grafted into TREE), argv[0] is its program and LD_LIBRARY_PATH its lib/ directory."""
+    destinations = tuple(exec_root.resolve() / _under(work, out) for out in outputs)
     program = toolchain.argv0(work) if toolchain is not None else Path(argv[0]).name
     env = (("LD_LIBRARY_PATH", toolchain.library_path(work)),) if toolchain is not None else ()
     spec = action_mod.ActionSpec(
         arguments=(program, *argv[1:]),
         working_directory=work,
         output_paths=tuple(outputs),
-        platform=_platform(cfg, compiler, toolchain),
+        platform=platform,
         input_root=tree.root,
         timeout_s=int(cfg.execute_timeout_s),
         salt=cfg.cache_salt.encode(),

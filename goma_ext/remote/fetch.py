@@ -20,6 +20,7 @@ from goma_ext.reapi.digest import Digest
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote.config import RemoteConfig
 from thinlto_base import remote_stub
+from thinlto_base.fsutil import remove_if_exists
 
 MIB = 1024 * 1024
 
@@ -76,18 +77,13 @@ def _write(path: str, stub: remote_stub.Stub, data: bytes) -> None:
 
 def _drop(paths: Iterable[str]) -> None:
     for p in paths:
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+        remove_if_exists(p)
 
 
 def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | None) -> Fetched:
     """Give every stand-in among PATHS its object's bytes (verified), from BASE's server, which must be the one
     each names. Raises FetchError: for a stand-in of another server (or none configured), leaving it; after
     removing the stand-ins it could not replace, when the server cannot give them back."""
-    from goma_ext.remote.client import RemoteExecutor
-
     names = [os.fspath(p) for p in paths]
     stubs = stubs_among(names)
     done = Fetched(not_stubs=[p for p in names if p not in stubs])
@@ -99,23 +95,26 @@ def materialize(paths: Iterable[str | os.PathLike[str]], base: RemoteConfig | No
             raise FetchError(f"{len(group)} stand-in(s) name the server {endpoint}, and no remote is configured "
                              "(--remote, GOMA_EXT_REMOTE)")
         _check_server(endpoint, instance, base)
-        _fetch_group(RemoteExecutor, base, group, done)
+        _fetch_group(base, group, done)
     return done
 
 
-def _fetch_group(executor_class: type, cfg: RemoteConfig, group: dict[str, remote_stub.Stub], done: Fetched) -> None:
+def _fetch_group(cfg: RemoteConfig, group: dict[str, remote_stub.Stub], done: Fetched) -> None:
     """Fetch GROUP's objects in rounds of at most CHUNK_BYTES (a local link of Chromium's size reads gigabytes),
     writing each round before the next. What the CAS lacks, or what an error left unfetched, loses its stand-in."""
+    from goma_ext.remote.client import RemoteExecutor
+
     left = dict(group)
+    digests = {path: Digest(stub.hash, stub.size) for path, stub in group.items()}
     try:
-        executor = executor_class(cfg)
+        executor = RemoteExecutor(cfg)
         try:
-            lost = executor.cas.find_missing({Digest(s.hash, s.size) for s in left.values()})
-            todo = sorted(p for p in left if Digest(left[p].hash, left[p].size) not in lost)
+            lost = executor.cas.find_missing(set(digests.values()))
+            todo = sorted(p for p in left if digests[p] not in lost)
             for chunk in _chunks(todo, left):
-                blobs = executor.cas.read_many(Digest(left[p].hash, left[p].size) for p in chunk)
+                blobs = executor.cas.read_many(digests[p] for p in chunk)
                 for path in chunk:
-                    _write(path, left[path], blobs[Digest(left[path].hash, left[path].size)])
+                    _write(path, left[path], blobs[digests[path]])
                     done.objects += 1
                     done.bytes += left.pop(path).size
         finally:

@@ -6,8 +6,9 @@ link's inputs are the backends' native objects, most of them stand-ins for objec
 (thinlto_base.remote_stub): they go into the input root by digest, every other file the link reads (objects,
 the C runtime, libraries, linker scripts) is uploaded, and lld itself travels as a toolchain (`toolchain:
 inputs`). Only the linked binary comes down. Files outside the exec root (the C runtime under /usr/lib) are
-placed under ABS_DIR in the input root at their absolute paths, and lld gets ABS_DIR as its sysroot so that
-absolute paths in linker scripts (libc.so's GROUP) resolve there, as lld's ScriptParser::addFile does.
+placed under ABS_DIR in the input root at their absolute paths, and lld gets ABS_DIR as its --chroot: every
+absolute path it opens (an argument, a name in libc.so's GROUP) is read there, never from the worker's disk.
+lld's arguments travel in a response file of the input root (RSP_NAME).
 
 Whatever cannot be linked remotely (an argument this does not understand, a file it cannot place, the server
 away, a failing remote link) is linked here, by the real lld next to the clang that started us, after
@@ -27,12 +28,12 @@ import argparse
 import contextlib
 import posixpath
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
-from goma_ext.remote import stats
+from goma_ext.remote import records, stats
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.names import LINK_STATS_LOG, REAL_LD_ENV
 from thinlto_base import remote_stub
@@ -89,6 +90,7 @@ class Unlinkable(GomaExtError):
 class LinkFiles:
     """What one lld command reads and writes, and its arguments as the remote lld gets them."""
 
+    work: str  # the working directory, exec-root-relative
     reads: dict[str, str] = field(default_factory=dict)  # exec-root-relative tree path -> local path to read
     outputs: list[str] = field(default_factory=list)  # relative to the working directory
     args: list[str] = field(default_factory=list)
@@ -168,12 +170,10 @@ class _Placer:
     arguments, so what lld records of them (a DT_NEEDED without DT_SONAME, a map file) is what it records here."""
 
     def __init__(self, cwd: Path, exec_root: Path) -> None:
+        from goma_ext.remote.client import exec_relative
+
         self.cwd = cwd
-        self.root = exec_root.resolve()
-        rel = os.path.relpath(cwd.resolve(), self.root)
-        if rel == ".." or rel.startswith("../"):
-            raise Unlinkable(f"the link's directory {cwd} is outside the exec root {exec_root}")
-        self.work = "." if rel == "." else Path(rel).as_posix()
+        self.work = exec_relative(exec_root, cwd)  # InputError when the link's directory is outside it
 
     def inside(self, path: str) -> bool:
         """Whether relative PATH stays below the exec root."""
@@ -230,7 +230,7 @@ class _Resolver:
         self.dirs: list[str] = []
         self.static = False
         self.sysroot = ""
-        self.files = LinkFiles()
+        self.files = LinkFiles(placer.work)
 
     def _local(self, path: str) -> Path:
         return self.cwd / path
@@ -496,15 +496,14 @@ class LinkRun:
 
 def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> LinkRun:
     """Run lld ARGS remotely (inputs and outputs relative to CWD); write its outputs. Raises GomaExtError."""
-    from goma_ext.reapi import action as action_mod
     from goma_ext.reapi.digest import Digest
     from goma_ext.reapi.errors import RemoteError
     from goma_ext.reapi.merkle import BlobSource, tree_of_files
-    from goma_ext.remote.client import PreparedAction, RemoteExecutor, fetch_outputs
+    from goma_ext.remote.client import RemoteExecutor, action_for_tree, exec_root_of, fetch_outputs
     from goma_ext.remote.names import TOOLCHAIN_CACHE
     from goma_ext.remote.toolchain import ToolchainCache
 
-    exec_root = cfg.exec_root if cfg.exec_root.is_absolute() else cwd / cfg.exec_root
+    exec_root = exec_root_of(cfg, cwd)
     files = link_files(args, cwd, exec_root)
     toolchain = ToolchainCache(cwd / TOOLCHAIN_CACHE).get(Path(lld), "ld.lld", cfg.base_system)
     placed: dict[str, tuple[Digest, bool]] = {}
@@ -520,34 +519,20 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
         digest = Digest.of_file(Path(local))
         blobs.setdefault(digest, BlobSource(path=Path(local)))
         placed[rel] = (digest, os.access(local, os.X_OK))
-    work = _Placer(cwd, exec_root).work
     # lld's arguments go in a response file of the input root: a large link's would not fit a command line
-    rsp = posixpath.normpath(posixpath.join(work, RSP_NAME))
+    rsp = posixpath.normpath(posixpath.join(files.work, RSP_NAME))
     if rsp in placed:
         raise Unlinkable(f"the link reads a file named {RSP_NAME}, the name of the remote link's response file")
     rsp_data = "".join(f"{gnu_quote(a)}\n" for a in files.args).encode()
     placed[rsp] = (Digest.of_bytes(rsp_data), False)
     blobs[placed[rsp][0]] = BlobSource(data=rsp_data)
     tree = tree_of_files(placed, subtrees={toolchain.dirname: toolchain.tree})
-    blobs.update(tree.blobs)
-    spec = action_mod.ActionSpec(
-        arguments=(toolchain.argv0(work), f"@{RSP_NAME}"),
-        working_directory=work,
-        output_paths=tuple(files.outputs),
-        platform=tuple(sorted(cfg.platform)),
-        input_root=tree.root,
-        timeout_s=int(cfg.execute_timeout_s),
-        salt=cfg.cache_salt.encode(),
-        environment=(("LD_LIBRARY_PATH", toolchain.library_path(work)),),
-    )
-    built = action_mod.build(spec)
-    blobs[built.command_digest] = BlobSource(data=built.command)
-    blobs[built.action_digest] = BlobSource(data=built.action)
-    destinations = tuple(exec_root.resolve() / posixpath.normpath(posixpath.join(work, o)) for o in files.outputs)
-    prepared = PreparedAction(built, tree, tuple(files.outputs), destinations)
+    prepared = action_for_tree(cfg, ("ld.lld", f"@{RSP_NAME}"), exec_root, files.work, files.outputs, tree,
+                               toolchain, tuple(sorted(cfg.platform)))
+    blobs.update(prepared.blobs())
     executor = RemoteExecutor(cfg)
     try:
-        result = executor.lookup(built.action_digest)
+        result = executor.lookup(prepared.built.action_digest)
         hit, uploaded = result is not None, 0
         if result is None:
             if lost := executor.cas.find_missing(kept):
@@ -555,7 +540,7 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
                                   temporary=False, code="LOST_INPUT")
             with _upload_turn(cwd):
                 uploaded = executor.cas.upload({d: s for d, s in blobs.items() if d not in kept})
-            result = executor.execute(built.action_digest)
+            result = executor.execute(prepared.built.action_digest)
         stdout, stderr = fetch_outputs(executor.cas, result, prepared)  # outputs written only on success
         return LinkRun(result.exit_code, stdout, stderr, hit, uploaded, executor.cas.bytes_downloaded,
                        tree.file_bytes, files.outputs[0])
@@ -577,19 +562,18 @@ def _upload_turn(cwd: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def link_locally(lld: str, args: Sequence[str], cwd: Path, cfg: RemoteConfig | None,
-                 materialize: Callable[..., object] | None = None) -> int:
+def link_locally(lld: str, args: Sequence[str], cwd: Path, cfg: RemoteConfig | None) -> int:
     """Give every stand-in the link reads its bytes, then run the real lld here. The exit code."""
     import subprocess
 
-    from goma_ext.remote.fetch import materialize as fetch_all
+    from goma_ext.remote.fetch import materialize
 
     try:
         expanded = expand_response_files(args, cwd)
     except Unlinkable:
         expanded = list(args)  # lld says what is wrong with the response file
     candidates = [str(cwd / a) for a in expanded if not a.startswith("-") and (cwd / a).is_file()]
-    (materialize or fetch_all)(candidates, cfg)  # FetchError: the stand-ins it could not fill are gone
+    materialize(candidates, cfg)  # FetchError: the stand-ins it could not fill are gone
     return subprocess.run([lld, *args], cwd=cwd, check=False).returncode
 
 
@@ -639,9 +623,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GomaExtError, OSError) as e:
         print(f"goma-ext: error: local link: {e}", file=sys.stderr)
         code = 1
-    output = args[args.index("-o") + 1] if "-o" in args[:-1] else "?"
     mode = stats.Mode.FALLBACK if cfg is not None else stats.Mode.LOCAL
-    _record(cwd, stats.RunRecord(output, mode, code, time.monotonic() - start, reason=reason))
+    _record(cwd, stats.RunRecord(records.output_of(args), mode, code, time.monotonic() - start, reason=reason))
     return code
 
 

@@ -32,13 +32,13 @@ def _mib(n: int | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """An unreadable log is a RemoteError (a GomaExtError): both CLIs that register this command show it."""
-    log = DTLTO_STATS_LOG if args.dtlto else LINK_STATS_LOG if getattr(args, "links", False) else DEFAULT_STATS_LOG
+    log = DTLTO_STATS_LOG if args.dtlto else LINK_STATS_LOG if args.links else DEFAULT_STATS_LOG
     summary = stats.report(args.out, log)
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return 0
     m = summary["modes"]
-    what = "final links" if getattr(args, "links", False) else "backend runs"
+    what = "final links" if args.links else "backend runs"
     print(
         f"{summary['runs']} {what}: {m['remote']} remote, {m['cache_hit']} cache hits, "
         f"{m['fallback']} local fallbacks, {m['local']} local, {m['backend_cache']} from the backend cache; "

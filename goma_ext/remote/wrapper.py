@@ -91,8 +91,7 @@ def link_command(cfg: RemoteConfig) -> list[str]:
     """How the final links' lld shim starts a remote link (`download: minimal`): `remote_link.py [settings] --`,
     lld's arguments to follow."""
     script = os.path.join(os.path.dirname(os.path.realpath(__file__)), "remote_link.py")
-    wrapped = wrap_command([], cfg, launcher=(sys.executable, "-S", script))
-    return wrapped
+    return wrap_command([], cfg, launcher=(sys.executable, "-S", script))
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -136,7 +135,7 @@ def _sources(args: argparse.Namespace) -> ProxySettings:
              "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None),
              "allow_insecure_credentials": args.allow_insecure_credentials, "toolchain": args.toolchain,
              "base_system": args.base_system, "platform": args.platform,
-             "download": getattr(args, "download", None)}
+             "download": args.download}
     section = section_from_yaml(args.config) if args.config else {}
     return ProxySettings(section, {k: str(v) if v is not None else None for k, v in flags.items()})
 
