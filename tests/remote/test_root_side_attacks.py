@@ -7,6 +7,7 @@ directory above the input root, are compared before and after. Needs root (as CI
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -66,12 +67,21 @@ class Host:
 
 @pytest.fixture
 def host(cluster: Cluster) -> Iterator[Host]:
-    h = Host(cluster)
+    # The cluster, and so the victim's place, is shared by every pytest-xdist worker of the run: one test at a
+    # time plants and watches it (another's victim, or its removal, would change what this one watches). The lock
+    # file is created before the lock is taken, so every snapshot lists it.
+    lock = os.open(Path(cluster.st.sandbox_dir or "").parent / ".gx-victim.lock",
+                   os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        yield h
-        h.unchanged()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        h = Host(cluster)
+        try:
+            yield h
+            h.unchanged()
+        finally:
+            shutil.rmtree(h.victim, ignore_errors=True)
     finally:
-        shutil.rmtree(h.victim, ignore_errors=True)
+        os.close(lock)
 
 
 @pytest.fixture
