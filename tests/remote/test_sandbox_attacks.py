@@ -70,11 +70,14 @@ def _plugin(attacker: Attacker, tmp_path: Path, mode: str, *defines: str) -> Pat
 
 
 def _runner_processes(cluster: Cluster) -> list[str]:
-    """The runner user's live processes. An exited one its parent has not reaped yet (`<defunct>`, e.g. a bwrap of
-    an action another test runs on the shared cluster at that moment) runs nothing and is not counted."""
+    """The runner user's live processes of these attacks: those whose command line names the plugin (the clang
+    that loaded it and every fork of it, the bwrap around it) or its background `sleep`. Other tests' actions run
+    as the same user on the shared cluster at the same time (pytest-xdist: a backend of another worker's build) and
+    are not counted; nor is an exited one its parent has not reaped yet (`<defunct>`), which runs nothing."""
     assert cluster.runner is not None
     proc = subprocess.run(["pgrep", "-a", "-u", str(cluster.runner.uid)], capture_output=True, text=True)
-    return [line for line in proc.stdout.splitlines() if not line.endswith("<defunct>")]
+    return [line for line in proc.stdout.splitlines()
+            if not line.endswith("<defunct>") and ("evil.so" in line or f"sleep {SLEEP_MARK}" in line)]
 
 
 def _no_runner_process_after_lease(cluster: Cluster) -> None:
