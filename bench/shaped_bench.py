@@ -3,8 +3,9 @@ unshaped, side by side in one run ([scale]).
 
 Per link (bench/shaped_net.py: the client and a fresh cluster in network namespaces of their own; `shaped`: tbf at
 --rate-mbit on both ends of their veth and a relay adding --rtt-ms / 2 each way; `unshaped`: the same veth and relay
-without rate limit or delay) and per `remote.download` mode (--downloads; each against a cluster of its own, so
-each starts cold), two builds, each of the whole example with every backend remote:
+without rate limit or delay), per `remote.download` mode (--downloads) and per gRPC compression (--compression:
+`gzip` is the cluster's `--compression gzip` and the client's `remote.compression: gzip`), each against a cluster of
+its own, so each starts cold, two builds, each of the whole example with every backend remote:
 - `clean`: a new build directory against the cold cluster (its CAS learns the compiler too: `toolchain: inputs`);
 - `fresh`: another new build directory, every backend an action-cache hit.
 Printed per build: wall, remote actions, bytes down and up at the client's end of the link (all traffic), the
@@ -63,9 +64,10 @@ def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
 
 
 def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, env: dict[str, str],
-           link: str, download: str, tag: str) -> dict[str, Any]:
+           link: str, download: str, tag: str, compression: str) -> dict[str, Any]:
     remove(out)
-    variants.configure(Variant.REMOTE, out, subject.root, subject.gn_args, endpoint, download=download)
+    variants.configure(Variant.REMOTE, out, subject.root, subject.gn_args, endpoint, download=download,
+                       compression=compression)
     wire0, payload0 = net.counters(), _payload(net, env)
     s = run([*net.exec_client(), "ninja", "-C", str(out)], env=env)
     wire1, payload1 = net.counters(), _payload(net, env)
@@ -74,7 +76,7 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
     links = stats.report(out, LINK_STATS_LOG)  # remote final links (minimal): their CAS payload down and up
     natives = sum(p.stat().st_size for p in (out / "gn-thinlto").glob("*/native/**/*.o"))
     linked, final = _final_bytes(out, subject.root)
-    row = {"link": link, "download": download, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
+    row = {"link": link, "download": download, "compression": compression, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
            "remote_executions": rep["remote_executions"], "cache_hits": rep["cache_hits"],
            "local_fallbacks": rep["local_fallbacks"], "wire_down": wire1["down"] - wire0["down"],
            "wire_up": wire1["up"] - wire0["up"], "payload_down": payload1["down"] - payload0["down"],
@@ -86,7 +88,7 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
     payload = row["payload_down"] + row["link_payload_down"]
     row["payload_down_vs_linked_binaries"] = round(payload / linked, 3) if linked else None
     row["down_vs_final_binaries"] = round(row["wire_down"] / final, 3) if final else None
-    progress(f"  {link} {download} {tag}: {s.wall_s:.1f} s, {row['wire_down'] / 1e6:.2f} MB down, "
+    progress(f"  {link} {download} {compression} {tag}: {s.wall_s:.1f} s, {row['wire_down'] / 1e6:.2f} MB down, "
              f"{row['wire_up'] / 1e6:.1f} MB up, linked binaries {linked / 1e6:.2f} MB")
     return row
 
@@ -99,6 +101,9 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--subject", default="example", choices=("example", "abseil", "tiny"))
     p.add_argument("--downloads", default="all,minimal", help="remote.download modes to compare (default all,minimal)")
     p.add_argument("--links", default=",".join(LINKS), help="shaped, unshaped or both (default)")
+    p.add_argument("--compression", default="off",
+                   help="gRPC compression modes to compare, off and/or gzip (the cluster's and the client's; "
+                        "default off)")
     p.add_argument("--name", default="shaped", help="results file name (default shaped)")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
@@ -120,21 +125,24 @@ def main(argv: Sequence[str]) -> int:
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     rows: list[dict[str, Any]] = []
     downloads = [d for d in args.downloads.split(",") if d]
-    for link, download in ((k, d) for k in args.links.split(",") if k for d in downloads):
-        if link not in LINKS or download not in ("all", "minimal"):
-            raise BenchError(f"--links {link!r} / --downloads {download!r}: expected {LINKS} and all, minimal")
+    compressions = [c for c in args.compression.split(",") if c]
+    for link, download, compression in ((k, d, c) for k in args.links.split(",") if k for d in downloads
+                                        for c in compressions):
+        if link not in LINKS or download not in ("all", "minimal") or compression not in ("off", "gzip"):
+            raise BenchError(f"--links {link!r} / --downloads {download!r} / --compression {compression!r}: "
+                             f"expected {LINKS}, all or minimal, off or gzip")
         shaped = link == "shaped"
-        work = Path(tempfile.mkdtemp(prefix=f"shaped-{link}-{download}-", dir=args.cache))
+        work = Path(tempfile.mkdtemp(prefix=f"shaped-{link}-{download}-{compression}-", dir=args.cache))
         proxy_dir = tempfile.mkdtemp(prefix="gxsh-")
         env = {"GOMA_EXT_CACHE_SALT": f"bench-shaped-{time.time_ns()}", "GOMA_EXT_PROXY_DIR": proxy_dir}
         os.environ.pop("GOMA_EXT_REMOTE_TOKEN_FILE", None)  # the cluster takes no tokens (ShapedNet.start_cluster)
         with ShapedNet(rate_mbit=args.rate_mbit if shaped else 0, rtt_ms=args.rtt_ms if shaped else 0) as net:
             state = work / "cluster"
             try:
-                endpoint = net.start_cluster(state, args.workers, venv)
+                endpoint = net.start_cluster(state, args.workers, venv, compression)
                 for tag in ("clean", "fresh"):
                     rows.append(_build(net, subject, work / f"out_{tag}", endpoint, {**os.environ, **env}, link,
-                                       download, tag))
+                                       download, tag, compression))
             finally:
                 _proxy(net, {**os.environ, **env}, "stop")
                 from goma_ext.cluster import manager
@@ -142,16 +150,17 @@ def main(argv: Sequence[str]) -> int:
                 manager.destroy(state)
                 remove(work)
                 remove(Path(proxy_dir))
-    print(render(["link", "download", "build", "wall s", "actions", "executed", "hits", "fallbacks", "MB down",
+    print(render(["link", "download", "compression", "build", "wall s", "actions", "executed", "hits", "fallbacks", "MB down",
                   "MB up", "CAS MB down", "CAS MB up", "natives MB", "linked MB", "stripped MB", "down / linked",
                   "CAS down / linked"],
-                 [[r["link"], r["download"], r["build"], r["wall_s"], r["actions"], r["remote_executions"],
+                 [[r["link"], r["download"], r["compression"], r["build"], r["wall_s"], r["actions"], r["remote_executions"],
                    r["cache_hits"], r["local_fallbacks"], round(r["wire_down"] / 1e6, 2), round(r["wire_up"] / 1e6, 2),
                    round((r["payload_down"] + r["link_payload_down"]) / 1e6, 2),
                    round((r["payload_up"] + r["link_payload_up"]) / 1e6, 2),
                    round(r["natives_bytes"] / 1e6, 2), round(r["linked_binaries_bytes"] / 1e6, 2),
                    round(r["final_binaries_bytes"] / 1e6, 2), r["down_vs_linked_binaries"],
                    r["payload_down_vs_linked_binaries"]] for r in rows]))
-    data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads, rows=rows)
+    data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads,
+                compressions=compressions, rows=rows)
     print(f"results: {results.write(args.results, args.name, data)}")
     return 0

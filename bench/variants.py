@@ -51,10 +51,10 @@ class Variant(enum.Enum):
 
 
 def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoint: str | None = None,
-              partitions: int = 0, download: str = "all") -> float:
+              partitions: int = 0, download: str = "all", compression: str = "off") -> float:
     """Create OUT_DIR for VARIANT; return the generation wall time (gn gen, plus the hook for c/d). PARTITIONS:
     the graph variants but (f) get `lto_partitions: PARTITIONS` (0: the default, auto); DOWNLOAD: (d)'s
-    `remote.download`."""
+    `remote.download`; COMPRESSION: its `remote.compression`."""
     if variant in (Variant.IN_PROCESS, Variant.LLD_CACHE):
         # The example's official flags include lld's ThinLTO cache (thinlto-cache in OUT, Chromium's place);
         # (a) turns it off with Chromium's build arg.
@@ -70,8 +70,10 @@ def configure(variant: Variant, out_dir: Path, root: Path, gn_args: str, endpoin
     settings = {Variant.NO_DYNDEP: "dyndep: false\n", Variant.NO_PARTITIONS: "lto_partitions: off\n"}.get(variant, "")
     if partitions and variant is not Variant.NO_PARTITIONS:
         settings += f"lto_partitions: {partitions}\n"
-    if download != "all" and variant is Variant.REMOTE:
-        settings += f"remote:\n  download: {download}\n"
+    remote = {k: v for k, v, default in (("download", download, "all"), ("compression", compression, "off"))
+              if v != default}
+    if remote and variant is Variant.REMOTE:
+        settings += "remote:\n" + "".join(f"  {k}: {v}\n" for k, v in remote.items())
     if settings:
         config = out_dir.parent / f"{out_dir.name}.gn_thinlto.yaml"
         config.write_text(settings)

@@ -117,6 +117,10 @@ def _add_role_options(start: argparse.ArgumentParser) -> None:
                    help="how often the scheduler looks for work and finished actions (default %(default)s): each "
                         "action waits up to about twice this; an idle server costs ~30%% of a core at 0.05, ~10%% "
                         "at 0.25, ~3%% at 1")
+    g.add_argument("--compression", choices=("off", "gzip"),
+                   help="gzip: BuildGrid compresses every gRPC answer (what clients download; the workers' too), "
+                        "for clients behind a slow link (their `remote.compression: gzip` compresses uploads); costs "
+                        "server CPU (default off; also with --role all)")
     w = start.add_argument_group("--role worker")
     w.add_argument("--server", metavar="URL", help="the server host's endpoint, e.g. grpcs://10.0.0.5:8981")
     w.add_argument("--token-file", type=Path, metavar="FILE",
@@ -129,7 +133,7 @@ def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
     roles.check(roles.RoleOptions(
         role=role, server=args.server, token_file=args.token_file, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
         plaintext=args.plaintext, listen=tuple(args.listen), cas_max_size=args.cas_max_size,
-        ac_max_memory=args.ac_max_memory,
+        ac_max_memory=args.ac_max_memory, compression=args.compression,
     ))
     return manager.ClusterSpec(
         state=state,
@@ -157,6 +161,7 @@ def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
         worker_token_file=args.token_file,
         bot_id=args.bot_id,
         poll_s=args.poll_interval,
+        compression=args.compression or "off",
     )
 
 
@@ -175,6 +180,8 @@ def _changed_options(args: argparse.Namespace, st: manager.ClusterState) -> list
         changed.append("--also-plaintext")
     if args.auth != st.auth and args.auth == manager.Auth.NONE.value:
         changed.append("--auth none")
+    if args.compression and args.compression != st.compression:
+        changed.append(f"--compression {args.compression}")
     if args.instance and args.instance != st.instance:
         changed.append(f"--instance {args.instance[:100]}")
     return changed

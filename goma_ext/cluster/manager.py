@@ -69,6 +69,7 @@ class ClusterSpec:
     compilers: tuple[str, ...] = ()
     keepalive_s: int = 30
     poll_s: float = DEFAULT_POLL_S  # server: the scheduler's polling (a test suite's clusters poll less)
+    compression: str = "off"  # server: `gzip`: BuildGrid compresses its answers (ServerSettings.compression)
     run_as: str | None = None  # root: the workers' action user (default goma-ext-runner, created if missing)
     sandbox_dir: Path | None = None  # default STATE/sandboxes, or a temp dir when the runner cannot reach STATE
     worker_args: tuple[str, ...] = ()  # extra `goma-ext worker` flags (limits, --isolation)
@@ -109,6 +110,7 @@ class ClusterState:
     compilers: tuple[str, ...] = ()
     keepalive_s: int = 30
     poll_s: float = DEFAULT_POLL_S
+    compression: str = "off"
     run_as: str | None = None
     sandbox_dir: str | None = None
     sandbox_dir_owned: bool = False
@@ -268,7 +270,7 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         worker_key=str(spec.worker_key.resolve()) if spec.worker_key else None,
         plaintext=spec.tls_cert is None or spec.also_plaintext, auth=spec.auth.value,
         pg_passfile=str((spec.state / secretfiles.AUTH_DIR / secretfiles.PG_PASSFILE).resolve()),
-        compilers=spec.compilers, keepalive_s=spec.keepalive_s, poll_s=spec.poll_s,
+        compilers=spec.compilers, keepalive_s=spec.keepalive_s, poll_s=spec.poll_s, compression=spec.compression,
         run_as=None if server else sandboxing.ensure_runner(spec.run_as),
         sandbox_dir=None if server else str(sandbox_dir.resolve()), sandbox_dir_owned=owned and not server,
         worker_args=spec.worker_args, role=spec.role.value, listen=spec.listen,
@@ -302,7 +304,7 @@ def _server_settings(st: ClusterState) -> ServerSettings:
         port=st.port, db_url=st.postgres.url, cas_dir=state / "cas", instance=st.instance, tls_port=st.tls_port,
         tls_cert=Path(st.tls_cert) if st.tls_cert else None, tls_key=Path(st.tls_key) if st.tls_key else None,
         tls_client_ca=Path(st.tls_client_ca) if st.tls_client_ca else None,
-        keepalive_s=st.keepalive_s, poll_s=st.poll_s, plaintext=st.plaintext,
+        keepalive_s=st.keepalive_s, poll_s=st.poll_s, plaintext=st.plaintext, compression=st.compression,
         jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
         acl_file=state / ACL_FILE if st.auth == Auth.JWT.value else None,
         listen=st.listen, store=st.store,

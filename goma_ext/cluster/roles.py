@@ -57,6 +57,7 @@ class RoleOptions:
     listen: tuple[str, ...] = ()
     cas_max_size: str | None = None
     ac_max_memory: str | None = None
+    compression: str | None = None
 
 
 def check(o: RoleOptions) -> None:
@@ -70,7 +71,7 @@ def check(o: RoleOptions) -> None:
             raise ClusterError("--role worker with a grpcs:// --server needs --tls-ca (the server cert's CA)")
         for flag, given in (("--listen", o.listen), ("--cas-max-size", o.cas_max_size),
                             ("--ac-max-memory", o.ac_max_memory), ("--tls-cert", o.tls_cert),
-                            ("--plaintext", o.plaintext)):
+                            ("--plaintext", o.plaintext), ("--compression", o.compression)):
             if given:
                 raise ClusterError(f"{flag} is a server option; --role worker only runs workers")
         return

@@ -60,6 +60,10 @@ class ServerSettings:
     poll_s: float = DEFAULT_POLL_S  # how often the scheduler and the bots' sessions look for work (the assigner: 5x)
     listen: tuple[str, ...] = ("127.0.0.1",)  # the addresses every channel binds
     store: PersistentStore | None = None  # None: unbounded disk CAS and an in-memory LRU action cache (`--role all`)
+    # `gzip`: BuildGrid compresses every answer (gRPC's compression is the server's choice, for every caller:
+    # clients behind a slow link download less; the workers decompress too). Requests are decompressed whatever
+    # this says.
+    compression: str = "off"
 
 
 def ensure_venv(venv: Path) -> Path:
@@ -115,6 +119,9 @@ def _represent(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
 _Dumper.add_representer(dict, _represent)
 
 
+GRPC_COMPRESSION = {"gzip": "Gzip"}  # ServerSettings.compression -> BuildGrid's `grpc-compression`
+
+
 def render_config(s: ServerSettings) -> str:
     """The BuildGrid YAML: SQL scheduler tuned for ~50 ms round trips; disk CAS and in-memory LRU action cache, or
     with a PersistentStore an SQL-indexed disk CAS and a redis action cache."""
@@ -147,6 +154,7 @@ def render_config(s: ServerSettings) -> str:
         "authorization": _authorization(s),
         "monitoring": {"enabled": False},
         "thread-pool-size": s.thread_pool_size,
+        **({"grpc-compression": GRPC_COMPRESSION[s.compression]} if s.compression != "off" else {}),
         "instances": [
             {
                 "name": s.instance,

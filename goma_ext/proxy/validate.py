@@ -22,7 +22,8 @@ RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings", "i
 MAX_OUTPUTS = 16
 SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
 FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "client_cert", "client_key", "token_file", "exec_root",
-                       "allow_insecure_credentials", "toolchain", "base_system", "platform", "download"})
+                       "allow_insecure_credentials", "toolchain", "base_system", "platform", "download",
+                       "compression"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

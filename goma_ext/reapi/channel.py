@@ -31,6 +31,8 @@ class ChannelSettings(Protocol):
     def client_cert(self) -> Path | None: ...
     @property
     def client_key(self) -> Path | None: ...
+    @property
+    def compression(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,13 @@ def open_channel(cfg: ChannelSettings) -> grpc.Channel:
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),
     ]
+    # gzip: every message this channel sends is compressed; the server decompresses any algorithm gRPC knows,
+    # and compresses its answers only when it is configured to (grpc.Compression is per server, not per call)
+    compression = grpc.Compression.Gzip if cfg.compression == "gzip" else None
     if not cfg.secure:
-        return grpc.insecure_channel(cfg.target, options=options)
+        return grpc.insecure_channel(cfg.target, options=options, compression=compression)
     tls = tls_material(cfg)
     credentials = grpc.ssl_channel_credentials(
         root_certificates=tls.root_certificates, private_key=tls.private_key, certificate_chain=tls.certificate_chain
     )
-    return grpc.secure_channel(cfg.target, credentials, options=options)
+    return grpc.secure_channel(cfg.target, credentials, options=options, compression=compression)

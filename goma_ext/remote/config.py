@@ -22,6 +22,7 @@ DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1
 )
 TOOLCHAIN_MODES = ("inputs", "host")
 DOWNLOAD_MODES = ("all", "minimal")
+COMPRESSION_MODES = ("off", "gzip")
 
 SCHEMES = {"grpc": False, "grpcs": True}
 __all__ = ["DEFAULT_STATS_LOG", "DTLTO_STATS_LOG", "ENV_VARS", "OFF_VALUES", "TOKEN_ENV", "RemoteConfig", "load_config"]
@@ -60,6 +61,10 @@ class RemoteConfig:
     # `all`: every output comes down. `minimal`: native objects stay in the CAS (stand-ins here, see
     # thinlto_base.remote_stub) and the final links run remotely; only what a local step reads comes down.
     download: str = "all"
+    # gRPC message compression of what this client sends (`gzip`); what comes down is compressed when the server
+    # is set to (`goma-ext cluster start --compression gzip`, BuildGrid's `grpc-compression`). Transport only:
+    # actions and their keys are the same either way.
+    compression: str = "off"
 
     @property
     def secure(self) -> bool:
@@ -145,6 +150,8 @@ def carried_settings(cfg: RemoteConfig) -> dict[str, str]:
             values[name] = str(path)
     if cfg.allow_insecure_credentials:
         values["allow_insecure_credentials"] = "true"
+    if cfg.compression != "off":  # selects the proxy (its channel compresses), never the action
+        values["compression"] = cfg.compression
     if cfg.download != "all":  # not in the action, but on the command line: switching it re-runs the backends
         values["download"] = cfg.download
     return values | action_settings(cfg)
@@ -228,6 +235,9 @@ _MEANINGS: Mapping[str, str] = {
     "platform": "REAPI platform properties of every action (part of its cache key)",
     "download": "`all`: every remote output comes down; `minimal`: native objects stay in the remote CAS (a "
                 "stand-in file names each), final links run remotely and only the binaries come down",
+    "compression": "`gzip`: compress every gRPC message this client sends (uploads above all); downloads are "
+                   "compressed when the server is set to (`goma-ext cluster start --compression gzip`). For a slow "
+                   "link: on loopback it only costs CPU",
 }
 
 
@@ -245,7 +255,7 @@ def _setting(f: Any) -> Setting:
     aliases = sorted(alias for alias, name in ALIASES.items() if name == f.name)
     also = f" (also spelled `{'`, `'.join(aliases)}`)" if aliases else ""
     _, kind, spelling = _TYPES[_FIELD_TYPES[f.name]]
-    modes = {"toolchain": TOOLCHAIN_MODES, "download": DOWNLOAD_MODES}.get(f.name)
+    modes = {"toolchain": TOOLCHAIN_MODES, "download": DOWNLOAD_MODES, "compression": COMPRESSION_MODES}.get(f.name)
     kind = kind if modes is None else f"one of {', '.join(modes)}"
     meaning = _MEANINGS[f.name] + also + (f"; as a variable: {spelling}" if env and spelling else "")
     if f.name == "endpoint":
@@ -285,6 +295,8 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
         raise RemoteConfigError(f"remote.toolchain {cfg.toolchain!r}: expected one of {', '.join(TOOLCHAIN_MODES)}")
     if cfg.download not in DOWNLOAD_MODES:
         raise RemoteConfigError(f"remote.download {cfg.download!r}: expected one of {', '.join(DOWNLOAD_MODES)}")
+    if cfg.compression not in COMPRESSION_MODES:
+        raise RemoteConfigError(f"remote.compression {cfg.compression!r}: expected one of {', '.join(COMPRESSION_MODES)}")
     for k, v in cfg.platform:
         if not k or not v or any(c in k + v for c in ",=\n\0"):
             raise RemoteConfigError(f"remote.platform {k}={v!r}: names and values must be non-empty, without , = or "

@@ -29,6 +29,7 @@ ENV_VARS: Mapping[str, str] = {
     "GOMA_EXT_REMOTE_BASE_SYSTEM": "base_system",
     "GOMA_EXT_REMOTE_PLATFORM": "platform",
     "GOMA_EXT_REMOTE_DOWNLOAD": "download",
+    "GOMA_EXT_REMOTE_COMPRESSION": "compression",
 }
 TOKEN_ENV = "GOMA_EXT_REMOTE_TOKEN"
 REAL_LD_ENV = "GOMA_EXT_REAL_LD"  # the lld the final links' shim stands for (remote_link.py)

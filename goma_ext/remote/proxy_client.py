@@ -72,7 +72,8 @@ def endpoint_key(cfg: RemoteConfig, cwd: Path, token_sha256: str | None = None) 
     return wire.endpoint_key(str(cwd), cfg.endpoint, cfg.instance, str(cfg.ca_file) if cfg.ca_file else None,
                              str(cfg.token_file) if cfg.token_file else None, token, cfg.headers,
                              client_cert=str(cfg.client_cert) if cfg.client_cert else None,
-                             client_key=str(cfg.client_key) if cfg.client_key else None)
+                             client_key=str(cfg.client_key) if cfg.client_key else None,
+                             compression=cfg.compression)
 
 
 def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[str, ...]:
@@ -88,6 +89,8 @@ def serve_argv(cfg: RemoteConfig, cwd: Path, config_file: Path | None) -> tuple[
         argv += ["--token-file", str(cwd / cfg.token_file)]
     if cfg.allow_insecure_credentials:
         argv += ["--allow-insecure-credentials", "true"]
+    if cfg.compression != "off":
+        argv += ["--compression", cfg.compression]
     if config_file is not None:
         argv += ["--config", str(cwd / config_file)]
     return tuple(argv)

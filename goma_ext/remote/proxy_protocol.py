@@ -85,12 +85,13 @@ def state_dir(env: Mapping[str, str]) -> str:
 
 def endpoint_key(cwd: str, endpoint: str, instance: str, ca_file: str | None, token_file: str | None,
                  token_sha256: str, headers: tuple[tuple[str, str], ...] = (), *, client_cert: str | None = None,
-                 client_key: str | None = None) -> str:
+                 client_key: str | None = None, compression: str | None = None) -> str:
     """16 hex digits naming one proxy: what selects the server and the credentials (files as absolute paths
     from cwd, a token only as its hash). CRC-32 rather than SHA-256: it only names files, and zlib loads in a
     fraction of the time hashlib takes (the thin client's start-up budget). A client certificate is part of the
     identity: clients presenting different ones (or none) never share a proxy. It is added only when set, so
-    the keys of settings without one stay what they were."""
+    the keys of settings without one stay what they were. So is compression: the proxy's channel compresses or
+    does not (`off`, the default, keeps the key)."""
     import zlib
 
     def absolute(p: str | None) -> str:
@@ -99,6 +100,9 @@ def endpoint_key(cwd: str, endpoint: str, instance: str, ca_file: str | None, to
     fields = [endpoint, instance, absolute(ca_file), absolute(token_file), token_sha256, [list(h) for h in headers]]
     if client_cert or client_key:
         fields.append([absolute(client_cert), absolute(client_key)])
+    compression = (compression or "").strip().lower()
+    if compression and compression != "off":
+        fields.append({"compression": compression})
     text = json.dumps(fields).encode()
     return f"{zlib.crc32(text):08x}{zlib.crc32(text[::-1]):08x}"
 

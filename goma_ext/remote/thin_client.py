@@ -34,12 +34,13 @@ OPTIONS = {"--remote": "endpoint", "--instance": "instance", "--ca-file": "ca_fi
            "--client-cert": "client_cert", "--client-key": "client_key",
            "--allow-insecure-credentials": "allow_insecure_credentials", "--exec-root": "exec_root",
            "--toolchain": "toolchain", "--base-system": "base_system", "--platform": "platform",
-           "--download": "download",
+           "--download": "download", "--compression": "compression",
            "--naive-inputs": "naive_inputs"}
 # Settings that select the proxy, and their environment variables (command line wins, as in load_config).
 SELECTING = {"endpoint": "GOMA_EXT_REMOTE", "instance": "GOMA_EXT_REMOTE_INSTANCE",
              "ca_file": "GOMA_EXT_REMOTE_CA_FILE", "token_file": "GOMA_EXT_REMOTE_TOKEN_FILE",
-             "client_cert": "GOMA_EXT_REMOTE_CLIENT_CERT", "client_key": "GOMA_EXT_REMOTE_CLIENT_KEY"}
+             "client_cert": "GOMA_EXT_REMOTE_CLIENT_CERT", "client_key": "GOMA_EXT_REMOTE_CLIENT_KEY",
+             "compression": "GOMA_EXT_REMOTE_COMPRESSION"}
 
 
 def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
@@ -108,7 +109,8 @@ def answer(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, bytes, byt
     cwd = os.getcwd()
     token = wire.token_hash(env.get(TOKEN_ENV))
     key = wire.endpoint_key(cwd, endpoint, chosen["instance"], chosen["ca_file"], chosen["token_file"], token,
-                            client_cert=chosen["client_cert"], client_key=chosen["client_key"])
+                            client_cert=chosen["client_cert"], client_key=chosen["client_key"],
+                            compression=chosen["compression"])
     try:
         shards = wire.shard_count(env)
     except ValueError:

@@ -117,6 +117,8 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", metavar="KEY=VALUE,…", help="REAPI platform properties of every action")
     p.add_argument("--download", choices=("all", "minimal"),
                    help="all: every output comes down (default); minimal: native objects stay in the remote CAS")
+    p.add_argument("--compression", choices=("off", "gzip"),
+                   help="gzip: compress the gRPC messages sent to the server (default off)")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -135,7 +137,7 @@ def _sources(args: argparse.Namespace) -> ProxySettings:
              "token_file": args.token_file, "exec_root": getattr(args, "exec_root", None),
              "allow_insecure_credentials": args.allow_insecure_credentials, "toolchain": args.toolchain,
              "base_system": args.base_system, "platform": args.platform,
-             "download": args.download}
+             "download": args.download, "compression": args.compression}
     section = section_from_yaml(args.config) if args.config else {}
     return ProxySettings(section, {k: str(v) if v is not None else None for k, v in flags.items()})
 
