@@ -23,6 +23,7 @@ DEFAULT_BASE_SYSTEM = (  # what every glibc image has (Debian's libc6, libgcc-s1
 TOOLCHAIN_MODES = ("inputs", "host")
 DOWNLOAD_MODES = ("all", "minimal")
 COMPRESSION_MODES = ("off", "gzip")
+MODES = {"toolchain": TOOLCHAIN_MODES, "download": DOWNLOAD_MODES, "compression": COMPRESSION_MODES}  # settings' words
 
 SCHEMES = {"grpc": False, "grpcs": True}
 __all__ = ["DEFAULT_STATS_LOG", "DTLTO_STATS_LOG", "ENV_VARS", "OFF_VALUES", "TOKEN_ENV", "RemoteConfig", "load_config"]
@@ -255,7 +256,7 @@ def _setting(f: Any) -> Setting:
     aliases = sorted(alias for alias, name in ALIASES.items() if name == f.name)
     also = f" (also spelled `{'`, `'.join(aliases)}`)" if aliases else ""
     _, kind, spelling = _TYPES[_FIELD_TYPES[f.name]]
-    modes = {"toolchain": TOOLCHAIN_MODES, "download": DOWNLOAD_MODES, "compression": COMPRESSION_MODES}.get(f.name)
+    modes = MODES.get(f.name)
     kind = kind if modes is None else f"one of {', '.join(modes)}"
     meaning = _MEANINGS[f.name] + also + (f"; as a variable: {spelling}" if env and spelling else "")
     if f.name == "endpoint":
@@ -291,12 +292,9 @@ def _validate(cfg: RemoteConfig) -> RemoteConfig:
             f"remote {' and '.join(sends)} would go in clear over {cfg.endpoint} to a host that is not loopback: "
             "use grpcs://, or set remote.allow_insecure_credentials: true (GOMA_EXT_ALLOW_INSECURE_CREDENTIALS=1)"
         )
-    if cfg.toolchain not in TOOLCHAIN_MODES:
-        raise RemoteConfigError(f"remote.toolchain {cfg.toolchain!r}: expected one of {', '.join(TOOLCHAIN_MODES)}")
-    if cfg.download not in DOWNLOAD_MODES:
-        raise RemoteConfigError(f"remote.download {cfg.download!r}: expected one of {', '.join(DOWNLOAD_MODES)}")
-    if cfg.compression not in COMPRESSION_MODES:
-        raise RemoteConfigError(f"remote.compression {cfg.compression!r}: expected one of {', '.join(COMPRESSION_MODES)}")
+    for name, modes in MODES.items():
+        if getattr(cfg, name) not in modes:
+            raise RemoteConfigError(f"remote.{name} {getattr(cfg, name)!r}: expected one of {', '.join(modes)}")
     for k, v in cfg.platform:
         if not k or not v or any(c in k + v for c in ",=\n\0"):
             raise RemoteConfigError(f"remote.platform {k}={v!r}: names and values must be non-empty, without , = or "

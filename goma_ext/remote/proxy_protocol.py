@@ -102,7 +102,7 @@ def endpoint_key(cwd: str, endpoint: str, instance: str, ca_file: str | None, to
         fields.append([absolute(client_cert), absolute(client_key)])
     compression = (compression or "").strip().lower()
     if compression and compression != "off":
-        fields.append({"compression": compression})
+        fields.append(["compression", compression])
     text = json.dumps(fields).encode()
     return f"{zlib.crc32(text):08x}{zlib.crc32(text[::-1]):08x}"
 

@@ -1,11 +1,13 @@
 """[scale] The shaped link the remote benchmarks measure against (bench/shaped_net.py): a client namespace and a
 server namespace joined by a veth pair that `tc` (tbf) limits to 100 Mbit/s, behind a relay that adds 10 ms each
 way. Checked: the link has the round-trip time and the rate asked for, and a remote build of one of the example's
-binaries through it gives the local build's natives, with the bytes that crossed the link counted at the
-client's end. Needs root (CI runs as root)."""
+binaries through it, with gRPC compression on both sides (`cluster start --compression gzip`, `remote.compression:
+gzip`), gives the local build's natives, with the bytes that crossed the link counted at the client's end: fewer
+than the payload each way. Needs root (CI runs as root)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -21,6 +23,7 @@ import pytest
 from bench.shaped_net import ShapedNet
 from goma_ext.cluster import manager
 from goma_ext.remote import stats
+from thinlto_base.remote_stub import Stub
 from tests.builds import REPO, Build, copy_without_backends
 
 pytestmark = [
@@ -84,9 +87,10 @@ def test_a_remote_build_through_the_shaped_link_gives_the_local_natives(net: Sha
     proxy_dir = tempfile.mkdtemp(prefix="gxn-p-")
     venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
     try:
-        endpoint = net.start_cluster(state, workers=2, venv=venv)
+        endpoint = net.start_cluster(state, workers=2, venv=venv, compression="gzip")
         tree = copy_without_backends(example_tree, base / "cli")
-        env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_PROXY_DIR": proxy_dir}
+        env = {**os.environ, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_PROXY_DIR": proxy_dir,
+               "GOMA_EXT_REMOTE_COMPRESSION": "gzip"}
         env.pop("GOMA_EXT_REMOTE_TOKEN_FILE", None)
         subprocess.run([sys.executable, "-m", "gn_thinlto.cli", "gen", str(tree.out), "--root", str(tree.root),
                         "--remote", endpoint], check=True, capture_output=True, env=env, cwd=REPO)
@@ -104,11 +108,25 @@ def test_a_remote_build_through_the_shaped_link_gives_the_local_natives(net: Sha
             assert p.read_bytes() == (example_tree.out / p.relative_to(tree.out)).read_bytes(), p
         down, up = after["down"] - before["down"], after["up"] - before["up"]
         native_bytes = sum(p.stat().st_size for p in natives)
-        assert down >= native_bytes and up >= summary["bytes_uploaded"], (down, up, native_bytes, summary)
+        # the upload (the compiler, most of it) compressed to about a third
+        assert up < summary["bytes_uploaded"] / 2, (down, up, native_bytes, summary)
+        # and what comes down: the largest native read back from the CAS through a stand-in naming it crosses the
+        # link in fewer bytes than it has (the whole call: connection, Capabilities, the read)
+        largest = max(natives, key=lambda p: p.stat().st_size)
+        data = largest.read_bytes()
+        stand_in = base / "fetched" / "largest.o"
+        stand_in.parent.mkdir()
+        stand_in.write_bytes(Stub(hashlib.sha256(data).hexdigest(), len(data), False, endpoint, "").text())
+        t0 = net.counters()
+        subprocess.run([*net.exec_client(), sys.executable, "-m", "goma_ext.cli", "fetch", "--remote", endpoint,
+                        str(stand_in)], check=True, capture_output=True, env=env, cwd=REPO, timeout=120)
+        fetched = net.counters()["down"] - t0["down"]
+        assert stand_in.read_bytes() == data and fetched < len(data), (largest, len(data), fetched)
         assert tree.run_binary("crc_tool") == "OK crc_tool"
         print(f"crc_tool over {RATE_MBIT} Mbit/s, {RTT_MS} ms: {wall:.1f} s, {summary['runs']} remote actions, "
               f"{down / 1e3:.0f} kB down ({len(natives)} natives, {native_bytes / 1e3:.0f} kB), "
-              f"{up / 1e6:.1f} MB up (the compiler's first upload included)")
+              f"{up / 1e6:.1f} MB up of {summary['bytes_uploaded'] / 1e6:.1f} MB (the compiler's first upload "
+              f"included), gzip both ways; {largest.name} ({len(data)} bytes) fetched in {fetched} bytes")
     finally:
         subprocess.run([*net.exec_client(), sys.executable, "-m", "goma_ext.cli", "proxy", "stop"],
                        capture_output=True, check=False, env={**os.environ, "GOMA_EXT_PROXY_DIR": proxy_dir})
