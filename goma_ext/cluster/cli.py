@@ -9,7 +9,7 @@ from pathlib import Path
 
 from goma_ext.cluster import manager, pki, roles, tokens
 from goma_ext.cluster.roles import Role
-from goma_ext.cluster.server import DEFAULT_POLL_S
+from goma_ext.cluster.server import DEFAULT_POLL_S, GRPC_COMPRESSION
 
 DEFAULT_STATE = Path(".state/cluster")
 TOKEN_FOR = {tokens.Role.CLIENT: "client", tokens.Role.CACHE_WRITER: "cache-writer", tokens.Role.WORKER: "worker"}
@@ -117,7 +117,7 @@ def _add_role_options(start: argparse.ArgumentParser) -> None:
                    help="how often the scheduler looks for work and finished actions (default %(default)s): each "
                         "action waits up to about twice this; an idle server costs ~30%% of a core at 0.05, ~10%% "
                         "at 0.25, ~3%% at 1")
-    g.add_argument("--compression", choices=("off", "gzip"),
+    g.add_argument("--compression", choices=("off", *GRPC_COMPRESSION),
                    help="gzip: BuildGrid compresses every gRPC answer (what clients download; the workers' too), "
                         "for clients behind a slow link (their `remote.compression: gzip` compresses uploads); costs "
                         "server CPU (default off; also with --role all)")

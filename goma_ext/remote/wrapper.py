@@ -26,6 +26,7 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import proxy_client, records, stats
 from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote.config import (
+    MODES,
     RemoteConfig,
     carried_settings,
     download_from_flags,
@@ -109,15 +110,15 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-file", type=Path, help="file holding a bearer token (or set GOMA_EXT_REMOTE_TOKEN)")
     p.add_argument("--allow-insecure-credentials", metavar="BOOL",
                    help="send the token and headers over plaintext grpc:// to a host that is not loopback")
-    p.add_argument("--toolchain", choices=("inputs", "host"),
+    p.add_argument("--toolchain", choices=MODES["toolchain"],
                    help="inputs: the compiler and its libraries travel with every action (default); host: the "
                    "worker runs its own identical compiler")
     p.add_argument("--base-system", metavar="SONAMES",
                    help="comma-separated sonames (glob patterns) the worker's image provides; the rest travel")
     p.add_argument("--platform", metavar="KEY=VALUE,…", help="REAPI platform properties of every action")
-    p.add_argument("--download", choices=("all", "minimal"),
+    p.add_argument("--download", choices=MODES["download"],
                    help="all: every output comes down (default); minimal: native objects stay in the remote CAS")
-    p.add_argument("--compression", choices=("off", "gzip"),
+    p.add_argument("--compression", choices=MODES["compression"],
                    help="gzip: compress the gRPC messages sent to the server (default off)")
 
 
