@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,3 +77,9 @@ def ninja_files(out_dir: Path) -> NinjaFiles:
 
 def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def scratch_dir(cache: Path, prefix: str) -> Path:
+    """A new directory under the benchmark cache, which a new machine does not have yet."""
+    cache.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=cache))

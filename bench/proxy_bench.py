@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import cluster_tool, graph_tool, prereqs, proxy_load, results, subjects
-from bench.fsio import remove
+from bench.fsio import remove, scratch_dir
 from bench.measure import progress, ratio
 from bench.remote_bench import Row, one_build
 from bench.subjects import thin_program
@@ -128,7 +128,7 @@ def main(argv: Sequence[str]) -> int:
         state = args.cache / f"cluster-{salt}-b"  # fresh: cold CAS and action cache for the proxy rows
         endpoint = cluster_tool.start(state, args.workers)
     env = {**os.environ, wire.STATE_DIR_ENV: state_dir, "GOMA_EXT_CACHE_SALT": salt}  # with this cluster's token
-    work = Path(tempfile.mkdtemp(prefix="proxy-bench-", dir=args.cache))
+    work = scratch_dir(args.cache, "proxy-bench-")
     try:
         subject = subjects.SUBJECTS[args.subject](args.cache)
         out = args.cache / "proxy" / args.subject

@@ -136,8 +136,13 @@ def _step_servers(work: Path) -> dict[int, float]:
 
 
 def _component(cmd: str) -> str | None:
-    return ("postgres" if cmd.startswith("postgres") else "proxy" if "proxy serve" in cmd
-            else "buildgrid" if "bgd server" in cmd else "workers" if "goma_ext.cli worker" in cmd else None)
+    if cmd.startswith("postgres"):
+        return "postgres"
+    if "proxy serve" in cmd:
+        return "proxy"
+    if "bgd server" in cmd or "bgd_launch.py server" in cmd:  # the cluster starts bgd through bgd_launch.py
+        return "buildgrid"
+    return "workers" if "goma_ext.cli worker" in cmd else None
 
 
 def _cpu_by_component() -> dict[tuple[str, int], float]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import cluster_tool, prereqs, results, subjects, variants
-from bench.fsio import REPO, remove
+from bench.fsio import REPO, remove, scratch_dir
 from bench.measure import BenchError, progress, run
 from bench.shaped_net import ShapedNet
 from bench.table import render
@@ -132,7 +132,7 @@ def main(argv: Sequence[str]) -> int:
             raise BenchError(f"--links {link!r} / --downloads {download!r} / --compression {compression!r}: "
                              f"expected {LINKS}, all or minimal, off or gzip")
         shaped = link == "shaped"
-        work = Path(tempfile.mkdtemp(prefix=f"shaped-{link}-{download}-{compression}-", dir=args.cache))
+        work = scratch_dir(args.cache, f"shaped-{link}-{download}-{compression}-")
         proxy_dir = tempfile.mkdtemp(prefix="gxsh-")
         env = {"GOMA_EXT_CACHE_SALT": f"bench-shaped-{time.time_ns()}", "GOMA_EXT_PROXY_DIR": proxy_dir}
         os.environ.pop("GOMA_EXT_REMOTE_TOKEN_FILE", None)  # the cluster takes no tokens (ShapedNet.start_cluster)

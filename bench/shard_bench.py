@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import cluster_tool, prereqs, proxy_load, results
-from bench.fsio import remove
+from bench.fsio import remove, scratch_dir
 from bench.measure import progress
 from bench.table import render
 from goma_ext.remote import proxy_protocol as wire
@@ -63,15 +63,19 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--clean-clients", type=int, default=8, help="clients at once in the clean mix (default 8: two "
                    "per worker, so that actions hardly queue)")
     p.add_argument("--workers", type=int, default=4, help="workers of the cluster")
+    p.add_argument("--mixes", default=",".join(MIXES), help=f"mixes to run, of {', '.join(MIXES)} (default: all)")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
     if not 1 <= args.shards <= wire.MAX_SHARDS:
         p.error(f"--shards: 1 to {wire.MAX_SHARDS}")
+    mixes = [m for m in args.mixes.split(",") if m]
+    if not mixes or set(mixes) - set(MIXES):
+        p.error(f"--mixes {args.mixes!r}: a comma-separated list of {', '.join(MIXES)}")
     prereqs.ensure()
     ctx = results.context()
     given = {k: getattr(args, k) for k in ("shards", "copies", "repeats", "clean_copies", "clients",
-                                           "clean_clients")}
+                                           "clean_clients", "mixes")}
     command = "python -m bench proxy-shards" + "".join(
         f" --{k.replace('_', '-')} {v}" for k, v in given.items() if v != p.get_default(k))
     print(f"machine: {ctx['machine'].one_line()}")
@@ -83,13 +87,13 @@ def main(argv: Sequence[str]) -> int:
     salt = f"bench-shards-{time.time_ns()}"
     state = args.cache / f"cluster-{salt}"
     state_dir = tempfile.mkdtemp(prefix="gxs-")
-    work = Path(tempfile.mkdtemp(prefix="shard-bench-", dir=args.cache))
+    work = scratch_dir(args.cache, "shard-bench-")
     env = {**os.environ, wire.STATE_DIR_ENV: state_dir}
     runs: list[proxy_load.LoadResult] = []
     try:
         endpoint = cluster_tool.start(state, args.workers)
         env = {**os.environ, wire.STATE_DIR_ENV: state_dir}  # again after the start: with this cluster's token
-        for mix in MIXES:
+        for mix in mixes:
             for shards in sorted({1, args.shards}):
                 name = f"{mix}-{shards}"
                 # warm-up: each shard connects and hashes the toolchain once in its life, not per action
@@ -116,8 +120,8 @@ def main(argv: Sequence[str]) -> int:
                   "busiest shard ms/action", "step servers ms/action", "client side ms/action"],
                  [_row(r) for r in runs]))
     by = {(r.mix, r.shards): r for r in runs}
-    goals = {f"busiest_shard_ms_per_action_{mix}": by[mix, args.shards].busiest_shard_ms() for mix in MIXES}
-    goals.update({f"client_cpu_ms_per_action_{mix}": by[mix, args.shards].client_cpu_ms for mix in MIXES})
+    goals = {f"busiest_shard_ms_per_action_{mix}": by[mix, args.shards].busiest_shard_ms() for mix in mixes}
+    goals.update({f"client_cpu_ms_per_action_{mix}": by[mix, args.shards].client_cpu_ms for mix in mixes})
     print(render(["goal", "value"], [[k, round(v, 3)] for k, v in goals.items()]))
     data = dict(ctx, command=command, shards=args.shards, runs=[asdict(r) for r in runs], goals=goals,
                 costs={f"{r.mix}-{r.shards}": costs_of(r) for r in runs}, workers=args.workers)
