@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 import stat
@@ -20,6 +22,7 @@ MAX_ARGS = 100_000
 MAX_TIMEOUT_S = 24 * 3600.0
 RUN_KEYS = frozenset({"op", "version", "argv", "cwd", "compiler", "settings", "inputs", "outputs"})
 MAX_OUTPUTS = 16
+SETTINGS_MEMO = 256  # merged settings remembered: a build directory sends the same ones with every action
 SETTINGS_KEYS = frozenset({"section", "env", "flags", "token_sha256"})
 FLAG_KEYS = frozenset({"endpoint", "instance", "ca_file", "client_cert", "client_key", "token_file", "exec_root",
                        "allow_insecure_credentials", "toolchain", "base_system", "platform", "download",
@@ -32,7 +35,16 @@ class Refusal(Exception):
 
 
 def _settings(value: object, cwd: str, proxy_key: str) -> RemoteConfig:
-    """The request's settings merged as the in-process client merges them; they must select this proxy."""
+    """The request's settings merged as the in-process client merges them; they must select this proxy.
+
+    Merging is a pure function of the request's fields, and every action of a build sends the same ones: the result
+    is remembered by their canonical JSON (a refusal is not, so each bad request is told why)."""
+    return _merged(json.dumps(value, sort_keys=True, separators=(",", ":")), cwd, proxy_key)
+
+
+@functools.lru_cache(maxsize=SETTINGS_MEMO)
+def _merged(text: str, cwd: str, proxy_key: str) -> RemoteConfig:
+    value = json.loads(text)
     if not isinstance(value, dict) or set(value) != SETTINGS_KEYS:
         raise Refusal(f"`settings` must be an object with {', '.join(sorted(SETTINGS_KEYS))}")
     section, env, flags, token = (value[k] for k in ("section", "env", "flags", "token_sha256"))

@@ -182,7 +182,7 @@ def _hash_size(text: str) -> tuple[str, int]:
     return h, int(size)
 
 
-def _stat_key(path: Path) -> list[int]:
+def _stat_key(path: Path | str) -> list[int]:
     st = os.stat(path)
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
 
@@ -243,7 +243,7 @@ class ToolchainCache:
     @staticmethod
     def _fresh(entry: list[list[object]]) -> bool:
         try:
-            return all(_stat_key(Path(str(row[1]))) == row[3] for row in entry)
+            return all(_stat_key(str(row[1])) == row[3] for row in entry)  # per action: no Path objects
         except OSError:
             return False
 
