@@ -72,6 +72,7 @@ NOT_FILES = frozenset({"-dynamic-linker", "--dynamic-linker", "-I", "-rpath", "-
                        "-h", "-plugin", "--plugin", "-plugin-opt", "--plugin-opt", "-mllvm", "--mllvm",
                        "--thinlto-cache-dir", "--package-metadata", "--thinlto-prefix-replace"})
 OUTPUTS = frozenset({"-o", "--output", "-Map", "--Map", "--dependency-file"})
+LISTINGS = frozenset({"-Map", "--Map", "--dependency-file"})  # outputs that name the link's inputs
 # Files lld would write that the action would not bring back, or modes that change what a link is.
 REFUSED = frozenset({"--reproduce", "--why-extract", "--print-archive-stats", "--lto-obj-path", "--save-temps",
                      "--thinlto-index-only", "-r", "--relocatable", "-i", "--print-map", "-M", "-v", "--version"})
@@ -94,6 +95,24 @@ class LinkFiles:
     reads: dict[str, str] = field(default_factory=dict)  # exec-root-relative tree path -> local path to read
     outputs: list[str] = field(default_factory=list)  # relative to the working directory
     args: list[str] = field(default_factory=list)
+    # a path as the remote lld is given it -> as this link's arguments give it (search directories and relative
+    # paths outside the exec root, which the remote lld finds under ABS_DIR: see _Placer)
+    respelled: dict[str, str] = field(default_factory=dict)
+    listings: list[str] = field(default_factory=list)  # outputs that name inputs: -Map, --dependency-file
+
+    def place(self, value: str, remote: str) -> str:
+        """REMOTE, the remote lld's spelling of VALUE, remembered when it differs."""
+        if remote != value:
+            self.respelled[remote] = value
+        return remote
+
+    def respell(self, data: bytes) -> bytes:
+        """DATA (a map file, a dependency file, lld's messages) with each path spelled as this link's arguments spell
+        it, so that what lld writes names what a local link names (longest spelling first: a directory's does not
+        cut into a longer one's)."""
+        for remote in sorted(self.respelled, key=len, reverse=True):
+            data = data.replace(os.fsencode(remote), os.fsencode(self.respelled[remote]))
+        return data
 
 
 def gnu_split(text: str) -> list[str]:
@@ -439,23 +458,25 @@ def link_files(args: Sequence[str], cwd: Path, exec_root: Path) -> LinkFiles:
             files.args.append(opt)
         elif kind == "input":
             res.read(value)
-            files.args.append(placer.arg(value))
+            files.args.append(files.place(value, placer.arg(value)))
         elif bare in ("-l", "--library"):
             res.library(value)
             files.args += spell(value)
         elif bare in ("-L", "--library-path", "--sysroot"):
-            files.args += spell(placer.dir_arg(value))
+            files.args += spell(files.place(value, placer.dir_arg(value)))
         elif bare in SCRIPTS:
             res.read(value)
-            files.args += spell(placer.arg(value))
+            files.args += spell(files.place(value, placer.arg(value)))
         elif bare in FILE_VALUES:
             res.add(value)  # a list of symbols or versions: nothing in it names a file
-            files.args += spell(placer.arg(value))
+            files.args += spell(files.place(value, placer.arg(value)))
         elif bare in OUTPUTS:
             out = posixpath.normpath(value)
             if posixpath.isabs(out) or out.startswith("../") or out == "..":
                 raise Unlinkable(f"output {value} is not below the link's directory")
             files.outputs.append(out)
+            if bare in LISTINGS:
+                files.listings.append(out)
             files.args += spell(out)
         else:
             if value.startswith("/") and bare not in NOT_FILES:
@@ -542,10 +563,24 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
                 uploaded = executor.cas.upload({d: s for d, s in blobs.items() if d not in kept})
             result = executor.execute(prepared.built.action_digest)
         stdout, stderr = fetch_outputs(executor.cas, result, prepared)  # outputs written only on success
-        return LinkRun(result.exit_code, stdout, stderr, hit, uploaded, executor.cas.bytes_downloaded,
-                       tree.file_bytes, files.outputs[0])
+        if result.exit_code == 0:
+            respell_listings(files, cwd)
+        return LinkRun(result.exit_code, files.respell(stdout), files.respell(stderr), hit, uploaded,
+                       executor.cas.bytes_downloaded, tree.file_bytes, files.outputs[0])
     finally:
         executor.close()
+
+
+def respell_listings(files: LinkFiles, cwd: Path) -> None:
+    """Name the inputs in the link's map and dependency files as a local link names them (LinkFiles.respell)."""
+    for rel in files.listings:
+        path = cwd / rel
+        data = path.read_bytes()
+        fixed = files.respell(data)
+        if fixed != data:
+            tmp = path.with_name(f".{path.name}.respell-{os.getpid()}")
+            tmp.write_bytes(fixed)
+            os.replace(tmp, path)
 
 
 @contextlib.contextmanager
