@@ -33,10 +33,11 @@ Assumptions (the numbers are options; all are printed with the results):
 5. The build machine has 32 cores (`--build-cores`). Every action costs client CPU there:
    bound = jobs × client CPU per action / build cores.
 6. Each proxy shard is one Python process, serialised by the GIL; the shards run in parallel on the build machine
-   ([scale]): bound = jobs × proxy CPU per action × the measured imbalance / shards. The build directory's step
-   servers ([lean]) likewise: bound = jobs × their CPU per action / step servers. Both counts default to what
-   `auto` picks on the build machine's cores (one proxy per 8 cores, one step server per 16), and the client bound
-   (5) counts the proxies' CPU too.
+   ([scale]): bound = jobs × proxy CPU per action × imbalance / shards, where the imbalance is the busiest
+   shard's share when the jobs' command lines (all distinct in a build) are hashed over the shards as the client
+   hashes them (proxy_protocol.shard_of). The build directory's step servers ([lean]) likewise: bound = jobs ×
+   their CPU per action / step servers. Both counts default to what `auto` picks on the build machine's cores
+   (one proxy per 4 cores, one step server per 8), and the client bound (5) counts the proxies' CPU too.
 7. The backend phase takes the largest of the list-scheduling makespan, the proxy and step-server bounds and the
    client bound: they overlap, they do not add up. The bound that dominates is the largest of five lower bounds:
    remote cores (total job time / cores), the longest single job, the proxy, the step server, the client CPU.
@@ -48,11 +49,13 @@ from __future__ import annotations
 
 import argparse
 import enum
+import functools
 import heapq
 import json
 import os
 import random
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
@@ -138,7 +141,8 @@ class ProxyCosts:
     remote_overhead_ms_per_action: float
     # [lean] of client_cpu_ms_per_action, the build directory's step server's share: one process (GIL)
     step_server_cpu_ms_per_action: float = 0.0
-    # [scale] the busiest shard's share of the proxies' CPU × shards (1: an even spread, or one proxy)
+    # [scale] the busiest shard's share of the proxies' CPU × shards in the benchmark (1: an even spread, or one
+    # proxy); printed, not used: its actions were 20 distinct command lines, a build's are all distinct (hashed_spread)
     shard_imbalance: float = 1.0
 
 
@@ -149,8 +153,8 @@ class Shape:
     product_modules: int = 35_000
     test_backends: int = 5_000
     build_cores: int = 32
-    proxy_shards: int = 4  # `auto` on 32 cores (goma_ext.remote.proxy_protocol.default_shards)
-    step_servers: int = 2  # `auto` on 32 cores (gn_thinlto.steps.step_args.default_servers)
+    proxy_shards: int = 8  # `auto` on 32 cores (goma_ext.remote.proxy_protocol.default_shards)
+    step_servers: int = 4  # `auto` on 32 cores (gn_thinlto.steps.step_args.default_servers)
 
     @property
     def backend_jobs(self) -> int:
@@ -211,11 +215,22 @@ def sample_jobs(measured_ms: Sequence[int], n: int, seed: int) -> list[float]:
     return [float(ms) for ms in random.Random(seed).choices(measured_ms, k=n)]
 
 
+@functools.lru_cache(maxsize=64)
+def hashed_spread(jobs: int, shards: int) -> float:
+    """The busiest shard's share × SHARDS when JOBS distinct backend command lines go to the shard the client picks
+    for each (proxy_protocol.shard_of): 1.0 is an even spread."""
+    if shards <= 1 or jobs <= 0:
+        return 1.0
+    counts = Counter(wire.shard_of(["clang++", "-c", f"obj/module{i}.o.thinlto.bc", "-o", f"obj/module{i}.o"], shards)
+                     for i in range(jobs))
+    return max(counts.values()) * shards / jobs
+
+
 def backend_phase(jobs_ms: Sequence[float], cores: int, costs: ProxyCosts, shape: Shape) -> BackendPhase:
     """The backend phase of JOBS_MS (each job's slot time, overhead included) on CORES remote cores."""
     n = len(jobs_ms)
     shards, servers = min(shape.proxy_shards, shape.build_cores), min(shape.step_servers, shape.build_cores)
-    imbalance = costs.shard_imbalance if shape.proxy_shards > 1 else 1.0
+    imbalance = hashed_spread(n, shards)
     bounds = {Bound.REMOTE_CORES: sum(jobs_ms) / cores, Bound.LONGEST_BACKEND: max(jobs_ms, default=0.0),
               Bound.PROXY: n * costs.proxy_cpu_ms_per_action * imbalance / shards,
               Bound.STEP_SERVER: n * costs.step_server_cpu_ms_per_action / servers,
@@ -253,7 +268,8 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
         "+ remote overhead; largest first; no action-cache hits, queueing or upload limits",
         f"build machine: {shape.build_cores} cores; client bound = jobs × (client + proxy CPU/action) / cores",
         f"proxy: {shape.proxy_shards} shard(s), each one process (GIL): bound = jobs × proxy CPU/action × shard "
-        f"imbalance / shards; the build directory's {shape.step_servers} step server(s) likewise: bound = jobs × "
+        f"imbalance / shards (the busiest shard's share when the jobs' distinct command lines are hashed over the "
+        f"shards as the client hashes them); the build directory's {shape.step_servers} step server(s) likewise: bound = jobs × "
         "their CPU/action / step servers",
         "backend phase = max(makespan, proxy bound, step-server bound, client bound); dominant = largest of remote "
         "cores (work / cores), longest backend, proxy, step server, client CPU",
@@ -349,7 +365,8 @@ def describe_inputs(inputs: Inputs) -> list[str]:
     every = m.every_thin_link_ms_per_module
     q = statistics.quantiles(m.backend_ms, n=10) if len(m.backend_ms) > 1 else [float(m.backend_ms[0])] * 9
     used = {"client_cpu_ms_per_action": "client bound", "proxy_cpu_ms_per_action": "proxy and client bounds",
-            "step_server_cpu_ms_per_action": "step-server bound", "shard_imbalance": "proxy bound",
+            "step_server_cpu_ms_per_action": "step-server bound",
+            "shard_imbalance": "printed, not used: 20 distinct command lines; the proxy bound hashes the jobs'",
             "remote_overhead_ms_per_action": "added to every job"}
     return [
         f"backend compile time: {len(m.backend_ms)} jobs, p10 {q[0]:.0f} / p50 {q[4]:.0f} / p90 {q[8]:.0f} / max "
@@ -466,8 +483,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--product-modules", type=int, default=Shape.product_modules)
     p.add_argument("--test-backends", type=int, default=Shape.test_backends)
     p.add_argument("--build-cores", type=int, default=Shape.build_cores)
-    p.add_argument("--proxy-shards", type=int, help="proxy shards (default: auto on --build-cores, one per 8)")
-    p.add_argument("--step-servers", type=int, help="step servers (default: auto on --build-cores, one per 16)")
+    p.add_argument("--proxy-shards", type=int, help="proxy shards (default: auto on --build-cores, one per 4)")
+    p.add_argument("--step-servers", type=int, help="step servers (default: auto on --build-cores, one per 8)")
     p.add_argument("--factors", type=_floats, default=[1.0, 3.0], help="compile-time factors (default: 1,3)")
     p.add_argument("--cores", type=_ints, default=[100, 1000], help="remote cores of the table (default: 100,1000)")
     p.add_argument("--seed", type=int, default=1, help="seed of the compile-time sample")
@@ -485,7 +502,7 @@ def main(argv: Sequence[str]) -> int:
     if args.build_dir is None:
         prereqs.ensure()
     out = args.build_dir or build_fresh(args.cache, args.subject, args.partitions)
-    shards = args.proxy_shards or max(1, min(wire.MAX_SHARDS // 2, args.build_cores // wire.CORES_PER_SHARD))
+    shards = args.proxy_shards or wire.default_shards(args.build_cores)
     shape = Shape(args.product_modules, args.test_backends, args.build_cores, shards,
                   args.step_servers or default_servers(args.build_cores))
     inputs = Inputs(measure(out), costs, costs_source, shape)

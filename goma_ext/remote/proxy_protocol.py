@@ -49,7 +49,11 @@ STATE_DIR_ENV = "GOMA_EXT_PROXY_DIR"
 SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before a client gives up on the proxy
 DEFAULT_SILENCE_S = 20.0
 SHARDS_ENV = "GOMA_EXT_PROXY_SHARDS"  # proxy processes per endpoint; default from the machine (default_shards)
-CORES_PER_SHARD = 8  # one proxy per this many cores: a build on 8 cores cannot feed more remote work than one serves
+# One proxy per this many cores. A shard is one Python process (the GIL): at a few ms of CPU per executed action,
+# one serves a few hundred actions a second. A remote build leaves its own cores mostly idle during the backend
+# phase, so up to a quarter of them may go to proxies: at 1,000 remote cores a 64-core machine needs 12 or more
+# (docs/benchmarks.md, "The scale model with shards").
+CORES_PER_SHARD = 4
 MAX_SHARDS = 16
 HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
 # (NAME, DEFAULT, MEANING) for docs/reference/environment.md.
@@ -58,7 +62,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
      "where the user's proxies keep their sockets, locks and logs"),
     (SILENCE_ENV, f"`{DEFAULT_SILENCE_S:g}`", "seconds without a frame from the proxy before a client gives up on it "
                                              "(and runs the action itself)"),
-    (SHARDS_ENV, f"one per {CORES_PER_SHARD} cores, 1 to {MAX_SHARDS // 2}",
+    (SHARDS_ENV, f"one per {CORES_PER_SHARD} cores, 1 to {MAX_SHARDS}",
      f"proxy processes per endpoint (1 to {MAX_SHARDS}); identical actions always go to the same one"),
 )
 
@@ -121,9 +125,10 @@ def paths(directory: str, key: str, shard: int = 0) -> dict[str, str]:
     return {kind: os.path.join(directory, f"{name}.{kind}") for kind in ("sock", "lock", "log", "pid", "hung")}
 
 
-def default_shards() -> int:
-    """Proxies per endpoint on this machine: one per CORES_PER_SHARD cores, at least 1, at most MAX_SHARDS / 2."""
-    return max(1, min(MAX_SHARDS // 2, (os.cpu_count() or 1) // CORES_PER_SHARD))
+def default_shards(cores: int | None = None) -> int:
+    """Proxies per endpoint on a machine of CORES cores (default: this one): one per CORES_PER_SHARD cores, 1 to
+    MAX_SHARDS."""
+    return max(1, min(MAX_SHARDS, (os.cpu_count() or 1 if cores is None else cores) // CORES_PER_SHARD))
 
 
 def shard_count(env: Mapping[str, str]) -> int:

@@ -18,6 +18,7 @@ from bench.scale_model import (
     ProxyCosts,
     Shape,
     backend_phase,
+    hashed_spread,
     load_costs,
     lpt_makespan,
     predict,
@@ -58,15 +59,27 @@ def test_the_step_server_is_one_process_too() -> None:
 
 
 def test_shards_divide_the_proxy_and_step_server_bounds_by_their_count() -> None:
-    """[scale] Shards run in parallel: the bound is the busiest shard's, i.e. the even share times the imbalance; and
-    never more shards than build cores count."""
+    """[scale] Shards run in parallel: the bound is the busiest shard's, i.e. the even share times the imbalance of
+    the jobs' command lines hashed over the shards (not the benchmark's, measured on 20 distinct ones); and never
+    more shards than build cores count."""
     costs = dataclasses.replace(COSTS, step_server_cpu_ms_per_action=12.0, shard_imbalance=1.25)
     phase = backend_phase([10.0] * 1000, cores=1000, costs=costs, shape=Shape(build_cores=32, proxy_shards=4,
                                                                              step_servers=3))
-    assert phase.bound_ms(Bound.PROXY) == 1000 * 8 * 1.25 / 4 and phase.bound_ms(Bound.STEP_SERVER) == 4000
+    assert phase.bound_ms(Bound.PROXY) == 1000 * 8 * hashed_spread(1000, 4) / 4
+    assert phase.bound_ms(Bound.STEP_SERVER) == 4000
     few_cores = backend_phase([10.0] * 1000, cores=1000, costs=costs, shape=Shape(build_cores=2, proxy_shards=8,
                                                                                  step_servers=8))
-    assert few_cores.bound_ms(Bound.PROXY) == 1000 * 8 * 1.25 / 2 and few_cores.bound_ms(Bound.STEP_SERVER) == 6000
+    assert few_cores.bound_ms(Bound.PROXY) == 1000 * 8 * hashed_spread(1000, 2) / 2
+    assert few_cores.bound_ms(Bound.STEP_SERVER) == 6000
+
+
+def test_distinct_command_lines_spread_evenly_over_shards() -> None:
+    """[scale] The busiest shard's share of many distinct command lines (CRC-32, as the client picks a shard) is
+    close to even, and closer the more there are; one shard is even by definition."""
+    assert hashed_spread(1000, 1) == hashed_spread(0, 4) == 1.0
+    assert 1.0 < hashed_spread(40_000, 16) < 1.06
+    assert 1.0 < hashed_spread(400, 4) < 1.2
+    assert hashed_spread(40_000, 16) < hashed_spread(400, 16)
 
 
 def test_remote_cores_and_longest_job_bounds() -> None:
