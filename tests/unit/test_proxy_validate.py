@@ -37,7 +37,7 @@ def test_a_refusal_is_not_remembered(tmp_path: Path) -> None:
     directory's key) are refused although the same settings were fine for their own."""
     key = _key(tmp_path)
     for _ in range(2):
-        with pytest.raises(validate.Refusal, match="settings.env"):
+        with pytest.raises(validate.Refusal, match=r"settings\.env"):
             validate._settings({**_settings(), "env": {"GOMA_EXT_REMOTE": 1}}, str(tmp_path), key)
     validate._settings(_settings(), str(tmp_path), key)
     other = tmp_path / "other"
