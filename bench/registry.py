@@ -85,6 +85,10 @@ RUNS: tuple[Run, ...] = (
     Run("scheduling", "scheduling", renders_as="scheduling"),
     Run("scale-model", "scale-model"),
     Run("hermetic", "hermetic"),
+    Run("scale-model-shards-32", "scale-model"),  # [scale]: these four in the goals table only
+    Run("scale-model-shards-64", "scale-model"),
+    Run("shaped-compression", "shaped"),
+    Run("shaped-abseil-compression", "shaped"),
 )
 
 

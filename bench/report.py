@@ -215,6 +215,7 @@ def goals_block(data: dict[str, Data | None]) -> str:
             _goal(rows, "sandbox set-up + tear-down per action, ms (median, bwrap − none)", r["action"], r["cost_ms"],
                   15, True)
     _lean_goals(rows, data)
+    _scale_goals(rows, data)
     return render(["goal", "where", "measured", "target", "verdict"], rows, markdown=True)
 
 
@@ -247,6 +248,33 @@ def _lean_goals(rows: list[list[Any]], data: dict[str, Data | None]) -> None:
             rows.append(["[lean] clean build wall, ninja with critical-path scheduling / 1.11", f"{subject} {variant}",
                          ratio(r["wall_s"], old["wall_s"]), "< 1 beyond the runs' spread",
                          "shorter" if shorter else "no difference beyond the spread"])
+
+
+def _scale_goals(rows: list[list[Any]], data: dict[str, Data | None]) -> None:
+    """[scale]'s goals: the busiest proxy shard and the client side per action, the scale model's bound at 1,000
+    remote cores, the bytes down on the shaped link."""
+    shards = data.get("proxy-shards") or {}
+    goals = shards.get("goals") or {}
+    where = f"load test, {shards.get('shards', '?')} shards"
+    for mix in ("hits", "clean"):
+        _goal(rows, f"[scale] proxy CPU per action, busiest shard, ms ({mix})", where,
+              goals.get(f"busiest_shard_ms_per_action_{mix}"), 0.5, True)
+        _goal(rows, f"[scale] client-side CPU per action, ms ({mix})", where,
+              goals.get(f"client_cpu_ms_per_action_{mix}"), 5, True)
+    for cores in (32, 64):
+        for r in (data.get(f"scale-model-shards-{cores}") or {}).get("rows", []):
+            if r["remote cores"] == 1000:
+                remote = max(r["remote cores bound s"], r["longest backend bound s"])
+                client = max(r["proxy bound s"], r["step server bound s"], r["client CPU bound s"])
+                _goal(rows, f"[scale] backend phase at 1,000 remote cores, compile {r['compile ×']}: our client "
+                      "side's bound / the remote side's", f"scale model, {cores}-core build machine",
+                      ratio(client, remote), 1.0, True)
+    for name, subject in (("shaped-compression", "example"), ("shaped-abseil-compression", "abseil")):
+        for r in (data.get(name) or {}).get("rows", []):
+            if r["link"] == "shaped" and r["download"] == "minimal":
+                _goal(rows, "[scale] bytes down / linked binaries, `download: minimal`, shaped link",
+                      f"{subject}, {r['build']}, compression {r['compression']}", r["down_vs_linked_binaries"], 1.05,
+                      True)
 
 
 def step_block(d: Data) -> str:
