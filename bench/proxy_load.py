@@ -93,6 +93,9 @@ class LoadResult:
     python_steps: int = 0  # steps the launcher left to the Python step (no server answered in time)
     shard_cpu_s: dict[int, float] = field(default_factory=dict)  # [scale] each proxy shard's CPU over the run
     mix: str = "hits"  # "hits": the copies share their actions; anything else: every action distinct (executed)
+    # [scale] CPU seconds per second while nothing ran (idle_s before the run): each shard's, the step servers'
+    idle_shard_cpu_per_s: dict[int, float] = field(default_factory=dict)
+    idle_step_server_cpu_per_s: float = 0.0
 
     @property
     def shards(self) -> int:
@@ -101,6 +104,26 @@ class LoadResult:
     def busiest_shard_ms(self) -> float:
         """The busiest shard's CPU per action of the whole run (what bounds a build: shards run in parallel)."""
         return 1000 * max(self.shard_cpu_s.values(), default=self.cpu_s.get("proxy", 0.0)) / self.actions
+
+    def _idle_s(self, per_s: float) -> float:
+        return per_s * self.wall_s
+
+    def net_busiest_shard_ms(self) -> float:
+        """busiest_shard_ms without the background each shard spends over the run's wall time whatever it serves
+        (measured while idle): the marginal cost of an action, which a longer build pays per action."""
+        if not self.shard_cpu_s:
+            return self.busiest_shard_ms()
+        return 1000 * max(cpu - self._idle_s(self.idle_shard_cpu_per_s.get(shard, 0.0))
+                          for shard, cpu in self.shard_cpu_s.items()) / self.actions
+
+    def net_proxy_ms(self) -> float:
+        return self.per_action_ms("proxy") - 1000 * self._idle_s(sum(self.idle_shard_cpu_per_s.values())) / self.actions
+
+    def net_step_server_ms(self) -> float:
+        return 1000 * (self.step_server_cpu_s - self._idle_s(self.idle_step_server_cpu_per_s)) / self.actions
+
+    def net_client_ms(self) -> float:
+        return self.client_cpu_ms - 1000 * self._idle_s(self.idle_step_server_cpu_per_s) / self.actions
 
     @property
     def throughput(self) -> float:
@@ -166,14 +189,19 @@ def _cpu_between(before: Mapping[tuple[str, int], float], after: Mapping[tuple[s
     return out
 
 
+SERVER_IDLE_S = 900  # a copy's step server waits for its copy's turn; a build's never waits that long between edges
+
+
 def start_step_server(out: Path, timeout_s: float = 30.0) -> None:
     """Start OUT's step server, as the first backend edge of a build there would, and wait until it listens: the
-    load test measures build directories that have run backends before (as their compiler identities say)."""
+    load test measures build directories that have run backends before (as their compiler identities say). It stays
+    until run_load ends it: with its default idle time (60 s) the servers of the last copies of a slow run left
+    before their turn, and their launchers ran Python steps no build would."""
     python = step_python()
     sock = socket_path(python, "gn-thinlto")
     with open(out / f"{sock}.log", "ab") as log:
-        subprocess.Popen([*python[:2], str(STEP_SERVER), "--socket", sock, *python[3:]], cwd=out,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        subprocess.Popen([*python[:2], str(STEP_SERVER), "--socket", sock, "--idle", str(SERVER_IDLE_S), *python[3:]],
+                         cwd=out, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + timeout_s
     while not (out / sock).exists():
         if time.monotonic() > deadline:
@@ -205,12 +233,25 @@ def _proxy_status(env: Mapping[str, str]) -> dict[str, Any]:
     return dict(found[0]) if found else {}
 
 
+def _idle_rates(work: Path, env: Mapping[str, str], seconds: float) -> tuple[dict[int, float], float]:
+    """CPU seconds per second of each proxy shard and of WORK's step servers over SECONDS in which nothing runs: the
+    background (polls, timers, gRPC's threads) they spend whatever they serve."""
+    before, servers_before = _cpu_by_component(), _step_servers(work)
+    time.sleep(seconds)
+    after, servers_after = _cpu_by_component(), _step_servers(work)
+    by_pid = {int(st["pid"]): int(st.get("shard", 0)) for st in proxy_statuses(env)}
+    shards = {by_pid[pid]: (cpu - before.get((kind, pid), cpu)) / seconds for (kind, pid), cpu in after.items()
+              if kind == "proxy" and pid in by_pid}
+    servers = sum(cpu - servers_before.get(pid, cpu) for pid, cpu in servers_after.items()) / seconds
+    return shards, servers
+
+
 def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], endpoint: str,
              env: Mapping[str, str], clients: int, client: str = "thin", shards: int = 1,
-             mix: str = "hits") -> LoadResult:
+             mix: str = "hits", idle_s: float = 0.0) -> LoadResult:
     """Run every action through CLIENT (one of CLIENTS), at most `clients` at once, through SHARDS proxies; with a
     MIX other than "hits" each copy's actions get a cache salt of their own, so that every action executes; check and
-    measure."""
+    measure. IDLE_S > 0: first measure the proxies' and step servers' background over that many idle seconds."""
     env = {**env, "GOMA_EXT_PROXY_SHARDS": str(shards)}
     subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", endpoint],
                    check=True, env=dict(env), capture_output=True)
@@ -225,6 +266,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
             start_step_server(copy / "out")
     accounting = work / f"steps-{client}.txt"  # one line per launcher and per Python step
     env = {**env, "GN_THINLTO_STEP_ACCOUNTING": str(accounting)}
+    idle_shards, idle_servers = _idle_rates(work, env, idle_s) if idle_s > 0 else ({}, 0.0)
     servers_before = _step_servers(work)
     before_cpu, before_children = _cpu_by_component(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
@@ -261,6 +303,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
         python_steps=kinds["python"],
         cpu_s=_cpu_between(before_cpu, after_cpu),
         proxy=_proxy_status(env), shard_cpu_s=dict(sorted(shard_cpu.items())), mix=mix,
+        idle_shard_cpu_per_s=dict(sorted(idle_shards.items())), idle_step_server_cpu_per_s=idle_servers,
     )
 
 
@@ -278,4 +321,8 @@ def describe(r: LoadResult) -> str:
             f"{r.p50_ms:.0f} ms p99 {r.p99_ms:.0f} ms; CPU ms/action: client {r.client_cpu_ms:.1f}, {cpu}"
             + (f"; {r.python_steps} Python steps, step servers {1000 * r.step_server_cpu_s / r.actions:.2f} ms/action"
                if r.client == "steps" else "")
-            + (f"; {r.shards} proxy shards, busiest {r.busiest_shard_ms():.2f} ms/action" if r.shards > 1 else ""))
+            + (f"; {r.shards} proxy shards, busiest {r.busiest_shard_ms():.2f} ms/action" if r.shards > 1 else "")
+            + (f"; idle: proxies {1000 * sum(r.idle_shard_cpu_per_s.values()):.1f} ms/s, step servers "
+               f"{1000 * r.idle_step_server_cpu_per_s:.1f} ms/s; net of it: busiest shard "
+               f"{r.net_busiest_shard_ms():.2f}, client side {r.net_client_ms():.2f} ms/action"
+               if r.idle_shard_cpu_per_s else ""))

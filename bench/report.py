@@ -257,17 +257,22 @@ def _scale_goals(rows: list[list[Any]], data: dict[str, Data | None]) -> None:
     goals = shards.get("goals") or {}
     where = f"load test, {shards.get('shards', '?')} shards"
     for mix in ("hits", "clean"):
-        _goal(rows, f"[scale] proxy CPU per action, busiest shard, ms ({mix})", where,
-              goals.get(f"busiest_shard_ms_per_action_{mix}"), 0.5, True)
-        _goal(rows, f"[scale] client-side CPU per action, ms ({mix})", where,
-              goals.get(f"client_cpu_ms_per_action_{mix}"), 5, True)
+        for net, how in (("", ""), ("net_", ", net of the idle background")):
+            if f"{net}busiest_shard_ms_per_action_{mix}" not in goals and net:
+                continue  # a result from before the idle background was measured
+            _goal(rows, f"[scale] proxy CPU per action, busiest shard, ms ({mix}{how})", where,
+                  goals.get(f"{net}busiest_shard_ms_per_action_{mix}"), 0.5, True)
+            _goal(rows, f"[scale] client-side CPU per action, ms ({mix}{how})", where,
+                  goals.get(f"{net}client_cpu_ms_per_action_{mix}"), 5, True)
     for cores in (32, 64):
         for r in (data.get(f"scale-model-shards-{cores}") or {}).get("rows", []):
             if r["remote cores"] == 1000:
                 remote = max(r["remote cores bound s"], r["longest backend bound s"])
                 client = max(r["proxy bound s"], r["step server bound s"], r["client CPU bound s"])
                 _goal(rows, f"[scale] backend phase at 1,000 remote cores, compile {r['compile ×']}: our client "
-                      "side's bound / the remote side's", f"scale model, {cores}-core build machine",
+                      "side's bound / the remote side's",
+                      f"scale model, {cores}-core build machine: ours {client:.1f} s; remote cores "
+                      f"{r['remote cores bound s']:.1f} s, longest backend {r['longest backend bound s']:.1f} s",
                       ratio(client, remote), 1.0, True)
     for name, subject in (("shaped-compression", "example"), ("shaped-abseil-compression", "abseil")):
         for r in (data.get(name) or {}).get("rows", []):

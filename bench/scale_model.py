@@ -269,8 +269,8 @@ def assumptions(shape: Shape, factors: Sequence[float]) -> list[str]:
         f"build machine: {shape.build_cores} cores; client bound = jobs × (client + proxy CPU/action) / cores",
         f"proxy: {shape.proxy_shards} shard(s), each one process (GIL): bound = jobs × proxy CPU/action × shard "
         f"imbalance / shards (the busiest shard's share when the jobs' distinct command lines are hashed over the "
-        f"shards as the client hashes them); the build directory's {shape.step_servers} step server(s) likewise: bound = jobs × "
-        "their CPU/action / step servers",
+        f"shards as the client hashes them); the build directory's {shape.step_servers} step server(s) likewise: "
+        "bound = jobs × their CPU/action / step servers",
         "backend phase = max(makespan, proxy bound, step-server bound, client bound); dominant = largest of remote "
         "cores (work / cores), longest backend, proxy, step server, client CPU",
         "not modelled: bitcode compiles, the test binaries' final links, the REAPI server's capacity",
@@ -350,12 +350,18 @@ def load_costs(results_dir: Path, fallback: Path | None) -> tuple[ProxyCosts, Pa
     try:
         data = json.loads(shards_path.read_text())
         clean = data["costs"][f"clean-{int(data['shards'])}"]
-        total, busiest = float(clean["proxy_cpu_ms_per_action"]), float(clean["busiest_shard_cpu_ms_per_action"])
+        # net_: without the background the benchmark's idle processes spent over its wall time (a 400-action run on
+        # a two-core cluster lasts a minute; 40,000 actions spread it thin); results from before it have none
+        net = "net_" if "net_proxy_cpu_ms_per_action" in clean else ""
+        total = float(clean[f"{net}proxy_cpu_ms_per_action"])
+        busiest = float(clean[f"{net}busiest_shard_cpu_ms_per_action"])
+        what = "net of the idle background, " if net else ""
         return replace(costs, proxy_cpu_ms_per_action=total,
                        shard_imbalance=busiest * int(clean["shards"]) / total if total else 1.0,
-                       step_server_cpu_ms_per_action=float(clean["step_server_cpu_ms_per_action"]),
-                       client_cpu_ms_per_action=float(clean["client_cpu_ms_per_action"])), Path(
-            f"{path}, with the clean mix of {shards_path} for the proxy, shard imbalance, step server and client")
+                       step_server_cpu_ms_per_action=float(clean[f"{net}step_server_cpu_ms_per_action"]),
+                       client_cpu_ms_per_action=float(clean[f"{net}client_cpu_ms_per_action"])), Path(
+            f"{path}, with the clean mix of {shards_path} ({what}{clean['shards']} shards) for the proxy, shard "
+            "imbalance, step server and client")
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise BenchError(f"{shards_path}: not a proxy-shards result ({type(e).__name__}: {e})") from e
 

@@ -38,18 +38,31 @@ from goma_ext.remote import proxy_protocol as wire
 MIXES = ("hits", "clean", "clean-queued")
 
 
+IDLE_S = 5.0  # idle seconds measured before each run: the proxies' and step servers' background
+
+
 def _row(r: proxy_load.LoadResult) -> list[Any]:
     return [r.mix, r.shards, r.actions, ", ".join(f"{k} {v}" for k, v in sorted(r.modes.items())), r.lost, r.wrong,
             round(r.wall_s, 1), round(r.per_action_ms("proxy"), 3), round(r.busiest_shard_ms(), 3),
-            round(1000 * r.step_server_cpu_s / r.actions, 3), round(r.client_cpu_ms, 3)]
+            round(1000 * r.step_server_cpu_s / r.actions, 3), round(r.client_cpu_ms, 3),
+            round(1000 * sum(r.idle_shard_cpu_per_s.values()), 2), round(1000 * r.idle_step_server_cpu_per_s, 2),
+            round(r.net_busiest_shard_ms(), 3), round(r.net_client_ms(), 3)]
 
 
 def costs_of(r: proxy_load.LoadResult) -> dict[str, float]:
-    """The per-action costs the scale model reads, in ms."""
+    """The per-action costs the scale model reads, in ms: with the background the run's idle processes spent over
+    its wall time, and without it (`net_`: what each further action costs; a build of 40,000 actions spreads the
+    background thin)."""
     return {"proxy_cpu_ms_per_action": round(r.per_action_ms("proxy"), 4),
             "busiest_shard_cpu_ms_per_action": round(r.busiest_shard_ms(), 4),
             "step_server_cpu_ms_per_action": round(1000 * r.step_server_cpu_s / r.actions, 4),
-            "client_cpu_ms_per_action": round(r.client_cpu_ms, 4), "shards": r.shards}
+            "client_cpu_ms_per_action": round(r.client_cpu_ms, 4), "shards": r.shards,
+            "net_proxy_cpu_ms_per_action": round(r.net_proxy_ms(), 4),
+            "net_busiest_shard_cpu_ms_per_action": round(r.net_busiest_shard_ms(), 4),
+            "net_step_server_cpu_ms_per_action": round(r.net_step_server_ms(), 4),
+            "net_client_cpu_ms_per_action": round(r.net_client_ms(), 4),
+            "idle_proxies_cpu_ms_per_s": round(1000 * sum(r.idle_shard_cpu_per_s.values()), 3),
+            "idle_step_servers_cpu_ms_per_s": round(1000 * r.idle_step_server_cpu_per_s, 3)}
 
 
 def main(argv: Sequence[str]) -> int:
@@ -105,7 +118,7 @@ def main(argv: Sequence[str]) -> int:
                 actions, digests = proxy_load.prepare(work / name, copies, args.repeats if mix == "hits" else 1)
                 clients = args.clean_clients if mix == "clean" else args.clients
                 r = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}"},
-                                        clients, "steps", shards=shards, mix=mix)
+                                        clients, "steps", shards=shards, mix=mix, idle_s=IDLE_S)
                 proxy_load.stop_proxies(env)  # the next run starts its own shards
                 remove(work / name)
                 runs.append(r)
@@ -117,11 +130,16 @@ def main(argv: Sequence[str]) -> int:
         remove(work)
         remove(Path(state_dir))
     print(render(["mix", "shards", "actions", "modes", "lost", "wrong", "wall s", "proxies ms/action",
-                  "busiest shard ms/action", "step servers ms/action", "client side ms/action"],
+                  "busiest shard ms/action", "step servers ms/action", "client side ms/action",
+                  "idle proxies ms/s", "idle step servers ms/s", "busiest shard net ms/action",
+                  "client side net ms/action"],
                  [_row(r) for r in runs]))
     by = {(r.mix, r.shards): r for r in runs}
     goals = {f"busiest_shard_ms_per_action_{mix}": by[mix, args.shards].busiest_shard_ms() for mix in mixes}
     goals.update({f"client_cpu_ms_per_action_{mix}": by[mix, args.shards].client_cpu_ms for mix in mixes})
+    goals.update({f"net_busiest_shard_ms_per_action_{mix}": by[mix, args.shards].net_busiest_shard_ms()
+                  for mix in mixes})
+    goals.update({f"net_client_cpu_ms_per_action_{mix}": by[mix, args.shards].net_client_ms() for mix in mixes})
     print(render(["goal", "value"], [[k, round(v, 3)] for k, v in goals.items()]))
     data = dict(ctx, command=command, shards=args.shards, runs=[asdict(r) for r in runs], goals=goals,
                 costs={f"{r.mix}-{r.shards}": costs_of(r) for r in runs}, workers=args.workers)

@@ -135,3 +135,24 @@ def test_costs_come_from_the_results_or_the_fallback(tmp_path: Path) -> None:
     fallback.write_text("{}")
     with pytest.raises(BenchError, match="not a proxy-costs file"):
         load_costs(tmp_path, fallback)
+
+
+def test_the_shard_benchmark_s_clean_mix_replaces_the_proxy_costs_net_of_idle_when_measured(tmp_path: Path) -> None:
+    """[scale] proxy-shards.json's clean mix: without the background its idle processes spent over the run's wall time
+    when the run measured it (what each further action costs), else as measured."""
+    fallback = tmp_path / "costs.json"
+    fallback.write_text(json.dumps({"client_cpu_ms_per_hit": 1, "client_cpu_ms_per_action": 32,
+                                    "proxy_cpu_ms_per_action": 8, "server_round_trip_ms_p50": 5,
+                                    "server_cpu_ms_per_action": 10, "remote_overhead_ms_per_action": 100}))
+    raw = {"proxy_cpu_ms_per_action": 12.0, "busiest_shard_cpu_ms_per_action": 4.0,
+           "step_server_cpu_ms_per_action": 7.0, "client_cpu_ms_per_action": 8.0, "shards": 4}
+    (tmp_path / "proxy-shards.json").write_text(json.dumps({"shards": 4, "costs": {"clean-4": raw}}))
+    costs, _ = load_costs(tmp_path, fallback)
+    assert (costs.proxy_cpu_ms_per_action, costs.step_server_cpu_ms_per_action, costs.client_cpu_ms_per_action) == \
+        (12.0, 7.0, 8.0) and costs.shard_imbalance == pytest.approx(4 * 4.0 / 12.0)
+    net = {**raw, "net_proxy_cpu_ms_per_action": 9.0, "net_busiest_shard_cpu_ms_per_action": 2.5,
+           "net_step_server_cpu_ms_per_action": 5.0, "net_client_cpu_ms_per_action": 6.0}
+    (tmp_path / "proxy-shards.json").write_text(json.dumps({"shards": 4, "costs": {"clean-4": net}}))
+    costs, source = load_costs(tmp_path, fallback)
+    assert (costs.proxy_cpu_ms_per_action, costs.step_server_cpu_ms_per_action, costs.client_cpu_ms_per_action) == \
+        (9.0, 5.0, 6.0) and "net of the idle background" in str(source)
