@@ -46,6 +46,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("partition-edit", "bench.partition_edit_bench"),
     Benchmark("proxy", "bench.proxy_bench"),
     Benchmark("proxy-shards", "bench.shard_bench"),
+    Benchmark("grpc-calls", "bench.grpc_calls"),
     Benchmark("shaped", "bench.shaped_bench"),
     Benchmark("isolation", "bench.isolation_bench"),
     Benchmark("regen", "bench.regen_bench"),
