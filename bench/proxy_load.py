@@ -239,11 +239,17 @@ def _idle_rates(work: Path, env: Mapping[str, str], seconds: float) -> tuple[dic
     before, servers_before = _cpu_by_component(), _step_servers(work)
     time.sleep(seconds)
     after, servers_after = _cpu_by_component(), _step_servers(work)
-    by_pid = {int(st["pid"]): int(st.get("shard", 0)) for st in proxy_statuses(env)}
-    shards = {by_pid[pid]: (cpu - before.get((kind, pid), cpu)) / seconds for (kind, pid), cpu in after.items()
-              if kind == "proxy" and pid in by_pid}
+    shards = {shard: cpu / seconds for shard, cpu in _shard_growth(before, after, env).items()}
     servers = sum(cpu - servers_before.get(pid, cpu) for pid, cpu in servers_after.items()) / seconds
     return shards, servers
+
+
+def _shard_growth(before: Mapping[tuple[str, int], float], after: Mapping[tuple[str, int], float],
+                  env: Mapping[str, str]) -> dict[int, float]:
+    """CPU seconds of each running proxy shard (by shard number) between two _cpu_by_component samples."""
+    by_pid = {int(st["pid"]): int(st.get("shard", 0)) for st in proxy_statuses(env)}
+    return {by_pid[pid]: cpu - before.get((kind, pid), 0.0) for (kind, pid), cpu in after.items()
+            if kind == "proxy" and pid in by_pid}
 
 
 def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], endpoint: str,
@@ -280,9 +286,7 @@ def run_load(actions: Sequence[Action], digests: Mapping[tuple[str, str], str], 
     server_cpu = sum(cpu - servers_before.get(pid, 0.0) for pid, cpu in servers.items())
     client_cpu = (after_children.ru_utime + after_children.ru_stime
                   - before_children.ru_utime - before_children.ru_stime) + server_cpu
-    by_pid = {int(st["pid"]): int(st.get("shard", 0)) for st in proxy_statuses(env)}
-    shard_cpu = {by_pid[pid]: cpu - before_cpu.get((kind, pid), 0.0) for (kind, pid), cpu in after_cpu.items()
-                 if kind == "proxy" and pid in by_pid}
+    shard_cpu = _shard_growth(before_cpu, after_cpu, env)
     wrong = sum(
         1 for a in actions
         if hashlib.sha256((a.copy / "out" / a.output).read_bytes()).hexdigest() != digests[(a.module, a.variant)]

@@ -573,14 +573,11 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
 
 def respell_listings(files: LinkFiles, cwd: Path) -> None:
     """Name the inputs in the link's map and dependency files as a local link names them (LinkFiles.respell)."""
+    from thinlto_base.fsutil import write_if_changed
+
     for rel in files.listings:
         path = cwd / rel
-        data = path.read_bytes()
-        fixed = files.respell(data)
-        if fixed != data:
-            tmp = path.with_name(f".{path.name}.respell-{os.getpid()}")
-            tmp.write_bytes(fixed)
-            os.replace(tmp, path)
+        write_if_changed(path, files.respell(path.read_bytes()))
 
 
 @contextlib.contextmanager
