@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-OUT = Path(__file__).resolve().parent.parent / ".state" / "cpu"
+# GN_THINLTO_CPU_OUT: another directory, for runs made side by side
+OUT = Path(os.environ.get("GN_THINLTO_CPU_OUT") or Path(__file__).resolve().parent.parent / ".state" / "cpu")
 _run = os.environ.setdefault("GN_THINLTO_CPU_RUN", uuid.uuid4().hex[:8])  # one name per run, its workers inherit it
 _tests: dict[str, tuple[Path, float]] = {}
 
