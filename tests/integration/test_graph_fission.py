@@ -12,7 +12,7 @@ import pytest
 
 from tests.builds import copy_example_sources
 
-from .test_graph_support import Build, gen_and_build, plain_build, unstripped
+from .test_graph_support import Build, gen_and_build, relinked_in_process, unstripped
 
 pytestmark = pytest.mark.slow
 ARGS = "symbol_level=2 use_debug_fission=true"
@@ -32,34 +32,42 @@ def built(root: Path) -> Build:
 
 
 @pytest.fixture(scope="module")
-def reference(root: Path) -> Build:
-    return plain_build(root, root.parent / "ref", ARGS, targets=BUILT)
+def reference(built: Build) -> Build:
+    """BUILT's compiles linked by lld in-process, in a copy of its build directory (GN's own graph): the
+    skeleton units' DW_AT_comp_dir is where the compiles ran, BUILT's directory (`skeleton_dwo_files`)."""
+    return relinked_in_process(built, built.root.parent / "ref", ARGS, BUILT)
 
 
 def _attr(text: str, name: str) -> list[str]:
     return re.findall(rf'{name}\s+\("([^"]*)"\)', text)
 
 
-def skeleton_dwo_files(out: Path, binary: str) -> list[Path]:
-    """The .dwo file each skeleton unit of BINARY names (DW_AT_dwo_name, relative to DW_AT_comp_dir)."""
+def skeleton_dwo_files(out: Path, binary: str, compiled_in: Path | None = None) -> list[Path]:
+    """The .dwo file each skeleton unit of BINARY names (DW_AT_dwo_name, relative to DW_AT_comp_dir). A binary
+    linked in a copy of the build directory COMPILED_IN has that directory as every unit's DW_AT_comp_dir (the
+    compile's, in the bitcode) and its .dwo files where its link wrote them, in OUT."""
     text = subprocess.run([DWARFDUMP, "--debug-info", str(unstripped(out, binary))],
                           capture_output=True, text=True, check=True).stdout
     files = []
     for unit in text.split("Compile Unit:")[1:]:  # units without a dwo name (the .S object's) are not split
         names = _attr(unit, "DW_AT_dwo_name")
         if names:
-            files.append(Path(_attr(unit, "DW_AT_comp_dir")[0]) / names[0])
+            comp_dir = Path(_attr(unit, "DW_AT_comp_dir")[0])
+            if compiled_in is not None:
+                assert comp_dir == compiled_in.resolve(), (binary, comp_dir)
+                comp_dir = out.resolve()
+            files.append(comp_dir / names[0])
     assert files, binary
     return files
 
 
 def dwo_unit_names(files: list[Path]) -> list[str]:
-    """The source file of the compile unit in each .dwo file."""
-    names = []
-    for f in files:
-        text = subprocess.run([DWARFDUMP, "--debug-info", str(f)], capture_output=True, text=True, check=True).stdout
-        names.append(_attr(text, "DW_AT_name")[0])
-    return sorted(names)
+    """The source file of the compile unit in each .dwo file (one llvm-dwarfdump for all, the units' own entries)."""
+    text = subprocess.run([DWARFDUMP, "--debug-info", "--recurse-depth=0", *map(str, files)],
+                          capture_output=True, text=True, check=True).stdout
+    dumps = re.split(r"^\S.*:\s+file format ", text, flags=re.MULTILINE)[1:]  # one per file, in order
+    assert len(dumps) == len(files), (len(dumps), files)
+    return sorted(_attr(dump, "DW_AT_name")[0] for dump in dumps)
 
 
 def test_binaries_pass_their_checks(built: Build, reference: Build) -> None:
@@ -83,7 +91,7 @@ def test_skeletons_point_at_backend_dwo_files(built: Build) -> None:
 def test_same_compile_units_as_in_process(built: Build, reference: Build) -> None:
     for binary in BINARIES:
         ours = dwo_unit_names(skeleton_dwo_files(built.out, binary))
-        theirs = dwo_unit_names(skeleton_dwo_files(reference.out, binary))
+        theirs = dwo_unit_names(skeleton_dwo_files(reference.out, binary, compiled_in=built.out))
         assert ours == theirs, binary
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from gn_thinlto.analysis.parity import compare_builds
 
-from ..builds import Build, copy_example_sources, gen_and_build
-from .test_graph_support import plain_build
+from ..builds import Build, copy_example_sources, copy_example_tree, gen_and_build
+from .test_graph_support import relinked_in_process
 
 # CFI without whole-program devirtualization: a regular-LTO module without branch funnels, which LLVM can split
 SPLITTABLE = "use_whole_program_vtables=false lto_partitions=3"
@@ -30,8 +30,9 @@ def graph(root: Path) -> Build:
 
 
 @pytest.fixture(scope="module")
-def in_process(root: Path) -> Build:
-    return plain_build(root, root.parent / "inproc", SPLITTABLE, targets=TARGETS)
+def in_process(graph: Build) -> Build:
+    """The graph's compiles linked by lld in-process (a copy of its build directory, GN's own graph)."""
+    return relinked_in_process(graph, graph.root.parent / "inproc", SPLITTABLE, TARGETS)
 
 
 def _record(b: Build, target: str) -> dict[str, object]:
@@ -84,11 +85,18 @@ def test_a_lost_partition_object_comes_back_from_the_backend_cache(graph: Build)
     assert [p.read_bytes() for p in parts] == want
 
 
-def test_branch_funnels_go_with_their_vtables(root: Path) -> None:
+def test_branch_funnels_go_with_their_vtables(example_tree: Build, tmp_path: Path) -> None:
     """Whole-program devirtualization's branch funnels (in-process lld aborts on them with --lto-partitions=3):
-    moved into their vtables' partition, every partition compiles and the binary runs."""
-    b = gen_and_build(root, root.parent / "funnels", "--args=lto_partitions=3", targets=("calc",))
+    moved into their vtables' partition, every partition compiles and the binary runs. (A copy of the session's
+    build of the example, whose compiles are the default args' and lto_partitions a link flag: calc's links run.)"""
+    b = copy_example_tree(example_tree, tmp_path)
+    before = len(b.log_entries())
+    gen_and_build(b.root, b.out, "--args=lto_partitions=3", targets=("calc",))
+    parts = [f"gn-thinlto/calc/lto/part{k}.o" for k in range(3)]
+    ran = b.ran_since(before)
+    assert not [o for o in ran if o.startswith("obj/")], ran  # nothing compiled again
+    assert sorted(o for o in ran if "/lto/part" in o and o.endswith(".o")) == parts, ran  # this build's partitions
     record = _record(b, "calc")
     assert record["partitions"] == 3 and str(record["why"]).endswith("branch funnels placed with their vtables")
-    assert all((b.out / f"gn-thinlto/calc/lto/part{k}.o").stat().st_size > 0 for k in range(3))
+    assert all((b.out / part).stat().st_size > 0 for part in parts)
     assert b.run_binary("calc")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gn_thinlto.analysis.parity import linked_binaries
 from tests.builds import REPO, Build, copy_build_dir, gen_and_build, gn_thinlto  # noqa: F401 (re-exported)
 
 WORKSPACES = REPO / "tests" / "workspaces"
@@ -38,8 +39,26 @@ def plain_build(root: Path, out: Path, args: str = "", targets: tuple[str, ...] 
     return b
 
 
+def relinked_in_process(graph: Build, out: Path, args: str, targets: tuple[str, ...]) -> Build:
+    """GRAPH's build directory copied to OUT (as deep as GRAPH's, so its relative paths hold) and generated again as
+    GN's own graph with ARGS (GRAPH's), for comparisons: the compiles are GRAPH's, only TARGETS' links run, with
+    lld's in-process ThinLTO (checked: no object compiled again, every linked binary in OUT linked again)."""
+    copy_build_dir(graph.out, out)
+    shutil.rmtree(out / "gn-thinlto")  # the graph's state; the example's GN guard refuses a plain `gn gen` beside it
+    objects = {p: p.stat().st_mtime_ns for p in (out / "obj").rglob("*.o")}
+    assert objects
+    b = plain_build(graph.root, out, args, targets)
+    assert {p: p.stat().st_mtime_ns for p in objects} == objects, "the in-process build compiled again"
+    linked = list(linked_binaries(out))
+    kept = [rel for rel in linked if (graph.out / rel).is_file()
+            and (out / rel).stat().st_mtime_ns == (graph.out / rel).stat().st_mtime_ns]
+    assert linked and not kept, f"left as the graph linked them: {kept}"
+    return b
+
+
 def disassembly(binary: Path) -> str:
-    return subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True, check=True).stdout
+    return subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(binary)],
+                          capture_output=True, text=True, check=True).stdout
 
 
 def defined_functions(binary: Path) -> set[str]:
@@ -69,7 +88,8 @@ def same_code(got: Path, want: Path, names: Sequence[str]) -> list[str]:
 
 
 def section_bytes(binary: Path, section: str) -> bytes:
-    out = subprocess.run([OBJDUMP, "-s", f"--section={section}", str(binary)], capture_output=True, text=True, check=True)
+    out = subprocess.run([OBJDUMP, "-s", f"--section={section}", str(binary)],
+                         capture_output=True, text=True, check=True)
     return "\n".join(out.stdout.splitlines()[3:]).encode()
 
 
