@@ -2,10 +2,11 @@
 
 The commands come from the pages themselves (tests/docs_commands.py, the extractor test_docs parses them with).
 Each page gets a directory to run in and the values of its placeholders: a copy of the session's build of the
-example for `out/Release` and OUT, the session cluster for HOST:PORT, files made here for `a.o` and TOKEN. The
-replacements are whole words, and nothing else of a command changes. A command that cannot run on one machine
-under test is listed in NOT_HERE with the reason and the test that runs its equivalent; a command that is neither
-run nor listed, or a listing that matches no command, fails the test: a page cannot gain an untested command.
+example for `out/Release` and OUT (for a remote build, with one target's backends forgotten: REMOTE_TARGET), the
+session cluster for HOST:PORT, files made here for `a.o` and TOKEN. The replacements are whole words, and nothing
+else of a command changes. A command that cannot run on one machine under test is listed in NOT_HERE with the reason
+and the test that runs its equivalent; a command that is neither run nor listed, or a listing that matches no
+command, fails the test: a page cannot gain an untested command.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from pathlib import Path
 
 import pytest
 
+from gn_thinlto.steps.backend_log import CacheEvent
 from goma_ext.cluster import manager, tokens
 from goma_ext.cluster.roles import Role
 from goma_ext.worker.bots import SESSION_FILE
-from tests.builds import REPO, Build, copy_example_tree, copy_without_backends
+from tests.builds import REPO, Build, copy_example_tree
 from tests.docs_commands import GUIDE, page_commands
 from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, make_cert
+from thinlto_base.store import CacheStore
 
 pytestmark = pytest.mark.slow
 CA_ENV = "GOMA_EXT_REMOTE_CA_FILE"
@@ -199,6 +202,33 @@ def guide_env(cluster: Cluster, tmp_path: Path, own_proxy_dir: str) -> dict[str,
     return env
 
 
+# The link target whose backends the pages' remote builds run again: 13 of the example's 128 distinct backends (10
+# jobs of other targets share them and wait for the same results). `gen --remote` gives every backend another
+# command line, so ninja runs all 199 jobs again; the others hit the local backend cache. With every backend
+# forgotten (`copy_without_backends`), local-builds.md's `gn-thinlto example --remote` executed 134 actions on the
+# session cluster: 58 CPU s, 18 with these 13 (measured alone, the cluster's CPU included).
+REMOTE_TARGET = "crc_tool"
+
+
+def _remote_tree(example_tree: Build, dest: Path) -> Build:
+    """A copy of the session's build of the example (`copy_example_tree`) with REMOTE_TARGET's backends forgotten:
+    its natives and the local backend cache's entries of its backends (their keys from the backend log). Generated
+    again with --remote, it compiles nothing and runs REMOTE_TARGET's backends over REAPI (executed remotely, or
+    hits in the remote action cache); every other backend hits the local cache. (In the session's build some of
+    them were hits of other targets' backends: their keys go too, and those targets' jobs miss with them.)"""
+    b = copy_example_tree(example_tree, dest)
+    state = b.out / "gn-thinlto"
+    lines = [line.split(" ", 2) for line in (state / "backend.log").read_text().splitlines()]
+    keys = {key for event, key, output in lines
+            if event in (CacheEvent.HIT, CacheEvent.MISS) and output.startswith(f"gn-thinlto/{REMOTE_TARGET}/")}
+    assert keys, f"the example's build ran no backend of {REMOTE_TARGET}"
+    store = CacheStore(state / "cache")
+    for key in keys:
+        os.unlink(store.entry_path(key))
+    shutil.rmtree(state / REMOTE_TARGET / "native")
+    return b
+
+
 def _tree(example_tree: Build, dest: Path) -> Path:
     """A copy of the session's build of the example laid out as the checkout (DEST/examples/chromium_style,
     DEST/out/example): `gn-thinlto example` run in DEST finds both, and compiles nothing its arguments keep."""
@@ -210,11 +240,12 @@ def test_local_builds_cache_and_inspect_pages(example_tree: Build, example_in_pr
                                               tmp_path: Path, guide_env: dict[str, str]) -> None:
     """local-builds.md, then cache.md and inspect.md on its builds: local-builds.md's `gn-thinlto example
     --in-process` (in a copy of the session's in-process build, so it links nothing again) is the in-process build
-    inspect.md's parity compares the graph's with."""
+    inspect.md's parity compares the graph's with; its `gn-thinlto example --remote` runs REMOTE_TARGET's backends
+    on the session cluster (`_remote_tree`)."""
     local = _tree(example_tree, tmp_path / "local")
     (local / "gn_thinlto.yaml").write_text("dyndep: true\n")
     in_process = _tree(example_in_process, tmp_path / "example-in-process")
-    remote = copy_without_backends(example_tree, tmp_path / "example-remote").out.parent.parent
+    remote = _remote_tree(example_tree, tmp_path / "example-remote").out.parent.parent
     pages = [
         Page("local-builds.md", local, guide_env,
              {"SRC": "examples/chromium_style", "out/Release": "out/example", "OUT": "out/remote",
@@ -235,48 +266,53 @@ def test_local_builds_cache_and_inspect_pages(example_tree: Build, example_in_pr
 @pytest.mark.skipif(os.geteuid() != 0, reason="workers.md's base-root needs root (CI runs as root)")
 def test_remote_workers_dtlto_and_install_pages(example_tree: Build, cluster: Cluster, tmp_path: Path,
                                                 guide_env: dict[str, str]) -> None:
-    """remote.md on a copy of the example with its backends forgotten (its `gen --remote` and ninja run them on
-    the session cluster), its `cluster` commands in a directory of their own; workers.md against a server-only
-    cluster made here (its workers join it, then stop); dtlto.md on a small program; install.md."""
-    tree = copy_without_backends(example_tree, tmp_path / "remote")
+    """remote.md on a copy of the example with REMOTE_TARGET's backends forgotten (its `gen --remote` and ninja run
+    them on the session cluster: action-cache hits after local-builds.md's `gn-thinlto example --remote`), its
+    `cluster` commands in a directory of their own, whose clusters are stopped after the page (it leaves its mTLS
+    cluster running, which polls every 50 ms: a quarter of a core); workers.md against a server-only cluster made
+    for it (its workers join it, then stop; the cluster is stopped after the page); dtlto.md on a small program;
+    install.md."""
+    tree = _remote_tree(example_tree, tmp_path / "remote")
     out = tree.out
     _thin_pair(out)
     clusters = tmp_path / "clusters"
-    for name in ("cluster", "mtls-cluster"):  # the page's state directories, with the BuildGrid venv installed
-        (clusters / ".state" / name).mkdir(parents=True)
-        (clusters / ".state" / name / "server-venv").symlink_to(_server_venv())
+    page_clusters = [clusters / ".state" / name for name in ("cluster", "mtls-cluster")]
+    for state in page_clusters:  # the page's state directories, with the BuildGrid venv installed
+        state.mkdir(parents=True)
+        (state / "server-venv").symlink_to(_server_venv())
     dtlto = tmp_path / "dtlto"
     _dtlto_program(dtlto)
     # where the page's workers work and find their base root: the runner user must search every parent (as it
     # would /var/lib/gx and /srv), which pytest's 0700 temp dirs are not
     workers = Path(tempfile.mkdtemp(prefix="gx-guide-"))
     os.chmod(workers, 0o711)
+    server_state = tmp_path / "server" / "state"
+    failed: list[str] = []
     try:
-        server, server_cert = _server_only(tmp_path / "server")
+        failed += Page("remote.md", tree.root, guide_env,
+                       {"out/Release": "../../out/example", "HOST:PORT": f"localhost:{cluster.st.tls_port}",
+                        "TOKEN": str(cluster.token_file), "PORT": cluster.endpoint.rsplit(":", 1)[1]},
+                       places={"goma-ext run ": out, "goma-ext index": out, "goma-ext cluster": clusters,
+                               "goma-ext proxy": clusters}).run()
+        for state in page_clusters:
+            manager.destroy(state)
+        server, server_cert = _server_only(server_state.parent)
         # the page's workers join that server (its default instance name) with its CA and its worker token
         worker_env = {k: v for k, v in guide_env.items() if k != "GOMA_EXT_REMOTE_INSTANCE"}
         worker_env.update(GOMA_EXT_REMOTE_TOKEN_FILE=str(server.token_file(tokens.Role.WORKER)))
         worker_env[CA_ENV] = str(server_cert)
         tls = f"localhost:{server.tls_port}"
-        pages = [
-            Page("remote.md", tree.root, guide_env,
-                 {"out/Release": "../../out/example", "HOST:PORT": f"localhost:{cluster.st.tls_port}",
-                  "TOKEN": str(cluster.token_file), "PORT": cluster.endpoint.rsplit(":", 1)[1]},
-                 places={"goma-ext run ": out, "goma-ext index": out, "goma-ext cluster": clusters,
-                         "goma-ext proxy": clusters}),
-            Page("workers.md", workers, worker_env,
-                 {"10.0.0.5:8981": tls, "HOST:PORT": tls, "ca.pem": str(server_cert),
-                  "/var/lib/gx": str(workers / "work"), "/srv/gx-base": str(workers / "base"),
-                  "/srv/gx-base-zlib": str(workers / "base-zlib")},
-                 daemons={"--count 4": _sessions(workers / "work", 4),
-                          "--base-root": _sessions(workers / "work", 1)}),
-            Page("dtlto.md", dtlto, guide_env, {"HOST:PORT": _host_port(cluster.endpoint)}),
-            Page("install.md", tmp_path, guide_env),
-        ]
-        failed = [f for page in pages for f in page.run()]
+        failed += Page("workers.md", workers, worker_env,
+                       {"10.0.0.5:8981": tls, "HOST:PORT": tls, "ca.pem": str(server_cert),
+                        "/var/lib/gx": str(workers / "work"), "/srv/gx-base": str(workers / "base"),
+                        "/srv/gx-base-zlib": str(workers / "base-zlib")},
+                       daemons={"--count 4": _sessions(workers / "work", 4),
+                                "--base-root": _sessions(workers / "work", 1)}).run()
+        manager.destroy(server_state)
+        failed += Page("dtlto.md", dtlto, guide_env, {"HOST:PORT": _host_port(cluster.endpoint)}).run()
+        failed += Page("install.md", tmp_path, guide_env).run()
     finally:
-        for state in (clusters / ".state" / "cluster", clusters / ".state" / "mtls-cluster",
-                      tmp_path / "server" / "state"):
+        for state in (*page_clusters, server_state):  # again where a page failed before its own was stopped
             manager.destroy(state)
         shutil.rmtree(workers, ignore_errors=True)
     assert not failed, "\n".join(failed)
