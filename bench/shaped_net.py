@@ -97,12 +97,16 @@ class ShapedNet:
             raise RuntimeError(f"delay relay did not start: {line!r}")
         return relay_port
 
-    def start_cluster(self, state: Path, workers: int, venv: Path, compression: str = "off") -> str:
+    def start_cluster(self, state: Path, workers: int, venv: Path, compression: str = "off",
+                      poll_s: float | None = None) -> str:
         """`goma-ext cluster start --auth none` in the server's namespace (everything on its loopback) and a relay
         in front of it; the endpoint a client in the client's namespace uses. No tokens: a plaintext link between
-        namespaces of one machine, measured, not a deployment. COMPRESSION: the server's (`--compression`)."""
+        namespaces of one machine, measured, not a deployment. COMPRESSION: the server's (`--compression`); POLL_S:
+        its scheduler's `--poll-interval` (default: the cluster's, which the benchmarks measure with)."""
+        poll = ["--poll-interval", f"{poll_s:g}"] if poll_s is not None else []
         _run([*self.exec_in("srv"), sys.executable, "-m", "goma_ext.cli", "cluster", "start", "--state", str(state),
-              "--workers", str(workers), "--auth", "none", "--server-venv", str(venv), "--compression", compression], cwd=REPO, timeout=600)
+              "--workers", str(workers), "--auth", "none", "--server-venv", str(venv), "--compression", compression,
+              *poll], cwd=REPO, timeout=600)
         from goma_ext.cluster import manager
 
         st = manager.load(state)
