@@ -201,7 +201,8 @@ class Cas:
             name = self._resource(f"uploads/{uuid.uuid4()}/blobs/{digest.hash}/{digest.size}")
             return self._bs.Write(requests(name), timeout=timeout, metadata=self._metadata)
 
-        resp = retry.call("ByteStream.Write", attempt, self._policy)
+        resp = retry.call("ByteStream.Write", attempt, self._policy,
+                          timeout_s=self._policy.stream_timeout(digest.size))
         if resp.committed_size not in (digest.size, -1):
             raise RemoteError(
                 f"ByteStream.Write {digest}: server committed {resp.committed_size} bytes", temporary=True
@@ -242,4 +243,5 @@ class Cas:
         def attempt(timeout: float) -> bytes:
             return b"".join(r.data for r in self._bs.Read(req, timeout=timeout, metadata=self._metadata))
 
-        return verify(digest, retry.call("ByteStream.Read", attempt, self._policy))
+        return verify(digest, retry.call("ByteStream.Read", attempt, self._policy,
+                                         timeout_s=self._policy.stream_timeout(digest.size)))

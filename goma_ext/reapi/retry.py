@@ -30,6 +30,13 @@ class RetryPolicy:
     base_s: float = 0.1
     cap_s: float = 2.0
     timeout_s: float = 30.0
+    # A streamed blob's deadline grows with its size: a compiler's 129 MB library that a loaded server compresses
+    # for each reader (`--compression gzip`) outlived 30 s, and every retry started it over.
+    stream_floor_bytes_per_s: float = float(1 << 20)
+
+    def stream_timeout(self, size: int) -> float:
+        """The deadline of one ByteStream call moving SIZE bytes: timeout_s, plus a second per floor's bytes."""
+        return self.timeout_s + size / self.stream_floor_bytes_per_s
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Full jitter: uniform in [0, min(cap, base * 2**attempt)]."""
@@ -49,12 +56,14 @@ def call(
     *,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    timeout_s: float | None = None,
 ) -> T:
-    """Call `fn(timeout)`; retry RETRYABLE failures, raise a RemoteError for everything else."""
+    """Call `fn(timeout)` (TIMEOUT_S, else the policy's); retry RETRYABLE failures, raise a RemoteError for
+    everything else."""
     rng = rng or random.Random()
     for attempt in range(policy.max_attempts):
         try:
-            return fn(policy.timeout_s)
+            return fn(policy.timeout_s if timeout_s is None else timeout_s)
         except grpc.RpcError as e:
             err = to_remote_error(what, e)
             code = e.code() if hasattr(e, "code") else None

@@ -28,6 +28,7 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
     stream_writes: list[str] = field(default_factory=list)
     corrupt: bool = False
     fail_update: bool = False
+    stream_deadlines: list[float] = field(default_factory=list)  # seconds left when a ByteStream call began
 
     def FindMissingBlobs(self, request, context):  # noqa: N802
         self.find_sizes.append(len(request.blob_digests))
@@ -51,6 +52,7 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
         return resp
 
     def Write(self, request_iterator: Iterator[bs_pb2.WriteRequest], context):  # noqa: N802
+        self.stream_deadlines.append(context.time_remaining())
         name, data, finished = "", b"", False
         for r in request_iterator:
             name = name or r.resource_name
@@ -62,6 +64,7 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
         return bs_pb2.WriteResponse(committed_size=len(data))
 
     def Read(self, request, context):  # noqa: N802
+        self.stream_deadlines.append(context.time_remaining())
         data = self.blobs[request.resource_name.split("/")[-2]]
         yield bs_pb2.ReadResponse(data=(b"X" + data[1:]) if self.corrupt else data)
 
@@ -144,3 +147,14 @@ def test_a_large_file_streams_in_chunks_and_a_file_that_changed_is_never_committ
     with pytest.raises(RemoteError):
         cas.upload({stale: BlobSource(path=changed)})
     assert stale.hash not in f.blobs  # the stream was abandoned before finish_write
+
+
+def test_a_streamed_blob_has_a_deadline_that_grows_with_its_size(fake: tuple[FakeCas, Cas]) -> None:
+    """30 s (here the fixture's 5) for any call, plus a second per MiB for a stream: a loaded server that compresses
+    a compiler's 129 MB library for each reader outlived the fixed deadline, and each retry started over."""
+    f, cas = fake
+    big = bytes(range(256)) * (3 * 4096)  # 3 MiB: streamed
+    cas.upload(_blobs(big))
+    assert cas.read(Digest.of_bytes(big)) == big
+    write, read = f.stream_deadlines
+    assert 7.0 < write < 8.1 and 7.0 < read < 8.1, f.stream_deadlines  # gRPC rounds deadlines up
