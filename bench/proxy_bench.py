@@ -108,11 +108,21 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--workers", type=int, default=4, help="workers of each cluster (both have as many)")
     p.add_argument("--subject", default="example", help="what the builds build: example, ninja or tiny")
+    p.add_argument("--hit-rounds", type=int, metavar="N",
+                   help="rounds over the 5 modules of the client-CPU-per-hit comparison (default 20, --quick 4)")
+    p.add_argument("--load-copies", type=int, metavar="N",
+                   help="workspace copies of the thin-client load test (20 actions each; default 100, --quick 10); "
+                        "the step-launcher load test runs as many actions from a tenth as many copies (at least one)")
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()
     command = "python -m bench proxy" + (" --quick" if args.quick else "") + (
-        f" --subject {args.subject}" if args.subject != "example" else "")
+        f" --subject {args.subject}" if args.subject != "example" else "") + (
+        f" --hit-rounds {args.hit_rounds}" if args.hit_rounds else "") + (
+        f" --load-copies {args.load_copies}" if args.load_copies else "")
+    hit_rounds = args.hit_rounds or (4 if args.quick else 20)
+    copies = args.load_copies or (10 if args.quick else 100)
+    step_copies = max(1, copies // 10)
     print(f"machine: {ctx['machine'].one_line()}")
     missing = graph_tool.available() or cluster_tool.available()
     if missing:
@@ -143,14 +153,14 @@ def main(argv: Sequence[str]) -> int:
             samples["p2"].append(one_build(subject, Variant.REMOTE, out / "out_p2", endpoint, salt, "p2", proxy_env))
         rows += [_median(samples["c2"]), _median(samples["p2"])]
         progress("  proxy builds: done")
-        hits = hit_costs(work, endpoint, env, 4 if args.quick else 20)
+        hits = hit_costs(work, endpoint, env, hit_rounds)
         progress("  hit costs: done")
-        actions, digests = proxy_load.prepare(work / "load", 10 if args.quick else 100)
+        actions, digests = proxy_load.prepare(work / "load", copies)
         thin_load = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-load"},
                                         50 if args.quick else 200)
         progress("  load test, thin clients: done")
         # as many actions from a tenth of the build directories (a build's step server serves many edges)
-        actions, digests = proxy_load.prepare(work / "steps", 1 if args.quick else 10, 10)
+        actions, digests = proxy_load.prepare(work / "steps", step_copies, copies // step_copies)
         load = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-steps"},
                                    50 if args.quick else 200, "steps")
         progress("  load test, step launchers: done")
