@@ -14,7 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gn_thinlto.steps.backend_log import CacheEvent
 from goma_ext.remote.names import DEFAULT_STATS_LOG
+from thinlto_base.store import CacheStore
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_ROOT = REPO / "examples" / "chromium_style"
@@ -141,6 +143,23 @@ def copy_without_backends(tree: Build, dest: Path) -> Build:
     b = copy_example_tree(tree, dest)
     forget_backends(b.out)
     return b
+
+
+def forget_target_backends(out: Path, target: str) -> Path:
+    """OUT with one link TARGET's backends forgotten: its natives and the local backend cache's entries of its
+    backends (their keys from the backend log; some were hits of other targets' backends, whose jobs then miss with
+    them). Generated again with --remote, every backend's command line changes, so ninja runs them all again: the
+    others hit the local cache, TARGET's run over REAPI. (`forget_backends` forgets every target's.)"""
+    state = out / "gn-thinlto"
+    lines = [line.split(" ", 2) for line in (state / "backend.log").read_text().splitlines()]
+    keys = {key for event, key, output in lines
+            if event in (CacheEvent.HIT, CacheEvent.MISS) and output.startswith(f"gn-thinlto/{target}/")}
+    assert keys, f"{out}: the build ran no backend of {target}"
+    store = CacheStore(state / "cache")
+    for key in keys:
+        os.unlink(store.entry_path(key))
+    shutil.rmtree(state / target / "native")
+    return out
 
 
 def forget_backends(out: Path) -> Path:

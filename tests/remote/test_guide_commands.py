@@ -25,14 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.steps.backend_log import CacheEvent
 from goma_ext.cluster import manager, tokens
 from goma_ext.cluster.roles import Role
 from goma_ext.worker.bots import SESSION_FILE
-from tests.builds import REPO, Build, copy_example_tree
+from tests.builds import REPO, Build, copy_example_tree, forget_target_backends
 from tests.docs_commands import GUIDE, page_commands
 from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, make_cert
-from thinlto_base.store import CacheStore
 
 pytestmark = pytest.mark.slow
 CA_ENV = "GOMA_EXT_REMOTE_CA_FILE"
@@ -211,21 +209,11 @@ REMOTE_TARGET = "crc_tool"
 
 
 def _remote_tree(example_tree: Build, dest: Path) -> Build:
-    """A copy of the session's build of the example (`copy_example_tree`) with REMOTE_TARGET's backends forgotten:
-    its natives and the local backend cache's entries of its backends (their keys from the backend log). Generated
-    again with --remote, it compiles nothing and runs REMOTE_TARGET's backends over REAPI (executed remotely, or
-    hits in the remote action cache); every other backend hits the local cache. (In the session's build some of
-    them were hits of other targets' backends: their keys go too, and those targets' jobs miss with them.)"""
+    """A copy of the session's build of the example (`copy_example_tree`) with REMOTE_TARGET's backends forgotten
+    (`forget_target_backends`): generated again with --remote, it compiles nothing and runs REMOTE_TARGET's backends
+    over REAPI (executed remotely, or hits in the remote action cache); every other backend hits the local cache."""
     b = copy_example_tree(example_tree, dest)
-    state = b.out / "gn-thinlto"
-    lines = [line.split(" ", 2) for line in (state / "backend.log").read_text().splitlines()]
-    keys = {key for event, key, output in lines
-            if event in (CacheEvent.HIT, CacheEvent.MISS) and output.startswith(f"gn-thinlto/{REMOTE_TARGET}/")}
-    assert keys, f"the example's build ran no backend of {REMOTE_TARGET}"
-    store = CacheStore(state / "cache")
-    for key in keys:
-        os.unlink(store.entry_path(key))
-    shutil.rmtree(state / REMOTE_TARGET / "native")
+    forget_target_backends(b.out, REMOTE_TARGET)
     return b
 
 
