@@ -169,6 +169,7 @@ def main(argv: Sequence[str]) -> int:
         cluster_tool.stop(state)
         remove(state)
         remove(work)
+        remove(Path(state_dir))
     by = {r.build: r for r in rows}
     c, c2, d1, d2, p1, p2 = (by[k] for k in ("c", "c2", "d1", "d2", "p1", "p2"))
     overhead_old, overhead_new = d1.mean_backend_ms - c.mean_backend_ms, p1.mean_backend_ms - c.mean_backend_ms

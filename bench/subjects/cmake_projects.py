@@ -8,6 +8,7 @@ same in both modes; only the link flags differ.
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,8 +83,12 @@ def build(build_dir: Path, *targets: str, env: Mapping[str, str] | None = None) 
 
 
 def test(project: CMakeProject, build_dir: Path) -> str:
-    """The project's own tests, run in BUILD_DIR: the line that sums up a passing run (BenchError otherwise)."""
-    out = run(list(project.test_command), cwd=build_dir).output
+    """The project's own tests, run in BUILD_DIR: the line that sums up a passing run (BenchError otherwise).
+
+    They get a temporary directory of their own, removed after them: ninja_test's BuildWithQueryDepsLogTest leaves
+    its empty directory behind in $TMPDIR, one per run."""
+    with tempfile.TemporaryDirectory(prefix="tests-tmp-", dir=build_dir) as tmp:
+        out = run(list(project.test_command), cwd=build_dir, env={"TMPDIR": tmp}).output
     summary = [line for line in out.splitlines() if line.startswith(project.test_summary)]
     if not summary:
         raise BenchError(f"{' '.join(project.test_command)} in {build_dir}: no {project.test_summary!r} line")

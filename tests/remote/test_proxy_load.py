@@ -5,6 +5,7 @@ figures are printed (the benchmark records them)."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def test_actions_from_a_crowd_of_concurrent_clients(cluster: Cluster, tmp_path: 
         result = proxy_load.run_load(actions, digests, cluster.endpoint, env, CLIENTS)
     finally:
         proxy_load.stop_proxies(env)
+        shutil.rmtree(state, ignore_errors=True)
     print(proxy_load.describe(result))
     assert result.actions == ACTIONS and result.lost == 0 and result.wrong == 0, result
     assert result.modes.get("fallback", 0) == 0 and sum(result.modes.values()) == ACTIONS

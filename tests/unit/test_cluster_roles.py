@@ -284,3 +284,18 @@ def test_start_refuses_options_an_existing_cluster_was_not_made_with(
     assert main(["cluster", "start", "--state", str(tmp_path), *flags]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "holds a cluster made without" in err[0] and named in err[0], err
+
+
+def test_a_server_host_makes_no_sandbox_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server host runs no worker: it must not make (and then never remove) a temporary sandbox directory, which
+    a root cluster whose state directory others cannot reach would otherwise get."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(manager.sandboxing.tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(manager, "choose_data_dir", lambda state: (state / "postgres", None))
+    monkeypatch.setattr(manager.sandboxing, "searchable_by_others", lambda path: False)
+    monkeypatch.setattr(manager.sandboxing.os, "geteuid", lambda: 0)
+    st = manager._initial_state(manager.ClusterSpec(state=tmp_path / "state", role=Role.SERVER))
+    assert st.sandbox_dir is None and not st.sandbox_dir_owned and list(temp.iterdir()) == []
+    worker_host = manager._initial_state(manager.ClusterSpec(state=tmp_path / "state", run_as="nobody"))
+    assert worker_host.sandbox_dir_owned and Path(worker_host.sandbox_dir or "").parent == temp  # the check bites
