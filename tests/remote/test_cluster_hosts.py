@@ -44,7 +44,8 @@ PEERS = ("w1", "w2", "cli")
 INSTANCE = "gn-thinlto/hosts"
 JOBS = "6"
 FIRST_TARGETS = ("crc_tool",)  # built before the first server restart (13 backends)
-# after it: new backends for the reconnected workers (6; archiver would add 44, its own and libcodec.so's)
+# after it: new backends for the reconnected workers (6 backend edges, 5 of them compiled: one has the same key as
+# one of crc_tool's; counted in a local build of the example; archiver would add 44, its own and libcodec.so's)
 LATER_TARGETS = ("matrix_tool",)
 # worker processes per host: each one reads the compiler (~260 MB of inputs) for its first backend; two hosts
 # are what the test spreads the work over
