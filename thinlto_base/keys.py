@@ -16,7 +16,6 @@ import os
 from collections.abc import Sequence
 
 from thinlto_base.fsutil import file_sha256
-from thinlto_base.pathsearch import which
 from thinlto_base.split_dwarf import split_dwarf_file
 from thinlto_base.two_step import CODEGEN_OPTION, split_codegen_level, two_step_commands
 
@@ -94,7 +93,9 @@ class BackendJob:
 def compiler_identity(compiler: str) -> str:
     path = compiler
     if os.sep not in compiler:
-        path = which(compiler) or compiler
+        import shutil  # only for a bare command name
+
+        path = shutil.which(compiler) or compiler
     real = os.path.realpath(path)
     st = os.stat(real)
     return f"{real}\0{st.st_size}\0{st.st_mtime_ns}"

@@ -9,6 +9,7 @@ import os
 import queue
 import resource
 import select
+import shutil
 import socket
 import stat
 import struct
@@ -35,7 +36,6 @@ from gn_thinlto.steps.step_protocol import (
 )
 from thinlto_base import notices
 from thinlto_base.keys import BackendJob
-from thinlto_base.pathsearch import which
 from thinlto_base.store import CacheStore
 from thinlto_base.trust import Trust
 
@@ -69,8 +69,8 @@ def _environment(items: Sequence[bytes]) -> dict[str, str]:
 def _same_program(name: str, launcher_path: str | None) -> bool:
     """Whether NAME (a program named without a path) is the same file on the launcher's PATH as on the server's:
     the step's cache key names the compiler the server finds."""
-    theirs = which(name, launcher_path if launcher_path is not None else os.defpath)
-    return theirs is not None and theirs == which(name)
+    theirs = shutil.which(name, path=launcher_path if launcher_path is not None else os.defpath)
+    return theirs is not None and theirs == shutil.which(name)
 
 
 class ThreadStderr:

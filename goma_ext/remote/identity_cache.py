@@ -6,7 +6,14 @@ from __future__ import annotations
 import json
 import os
 
-from thinlto_base.pathsearch import which
+
+def which(program: str, search: str | None = None) -> str | None:
+    """shutil.which for a bare name on SEARCH (default $PATH), without importing shutil."""
+    for d in (search if search is not None else os.environ.get("PATH", os.defpath)).split(os.pathsep):
+        candidate = os.path.join(d or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def resolve(program: str, cwd: str, search: str | None = None) -> str | None:
