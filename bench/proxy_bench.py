@@ -130,13 +130,13 @@ def main(argv: Sequence[str]) -> int:
         results.write(args.results, "proxy", dict(ctx, missing=missing, command=command))
         return 0
     salt = f"bench-{time.time_ns()}"
-    state_dir = tempfile.mkdtemp(prefix="gxb-")
     rows, subject_name, kept = _builds(args.cache, salt, args.subject, args.workers, keep=args.quick)
     if kept:  # --quick: the first cluster again, under a new salt (a cold action cache, a warm CAS)
         (state, endpoint), salt = kept, f"{salt}-p"
     else:
         state = args.cache / f"cluster-{salt}-b"  # fresh: cold CAS and action cache for the proxy rows
         endpoint = cluster_tool.start(state, args.workers)
+    state_dir = tempfile.mkdtemp(prefix="gxb-")  # made here: the finally below removes it
     env = {**os.environ, wire.STATE_DIR_ENV: state_dir, "GOMA_EXT_CACHE_SALT": salt}  # with this cluster's token
     work = scratch_dir(args.cache, "proxy-bench-")
     try:

@@ -87,7 +87,7 @@ def test(project: CMakeProject, build_dir: Path) -> str:
 
     They get a temporary directory of their own, removed after them: ninja_test's BuildWithQueryDepsLogTest leaves
     its empty directory behind in $TMPDIR, one per run."""
-    with tempfile.TemporaryDirectory(prefix="tests-tmp-", dir=build_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="tests-tmp-", dir=build_dir.resolve()) as tmp:  # absolute: they chdir
         out = run(list(project.test_command), cwd=build_dir, env={"TMPDIR": tmp}).output
     summary = [line for line in out.splitlines() if line.startswith(project.test_summary)]
     if not summary:
