@@ -256,8 +256,8 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
     pg_data, pg_user = choose_data_dir(spec.state)
     server = spec.role is Role.SERVER
     # A server host runs no worker: it gets no sandbox directory (a made one would be left in the temp dir).
-    sandbox_dir, owned = ((spec.sandbox_dir, False) if spec.sandbox_dir or server
-                          else sandboxing.choose_sandbox_dir(spec.state))
+    sandbox_dir, owned = (None, False) if server else (
+        (spec.sandbox_dir, False) if spec.sandbox_dir else sandboxing.choose_sandbox_dir(spec.state))
     return ClusterState(
         state=str(spec.state), port=spec.port or procs.free_port(), instance=spec.instance,
         pg_port=procs.free_port(), pg_data=str(pg_data), pg_user=pg_user,
@@ -274,7 +274,7 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         pg_passfile=str((spec.state / secretfiles.AUTH_DIR / secretfiles.PG_PASSFILE).resolve()),
         compilers=spec.compilers, keepalive_s=spec.keepalive_s, poll_s=spec.poll_s, compression=spec.compression,
         run_as=None if server else sandboxing.ensure_runner(spec.run_as),
-        sandbox_dir=None if server or sandbox_dir is None else str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
+        sandbox_dir=None if sandbox_dir is None else str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
         worker_args=spec.worker_args, role=spec.role.value, listen=spec.listen,
         cas_max_size=spec.cas_max_size if server else None, ac_max_memory=spec.ac_max_memory if server else None,
         redis_port=procs.free_port() if server else None, cas_access_refresh_s=spec.cas_access_refresh_s,
