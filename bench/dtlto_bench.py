@@ -5,12 +5,13 @@ in-process backends against goma-ext as lld's DTLTO distributor, side by side in
 
 Rows: (a) lld in-process; (b) goma-ext local (a cold backend cache each time); (c) goma-ext remote on the local
 cluster, cold (a new cache salt each time, no local backend cache); (d) remote from a fresh build directory
-with (c)'s salt: the action cache should serve every job, members of bitcode archives (which lld extracts to
-files named after its pid) and the jobs importing from them included.
+with (c)'s salt, where only the timed link's inputs are built: the action cache should serve every job, members
+of bitcode archives (which lld extracts to files named after its pid) and the jobs importing from them included.
 Each link is timed alone (`ninja ninja_test` after removing the binary), its median of --repeat runs;
-peak RSS is the largest process of the link's tree. The binaries pass ninja_test. (a)'s binaries are kept in
-CACHE/dtlto-bench/PROJECT/in-process for comparing their code with the other variants' (the results name that
-directory and the build directory those relink).
+peak RSS is the largest process of the link's tree. The binaries pass the project's tests; (d)'s, a run of the
+timed binary itself (ninja_test; libdeflate's benchmark program checks every chunk it decompresses). (a)'s
+binaries are kept in CACHE/dtlto-bench/PROJECT/in-process for comparing their code with the other variants' (the
+results name that directory and the build directory those relink).
 """
 
 from __future__ import annotations
@@ -19,30 +20,41 @@ import argparse
 import os
 import shutil
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench import cluster_tool, prereqs, results
 from bench.fsio import remove
-from bench.measure import Sample, progress, ratio
+from bench.measure import BenchError, Sample, progress, ratio, run
 from bench.subjects import cmake_projects
 from bench.subjects.cmake_projects import CMakeProject
 from bench.subjects.sdists import DEFAULT_CACHE
 from bench.table import render
+from gn_thinlto.analysis import graph_query
 from goma_ext.remote import stats
 
 COLUMNS = ["variant", "link wall s", "vs (a)", "peak RSS MiB", "vs (a)", "jobs", "executed remotely",
            "action-cache hits", "local", "fallbacks", "uploaded MiB", "the project's tests"]
 
 
-def _prepared(project: CMakeProject, build: Path, link_flags: str) -> Path:
-    """BUILD configured with LINK_FLAGS and built, so that only the timed link is left to run. The compile flags
-    are the same in every variant: configuring an existing BUILD for another variant relinks and compiles
-    nothing."""
+def _prepared(project: CMakeProject, build: Path, link_flags: str, only_timed: bool = False) -> Path:
+    """BUILD configured with LINK_FLAGS and built, so that only the timed link is left to run (ONLY_TIMED: only
+    its inputs are built, not the project's other targets). The compile flags are the same in every variant:
+    configuring an existing BUILD for another variant relinks and compiles nothing."""
     cmake_projects.configure(project, build, link_flags)
-    cmake_projects.build(build, *project.targets, env={"GOMA_EXT_DTLTO": "--no-cache"})
+    targets = _link_inputs(build, project.bench_target) if only_timed else project.targets
+    cmake_projects.build(build, *targets, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
+
+
+def _link_inputs(build: Path, target: str) -> list[str]:
+    """The inputs of the edge that links TARGET in BUILD (`ninja -t query`)."""
+    text = run(["ninja", "-C", str(build), "-t", "query", target]).output
+    nodes = [n for n in graph_query.parse_query(text) if n.path == target]
+    if not nodes or not nodes[0].inputs:
+        raise BenchError(f"ninja -t query {target} in {build}: no inputs")
+    return list(nodes[0].inputs)
 
 
 def _keep_binaries(project: CMakeProject, build: Path, dest: Path) -> Path:
@@ -59,13 +71,13 @@ def _time_link(project: CMakeProject, build: Path,
                env: Mapping[str, str] | None) -> tuple[Sample, list[stats.RunRecord]]:
     log = build / "goma_ext_dtlto.jsonl"
     before = len(stats.read(log))
-    (build / project.bench_target).unlink()
+    (build / project.bench_target).unlink(missing_ok=True)  # (d)'s directory has never linked it
     sample = cmake_projects.build(build, project.bench_target, env=env)
     return sample, stats.read(log)[before:]
 
 
 def _row(project: CMakeProject, name: str, samples: list[tuple[Sample, list[stats.RunRecord]]],
-         build: Path) -> dict[str, Any]:
+         build: Path, check: Callable[[CMakeProject, Path], str] = cmake_projects.test) -> dict[str, Any]:
     walls = [s.wall_s for s, _ in samples]
     last = stats.summarize(samples[-1][1])
     modes = last["modes"]
@@ -74,7 +86,7 @@ def _row(project: CMakeProject, name: str, samples: list[tuple[Sample, list[stat
         "rss_mib": statistics.median(s.max_rss_mib for s, _ in samples),
         "jobs": last["runs"], "remote": modes["remote"], "action_cache_hits": modes["cache_hit"],
         "local": modes["local"] + modes["backend_cache"], "fallbacks": modes["fallback"],
-        "uploaded_mib": last["bytes_uploaded"] / 2**20, "test": cmake_projects.test(project, build),
+        "uploaded_mib": last["bytes_uploaded"] / 2**20, "test": check(project, build),
     }
 
 
@@ -132,7 +144,8 @@ def main(argv: Sequence[str]) -> int:
 
 def _remote_rows(project: CMakeProject, cold: Path, fresh: Path, dist: str, endpoint: str,
                  repeat: int) -> list[dict[str, Any]]:
-    """(c) in COLD, (b)'s build directory; (d) in FRESH, built from scratch (another path)."""
+    """(c) in COLD, (b)'s build directory; (d) in FRESH, another path, where only the timed link's inputs are
+    built from scratch."""
     progress("(c) goma-ext remote, cold")
     salts = [f"dtlto-bench-{os.getpid()}-{i}" for i in range(repeat)]
     remote = f"--no-cache --remote={endpoint}"
@@ -140,10 +153,11 @@ def _remote_rows(project: CMakeProject, cold: Path, fresh: Path, dist: str, endp
     rows = [_row(project, "(c) goma-ext remote, cold", samples, cold)]
     progress("(d) goma-ext remote, fresh build directory")
     remove(fresh)
-    _prepared(project, fresh, dist)
+    _prepared(project, fresh, dist, only_timed=True)
     samples = [_time_link(project, fresh, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": salts[-1]})
                for _ in range(repeat)]
-    rows.append(_row(project, "(d) goma-ext remote, fresh directory", samples, fresh))
+    rows.append(_row(project, "(d) goma-ext remote, fresh directory", samples, fresh,
+                     cmake_projects.check_bench_target))
     return rows
 
 

@@ -30,6 +30,9 @@ class CMakeProject:
     test_summary: str  # the start of the line that sums up a passing run
     binaries: tuple[str, ...]  # linked through ThinLTO, compared between the modes
     bench_target: str  # the link bench/dtlto_bench.py times
+    # BENCH_TARGET's own run (in the build directory), for a directory where only it is built: the command and the
+    # start of the line that sums up a passing run
+    bench_check: tuple[tuple[str, ...], str]
     only_binaries: bool = False  # build BINARIES alone (the tests run nothing else), not every target
 
     @property
@@ -49,6 +52,7 @@ NINJA = CMakeProject(
     "[  PASSED  ]",
     ("ninja_test",),  # ninja's sources and its tests, against libgtest.a: the `ninja` program adds only main()
     "ninja_test",
+    (("./ninja_test",), "[  PASSED  ]"),
     only_binaries=True,  # not the eight perftest/bench programs: each one more ThinLTO link, run by no test
 )
 LIBDEFLATE = CMakeProject(
@@ -59,6 +63,8 @@ LIBDEFLATE = CMakeProject(
     ("libdeflate.so.0", "programs/libdeflate-gzip", "programs/benchmark", "programs/checksum",
      "programs/test_checksums", "programs/test_slow_decompression"),
     "programs/benchmark",
+    # it compresses its FILE (here itself) in chunks and decompresses each, failing unless it gets the chunk back
+    (("programs/benchmark", "-6", "programs/benchmark"), "Compressed "),
 )
 
 
@@ -83,16 +89,27 @@ def build(build_dir: Path, *targets: str, env: Mapping[str, str] | None = None) 
 
 
 def test(project: CMakeProject, build_dir: Path) -> str:
-    """The project's own tests, run in BUILD_DIR: the line that sums up a passing run (BenchError otherwise).
+    """The project's own tests, run in BUILD_DIR: the line that sums up a passing run (BenchError otherwise)."""
+    return _passed(project.test_command, project.test_summary, build_dir)
 
-    They get a temporary directory of their own, removed after them: ninja_test's BuildWithQueryDepsLogTest leaves
-    its empty directory behind in $TMPDIR, one per run."""
+
+def check_bench_target(project: CMakeProject, build_dir: Path) -> str:
+    """PROJECT's bench target run in BUILD_DIR (`bench_check`), where only it may be built: the line that sums up
+    a passing run (BenchError otherwise)."""
+    return _passed(*project.bench_check, build_dir)
+
+
+def _passed(command: Sequence[str], summary: str, build_dir: Path) -> str:
+    """COMMAND's line (stripped) that starts with SUMMARY, run in BUILD_DIR (BenchError if it fails or has none).
+
+    It gets a temporary directory of its own, removed after it: ninja_test's BuildWithQueryDepsLogTest leaves its
+    empty directory behind in $TMPDIR, one per run."""
     with tempfile.TemporaryDirectory(prefix="tests-tmp-", dir=build_dir.resolve()) as tmp:  # absolute: they chdir
-        out = run(list(project.test_command), cwd=build_dir, env={"TMPDIR": tmp}).output
-    summary = [line for line in out.splitlines() if line.startswith(project.test_summary)]
-    if not summary:
-        raise BenchError(f"{' '.join(project.test_command)} in {build_dir}: no {project.test_summary!r} line")
-    return summary[-1].strip()
+        out = run(list(command), cwd=build_dir, env={"TMPDIR": tmp}).output
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith(summary)]
+    if not lines:
+        raise BenchError(f"{' '.join(command)} in {build_dir}: no {summary!r} line")
+    return lines[-1]
 
 
 PROJECTS.update(ninja=NINJA, libdeflate=LIBDEFLATE)
