@@ -7,6 +7,11 @@ missing data), chmod'ed read-only, then published with link(2), which fails rath
 worker process published the same digest first (the loser drops its copy: duplicates are harmless). The directory
 tree is 0700 and owned by the worker: never bound into a sandbox, never writable by the runner uid.
 
+Fetches of large blobs are claimed (claim(): an flock on DIR/locks/<sha256>-<size>): the worker processes of a host
+that start at once and all need the same compiler fetch it once, the others wait and find it published. A lock file
+is empty, its lock is all it holds (released when its holder exits, however it exits); eviction prunes those of
+blobs no longer cached.
+
 LRU by mtime: every use touches the file, so every process sharing the directory sees the same order. When the
 bytes this process knows of exceed the bound, it rescans the directory and unlinks the least recently used files
 down to EVICT_TO of the bound. Eviction is safe while sandboxes use a file: a sandbox holds its own hard link to the
@@ -16,12 +21,16 @@ link fail (FileNotFoundError) and fetches again.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
 import stat
 import tempfile
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +44,8 @@ GIB = 1 << 30
 DEFAULT_MAX_BYTES = 10 * GIB
 EVICT_TO = 0.9  # evict down to this fraction of the bound, so one eviction serves many inserts
 TMP = "tmp"
+LOCKS = "locks"
+CLAIM_POLL_S = 0.05  # how often a claim waiting for another's fetch looks again (and at its deadline)
 _NAME = re.compile(r"^([0-9a-f]{64})-([0-9]+)$")
 _KINDS = {False: ("f", 0o444), True: ("x", 0o555)}
 
@@ -58,7 +69,7 @@ class FileCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         try:
-            for d in (root, root / TMP, root / "f", root / "x"):
+            for d in (root, root / TMP, root / LOCKS, root / "f", root / "x"):
                 d.mkdir(mode=0o700, parents=True, exist_ok=True)
                 os.chmod(d, 0o700)
             self._drop_temps()
@@ -122,6 +133,28 @@ class FileCache:
                 self.evict()
         return final
 
+    @contextmanager
+    def claim(self, digest: Digest, waiting: Callable[[], None]) -> Iterator[None]:
+        """Hold the fetch of DIGEST: another process or thread of this directory claiming it meanwhile waits (calling
+        WAITING between looks, which may raise to give up) until it is released, then should find it published.
+        Claims of several digests must be taken in sorted order (no two claimants wait for each other)."""
+        path = self.root / LOCKS / f"{digest.hash}-{digest.size}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise FileCacheError(f"file cache {self.root}: {e.strerror or e}") from e
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    waiting()
+                    time.sleep(CLAIM_POLL_S)
+            yield
+        finally:
+            os.close(fd)  # the lock goes with the descriptor
+
     def evict(self) -> int:
         """Unlink least recently used files until the cache is under EVICT_TO of the bound; bytes freed."""
         with self._lock:
@@ -138,8 +171,16 @@ class FileCache:
                 except FileNotFoundError:
                     pass  # another worker process evicted it
             self._total = total - freed
+            self._prune_locks({e.path.name for e in entries if e.path.exists()})
         LOG.info("file cache %s: evicted %d bytes, %d bytes left", self.root, freed, self._total)
         return freed
+
+    def _prune_locks(self, cached: set[str]) -> None:
+        """Unlink the lock files of blobs not cached. Pruning one that another process holds or is opening costs at
+        most a second fetch of that blob, never a wrong file: the claim only saves work."""
+        for p in (self.root / LOCKS).iterdir():
+            if p.name not in cached:
+                p.unlink(missing_ok=True)
 
     def _drop_temps(self) -> None:
         """Unlink temp files of dead writers (a killed worker's, never published); a live process's stay."""

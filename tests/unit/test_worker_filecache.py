@@ -9,15 +9,18 @@ import os
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.proto import re_pb2
 from goma_ext.worker import exec_root
-from goma_ext.worker.filecache import TMP, FileCache, FileCacheError
+from goma_ext.worker.filecache import LOCKS, TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK
+from goma_ext.worker.inputtree import Deadline
 from goma_ext.worker.lease import hand_over
 from goma_ext.worker.sandbox import Isolation, IsolationMode, Limits, RunAs
 
@@ -186,6 +189,64 @@ def test_materialise_survives_a_cache_too_small_for_its_inputs(tmp_path: Path) -
     placed = exec_root.materialise(cas, root, tmp_path / "s", cache, True)  # type: ignore[arg-type]
     assert placed.fetched == 3
     assert {n: (tmp_path / "s" / n).read_bytes() for n in files} == {n: b for n, (b, _) in files.items()}
+
+
+class _SlowCas(_DictCas):
+    """A CAS whose reads take a while, as a toolchain's hundreds of MB do: what workers starting at once overlap."""
+
+    def read_many(self, ds: set[Digest]) -> dict[Digest, bytes]:
+        time.sleep(0.3)
+        return super().read_many(ds)
+
+
+def test_workers_starting_at_once_fetch_a_large_input_once(tmp_path: Path) -> None:
+    """Four leases (threads here; processes claim the same way, by flock on the cache's lock file) materialise one
+    tree at the same moment: its large file is read from the CAS once, the others wait for it and place it from the
+    cache; its small file is fetched by each (not claimed)."""
+    cache = FileCache(tmp_path / "c")
+    big, small = b"\x7fELF" + b"b" * exec_root.CLAIM_MIN_BYTES, b"int f(void);\n"
+    cas, root = _tree({"cc": (big, True), "a.h": (small, False)})
+    cas.__class__ = _SlowCas
+    start = threading.Barrier(4)
+    placed: dict[int, exec_root.Materialised] = {}
+
+    def lease(i: int) -> None:
+        start.wait()
+        placed[i] = exec_root.materialise(cas, root, tmp_path / f"s{i}", cache, True)  # type: ignore[arg-type]
+
+    threads = [threading.Thread(target=lease, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cas.reads.count(Digest.of_bytes(big)) == 1 and cas.reads.count(Digest.of_bytes(small)) == 4
+    assert sorted((m.fetched, m.cached) for m in placed.values()) == [(1, 1), (1, 1), (1, 1), (2, 0)]
+    assert all((tmp_path / f"s{i}" / "cc").read_bytes() == big for i in range(4))
+
+
+def test_a_lease_waiting_for_another_fetch_keeps_its_deadline(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    big = b"b" * exec_root.CLAIM_MIN_BYTES
+    cas, root = _tree({"big": (big, False)})
+    with cache.claim(Digest.of_bytes(big), lambda: None):  # another worker's fetch that does not end
+        with pytest.raises(RemoteError, match="timeout passed while waiting for another fetch") as e:
+            exec_root.materialise(cas, root, tmp_path / "s", cache, True,  # type: ignore[arg-type]
+                                  deadline=Deadline(time.monotonic() + 0.3))
+    assert e.value.code == "DEADLINE_EXCEEDED" and Digest.of_bytes(big) not in cas.reads
+    placed = exec_root.materialise(cas, root, tmp_path / "s2", cache, True)  # type: ignore[arg-type]
+    assert placed.fetched == 1  # released: the next lease fetches it
+
+
+def test_eviction_prunes_the_lock_files_of_blobs_it_dropped(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c", max_bytes=3000)
+    kept, dropped = _blob(1000, b"k"), _blob(1000, b"d")
+    for d, data in (dropped, kept):
+        with cache.claim(d, lambda: None):
+            cache.put(d, False, data)
+        os.utime(cache.path(d, False), (1, 1) if d == dropped[0] else None)
+    new, data = _blob(1500, b"n")
+    cache.put(new, False, data)  # over the bound: the oldest goes
+    assert sorted(p.name for p in (cache.root / LOCKS).iterdir()) == [f"{kept[0].hash}-{kept[0].size}"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing the input root to a runner uid needs root")
