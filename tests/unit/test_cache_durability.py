@@ -9,7 +9,6 @@ power cut may leave a renamed file empty or cut short, which the hit's re-hash (
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import signal
@@ -25,6 +24,8 @@ from thinlto_base.policy import CachePolicy
 from thinlto_base.prune import prune
 from thinlto_base.store import CacheStore, fetch_outputs
 
+from .cache_writer import content, key
+
 ROUNDS = budget.cases(60)  # writers killed: 20 in a default run, 60 with --full
 KEYS = 40
 SEED = 20261125
@@ -33,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 WRITER = """
 import sys
 from thinlto_base.store import CacheStore
-from tests.unit.test_cache_durability import content, key
+from tests.unit.cache_writer import content, key
 store = CacheStore(sys.argv[1])
 n = int(sys.argv[2])
 print("ready", flush=True)
@@ -41,16 +42,6 @@ while True:
     for i in range(n):
         store.store(key(i), {"o": content(i), "dwo": content(i)[::-1]})
 """
-
-
-def key(i: int) -> str:
-    return hashlib.sha256(f"key {i}".encode()).hexdigest()
-
-
-def content(i: int) -> bytes:
-    """Output I: 1 KiB to 1 MiB, so that kills land in the middle of writes too."""
-    size = 1024 << (i % 11)
-    return hashlib.sha256(f"content {i}".encode()).digest() * (size // 32)
 
 
 def _check_every_key(store: CacheStore, tmp_path: Path) -> tuple[int, int]:

@@ -98,22 +98,44 @@ def ok_codes(command: Sequence[str]) -> tuple[int, ...]:
     return (0, 1, 2) if command[:2] == ("cluster", "status") else (0, 2)
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory with a GN root, no servers and no gn or ninja."""
-    monkeypatch.chdir(tmp_path)
+def _isolate(monkeypatch: pytest.MonkeyPatch, work: Path) -> None:
+    """WORK as the working directory, no servers and no gn or ninja, XDG directories of WORK's own."""
+    monkeypatch.chdir(work)
     for name, value in (("GOMA_EXT_REMOTE", "off"), ("GN", "gn-fuzz-missing"), ("NINJA", "ninja-fuzz-missing"),
-                        ("XDG_CONFIG_HOME", str(tmp_path / "xdg")), ("XDG_CACHE_HOME", str(tmp_path / "xdg")),
-                        ("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))):
+                        ("XDG_CONFIG_HOME", str(work / "xdg")), ("XDG_CACHE_HOME", str(work / "xdg")),
+                        ("XDG_RUNTIME_DIR", str(work / "xdg"))):
         monkeypatch.setenv(name, value)
     for name in ("GOMA_EXT_DTLTO", "GOMA_EXT_DTLTO_CONFIG"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with a GN root, no servers and no gn or ninja."""
+    _isolate(monkeypatch, tmp_path)
     (tmp_path / "root").mkdir()
     (tmp_path / "root/.gn").write_text('buildconfig = "//BUILDCONFIG.gn"\nscript_executable = "python3"\n')
     return tmp_path
 
 
-def build_dir(out: Path) -> Path:
+@pytest.fixture(scope="module")
+def built_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """_build_dir's directory, made once for the module (in the same environment as env's) and copied by
+    build_dir for each test: the hook compiles the step launcher for each new directory, since an XDG cache
+    under /tmp is not one it may keep launchers in (~0.4 CPU s a time, most of a regression test's cost)."""
+    work = tmp_path_factory.mktemp("built-template")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _isolate(monkeypatch, work)
+        return _build_dir(work / "built")
+
+
+def build_dir(out: Path, template: Path) -> Path:
+    """OUT as _build_dir leaves it: a copy of TEMPLATE (built_template), file times kept."""
+    shutil.copytree(template, out, symlinks=True)
+    return out
+
+
+def _build_dir(out: Path) -> Path:
     """OUT as GN and the hook left it, and as a build leaves it: logs, thin-link lists, (empty) index files."""
     shutil.copytree(BASIC_GN, out)
     hook.run_hook(out / "project.json", None, "/py")
@@ -133,8 +155,8 @@ def run(main: Main, argv: Sequence[str]) -> Outcome:
     return call(main, list(argv))
 
 
-def test_fuzz_cli_bad_file_arguments(env: Path) -> None:
-    build_dir(env / "built")
+def test_fuzz_cli_bad_file_arguments(env: Path, built_template: Path) -> None:
+    build_dir(env / "built", built_template)
     (env / "job.json").write_text("{}")
     bad = bad_paths(env)
     findings = Findings()
@@ -170,8 +192,8 @@ def _mutant(rng: random.Random, seed: int, original: bytes) -> tuple[bytes, str]
     return next(mutations(seed, 1, doc, byte_share=0.0))
 
 
-def test_fuzz_built_directory_files(env: Path) -> None:
-    out = build_dir(env / "built")
+def test_fuzz_built_directory_files(env: Path, built_template: Path) -> None:
+    out = build_dir(env / "built", built_template)
     originals = {rel: (out / rel).read_bytes() for rel in BUILT_FILES}
     rng = random.Random(8)
     findings = Findings()
@@ -221,8 +243,8 @@ CLI_REGRESSIONS: tuple[tuple[str, str, str], ...] = (
 
 @pytest.mark.parametrize(("command", "kind", "says"), CLI_REGRESSIONS,
                          ids=[f"{c} with {k}" for c, k, _ in CLI_REGRESSIONS])
-def test_cli_regressions(env: Path, command: str, kind: str, says: str) -> None:
-    build_dir(env / "built")
+def test_cli_regressions(env: Path, built_template: Path, command: str, kind: str, says: str) -> None:
+    build_dir(env / "built", built_template)
     bad = {k: os.path.relpath(p, env) if p.startswith(str(env)) else p for k, p in bad_paths(env).items()}
     prog, *words = command.split()
     main = gn_thinlto_cli.main if prog == "gn-thinlto" else goma_ext_cli.main
@@ -258,9 +280,9 @@ BUILT_REGRESSIONS: tuple[tuple[str, str, Callable[[bytes], bytes], str], ...] = 
 
 @pytest.mark.parametrize(("command", "rel", "change", "says"), BUILT_REGRESSIONS,
                          ids=[f"{c} with {r} #{n}" for n, (c, r, _, _) in enumerate(BUILT_REGRESSIONS)])
-def test_built_directory_regressions(env: Path, command: str, rel: str, change: Callable[[bytes], bytes],
-                                     says: str) -> None:
-    out = build_dir(env / "built")
+def test_built_directory_regressions(env: Path, built_template: Path, command: str, rel: str,
+                                     change: Callable[[bytes], bytes], says: str) -> None:
+    out = build_dir(env / "built", built_template)
     (out / rel).write_bytes(change((out / rel).read_bytes()))
     outcome = run(gn_thinlto_cli.main, [str(out) if w == "OUT" else w for w in command.split()])
     if says:
