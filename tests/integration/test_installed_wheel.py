@@ -8,6 +8,8 @@ goma_ext.dtlto and goma_ext.proxy once were) shows only here.
 
 from __future__ import annotations
 
+import email
+import importlib.metadata
 import os
 import re
 import shutil
@@ -19,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from tests.builds import REPO, Build, copy_without_backends
 
@@ -42,6 +45,27 @@ def walk(parser, path):
 
 walk(gn(), ["gn-thinlto"])
 walk(gx(), ["goma-ext"])
+"""
+# `python -m build SOURCE --outdir OUT` (argv[1:3]) with build's API, as its command does it: the project's sdist,
+# then the wheel from the sdist unpacked (in argv[3]), each with the build system's requirements and those its
+# backend asks for installed in an isolated environment; one environment for both, not one each (the same
+# requirements, installed again, took a third of the build).
+BUILD = """
+import sys, tarfile
+from pathlib import Path
+from build import ProjectBuilder
+from build.env import DefaultIsolatedEnv
+source, out, unpacked = map(Path, sys.argv[1:4])
+with DefaultIsolatedEnv() as env:
+    builder = ProjectBuilder.from_isolated_env(env, source)
+    env.install(builder.build_system_requires)
+    env.install(builder.get_requires_for_build("sdist"))
+    sdist = Path(builder.build("sdist", out))
+    with tarfile.open(sdist) as tar:
+        tar.extractall(unpacked, filter="data")
+    builder = ProjectBuilder.from_isolated_env(env, unpacked / sdist.name.removesuffix(".tar.gz"))
+    env.install(builder.get_requires_for_build("wheel"))  # the build system's own are installed
+    builder.build("wheel", out)
 """
 IMPORT_ALL = """
 import importlib, pkgutil, sys
@@ -73,7 +97,7 @@ def source_modules() -> list[str]:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """sdist and wheel built as `python -m build` builds them (the wheel from the sdist), from a copy of the
+    """sdist and wheel built as `python -m build` builds them (the wheel from the sdist, BUILD), from a copy of the
     tracked files: what a user's `pip install .` or an index would get, and nothing written into the tree."""
     tree = tmp_path_factory.mktemp("tree") / "gn-thinlto"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
@@ -83,20 +107,62 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, tree / name)
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(tree)], capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run([sys.executable, "-c", BUILD, str(tree), str(out), str(tmp_path_factory.mktemp("sdist"))],
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
 
+def wheelhouse(wheel: Path, dest: Path) -> Path:
+    """DEST with a wheel of each distribution WHEEL needs (its Requires-Dist, theirs, and so on), packed from the
+    ones installed beside the tests: `./dev` installs them from setup.cfg's requirements (again when it changes), as
+    an index gave them (the newest, in the fresh-machine check's new venv), and pip resolves WHEEL's requirements
+    against them offline, instead of querying the indexes and downloading them again for each run. The packing
+    leaves out what pip writes at install: bytecode, the record of installed files, the console scripts (made again
+    from entry_points.txt)."""
+    with zipfile.ZipFile(wheel) as z:
+        metadata = email.message_from_bytes(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))))
+    todo = [(Requirement(r), "") for r in metadata.get_all("Requires-Dist") or ()]
+    needed: dict[str, importlib.metadata.Distribution] = {}
+    seen: set[tuple[str, str]] = set()  # (distribution, extra) whose requirements were followed
+    while todo:
+        req, extra = todo.pop()
+        if req.marker and not req.marker.evaluate({"extra": extra}):
+            continue
+        dist = importlib.metadata.distribution(req.name)
+        assert req.specifier.contains(dist.version, prereleases=True), f"{req}: {dist.version} installed"
+        needed[dist.metadata["Name"]] = dist
+        for wanted in ("", *req.extras):
+            if (dist.metadata["Name"], wanted) not in seen:
+                seen.add((dist.metadata["Name"], wanted))
+                todo += [(Requirement(r), wanted) for r in dist.requires or ()]
+    for name, dist in needed.items():
+        files = [f for f in dist.files or () if f.parts[0] != ".." and f.suffix != ".pyc"]
+        info = next((f.parts[0] for f in files if f.parts[0].endswith(".dist-info")), None)
+        assert info, f"{name}: installed without a RECORD of its files in a .dist-info"
+        files = [f for f in files
+                 if not (f.parts[0] == info and f.name in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json"))]
+        tag = re.search(r"^Tag: (\S+)$", dist.read_text("WHEEL") or "", re.M)
+        assert tag, f"{name}: no wheel tag"
+        with zipfile.ZipFile(dest / f"{re.sub(r'[-_.]+', '_', name).lower()}-{dist.version}-{tag[1]}.whl", "w") as z:
+            for f in files:  # stored, not compressed: pip unpacks them at once
+                z.write(str(dist.locate_file(f)), str(f))
+            z.writestr(f"{info}/RECORD", "".join(f"{f},,\n" for f in [*files, f"{info}/RECORD"]))
+    return dest
+
+
 @pytest.fixture(scope="module")
 def venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A new venv (outside the checkout) with the wheel and its dependencies, nothing else."""
+    """A new venv (outside the checkout) with the wheel and its dependencies, nothing else: not even pip and
+    setuptools (ensurepip's install of them took 7.4 of the venv's 7.6 CPU s); the tests' pip installs into it.
+    It leaves the bytecode to the venv's imports: compiling every dependency's modules at install cost more."""
     env = tmp_path_factory.mktemp("venv") / "v"
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=300)
     wheel = next(dist.glob("*.whl"))
-    proc = subprocess.run([str(env / "bin/pip"), "install", "--quiet", str(wheel)], capture_output=True, text=True,
-                          timeout=900)
+    house = wheelhouse(wheel, tmp_path_factory.mktemp("wheelhouse"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(env / "bin/python"), "install", "--quiet",
+                           "--no-compile", "--no-index", "--find-links", str(house), str(wheel)],
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     yield env
     shutil.rmtree(env, ignore_errors=True)
