@@ -13,7 +13,7 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 PATH_MAX = 4096  # Linux: no longer path reaches the file system
@@ -105,11 +105,21 @@ class FileErrors(Generic[E]):
         except (OSError, UnicodeError) as e:
             raise self.file_error(path, e, what) from e
 
-    def write_text(self, path: str | os.PathLike[str], text: str, what: str = "") -> None:
-        """Write TEXT to file PATH (a report the user asked for); the error naming it when that fails."""
+    def write_text(self, path: str | os.PathLike[str], text: str | Callable[[], str], what: str = "") -> None:
+        """Write TEXT to file PATH (a report the user asked for); the error naming it when that fails. TEXT may be
+        the function that makes it: PATH is opened first, so that a path it cannot write fails before that work."""
         try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+            f = open(path, "w", encoding="utf-8")
+        except OSError as e:
+            raise self.file_error(path, e, what) from e
+        try:
+            content = text() if callable(text) else text
+        except BaseException:
+            f.close()  # nothing written: nothing to flush
+            raise
+        try:
+            with f:  # closing flushes, and can fail too
+                f.write(content)
         except OSError as e:
             raise self.file_error(path, e, what) from e
 

@@ -32,7 +32,13 @@ def run(args: argparse.Namespace) -> int:
                                     build_report.read_graph(args.out), build_log.backend_keys(backend_text))
     print(json.dumps(report, indent=2) if args.json else build_report.text(report))
     if args.html:
-        images = build_html.plots(edges, links, report)
-        write_text(args.html, build_html.page(str(args.out), report, images), "--html")
-        print(f"HTML report{'' if images else ' (no plots: matplotlib missing)'}: {args.html}", file=sys.stderr)
+        drawn: dict[str, dict[str, str] | None] = {}
+
+        def page() -> str:  # drawn once the file is open: a path it cannot write fails first
+            drawn["images"] = build_html.plots(edges, links, report)
+            return build_html.page(str(args.out), report, drawn["images"])
+
+        write_text(args.html, page, "--html")
+        plain = "" if drawn["images"] else " (no plots: matplotlib missing)"
+        print(f"HTML report{plain}: {args.html}", file=sys.stderr)
     return 0

@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from gn_thinlto import hook
+from gn_thinlto.analysis import build_html
 from gn_thinlto.cli import main as gn_thinlto_cli
 from gn_thinlto.steps import thinlink
 from goma_ext import cli as goma_ext_cli
@@ -239,6 +240,20 @@ CLI_REGRESSIONS: tuple[tuple[str, str, str], ...] = (
     ("goma-ext cluster status --state {}", "long-component-chain", "File name too long"),
     ("goma-ext cluster status --state {}", "symlink-loop", "bad/loop"),
 )
+
+
+def test_report_html_fails_on_its_path_before_drawing(env: Path, built_template: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --html path that cannot be written is the one-line error before any plot is drawn (matplotlib's two PNGs
+    took most of the fuzzer's time on such paths); a good one gets the page with the plots."""
+    build_dir(env / "built", built_template)
+    drawn: list[object] = []
+    monkeypatch.setattr(build_html, "plots", lambda *args: drawn.append(args))
+    outcome = run(gn_thinlto_cli.main, ["report", "built", "--html", "missing/report.html"])
+    assert_one_line_error(outcome, "gn-thinlto: ", "--html missing/report.html: No such file or directory")
+    assert drawn == []
+    outcome = run(gn_thinlto_cli.main, ["report", "built", "--html", "report.html"])
+    assert outcome.code == 0 and len(drawn) == 1 and "<html" in (env / "report.html").read_text()
 
 
 @pytest.mark.parametrize(("command", "kind", "says"), CLI_REGRESSIONS,
