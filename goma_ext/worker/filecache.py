@@ -54,6 +54,15 @@ class FileCacheError(GomaExtError):
     """A blob offered to the cache does not match its digest, or the cache directory is unusable."""
 
 
+def _name(digest: Digest) -> str:
+    """A cached file's (and its lock's) name: never a path, whatever the digest holds (the worker's tree checks
+    digests first; this holds for every caller)."""
+    name = f"{digest.hash}-{digest.size}"
+    if not _NAME.fullmatch(name):
+        raise FileCacheError(f"malformed digest {digest.hash[:80]!r}/{digest.size}")
+    return name
+
+
 @dataclass(frozen=True)
 class _Entry:
     path: Path
@@ -83,7 +92,7 @@ class FileCache:
 
     def path(self, digest: Digest, executable: bool) -> Path:
         kind = _KINDS[executable][0]
-        return self.root / kind / digest.hash[:2] / f"{digest.hash}-{digest.size}"
+        return self.root / kind / digest.hash[:2] / _name(digest)
 
     def get(self, digest: Digest, executable: bool) -> Path | None:
         """The cached file, its use recorded; None when absent."""
@@ -138,7 +147,7 @@ class FileCache:
         """Hold the fetch of DIGEST: another process or thread of this directory claiming it meanwhile waits (calling
         WAITING between looks, which may raise to give up) until it is released, then should find it published.
         Claims of several digests must be taken in sorted order (no two claimants wait for each other)."""
-        path = self.root / LOCKS / f"{digest.hash}-{digest.size}"
+        path = self.root / LOCKS / _name(digest)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as e:

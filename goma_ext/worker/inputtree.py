@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.worker.errors import Refusal, bad_path
 
 MAX_LINK_HOPS = 40  # Linux's MAXSYMLINKS: past this many links in one resolution, open(2) fails with ELOOP
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def too_large(message: str) -> Refusal:
@@ -65,6 +67,21 @@ def check_name(name: str) -> str:
     return name
 
 
+def check_digest(d: re_pb2.Digest, what: str) -> Digest:
+    """D as a Digest, refused unless it is a lowercase hex SHA-256 and a size: the file cache names files after
+    digests, so a client's "../" in one must never reach a path."""
+    if not _SHA256.fullmatch(d.hash) or d.size_bytes < 0:
+        raise bad_path(f"{what} has a malformed digest {d.hash[:80]!r}/{d.size_bytes}")
+    return Digest.from_proto(d)
+
+
+def _check_digests(msg: re_pb2.Directory) -> None:
+    for f in msg.files:
+        check_digest(f.digest, f"input {f.name!r}")
+    for d in msg.directories:
+        check_digest(d.digest, f"input directory {d.name!r}")
+
+
 def _check_names(msg: re_pb2.Directory) -> None:
     """Every name valid and used once in the directory (REAPI: unique; a file and a link of one name would make the
     worker create one through the other)."""
@@ -96,6 +113,7 @@ def fetch(cas: Cas, root: Digest, bounds: TreeBounds, deadline: Deadline) -> dic
             except DecodeError as e:
                 raise bad_path(f"input tree Directory {d} does not decode: {e}") from e
             _check_names(msg)
+            _check_digests(msg)
             dirs[d] = msg
             nxt.update(Digest.from_proto(c.digest) for c in msg.directories)
         level = nxt - set(dirs)

@@ -29,7 +29,7 @@ from goma_ext.worker import beneath, exec_root, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.inputtree import Deadline, TreeBounds, too_large
+from goma_ext.worker.inputtree import Deadline, TreeBounds, check_digest, too_large
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
 from goma_ext.worker.sandbox import ExecFailed, Isolation, StreamTooLarge
 
@@ -56,7 +56,7 @@ def load_action(cas: Cas, payload: re_pb2.Action | Digest) -> tuple[re_pb2.Actio
     else:
         action = payload
     command = re_pb2.Command()
-    _parse(command, cas.read(Digest.from_proto(action.command_digest)), "Command")
+    _parse(command, cas.read(check_digest(action.command_digest, "the action's command")), "Command")
     return action, command
 
 
@@ -258,7 +258,8 @@ def execute_lease(
         root = box / "root"
         fetch_start = time.time()
         placed = exec_root.materialise(
-            cas, Digest.from_proto(action.input_root_digest), root, file_cache, share=iso.run_as is not None,
+            cas, check_digest(action.input_root_digest, "the action's input root"), root, file_cache,
+            share=iso.run_as is not None,
             bounds=_bounds(iso.limits), deadline=deadline)
         fetch_done = time.time()
         workdir = command.working_directory

@@ -18,6 +18,7 @@ from goma_ext.reapi.digest import Digest, serialize
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.proto import re_pb2
 from goma_ext.worker import exec_root
+from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import LOCKS, TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.inputtree import Deadline
@@ -235,6 +236,32 @@ def test_a_lease_waiting_for_another_fetch_keeps_its_deadline(tmp_path: Path) ->
     assert e.value.code == "DEADLINE_EXCEEDED" and Digest.of_bytes(big) not in cas.reads
     placed = exec_root.materialise(cas, root, tmp_path / "s2", cache, True)  # type: ignore[arg-type]
     assert placed.fetched == 1  # released: the next lease fetches it
+
+
+@pytest.mark.parametrize("size", [5, exec_root.CLAIM_MIN_BYTES], ids=["small", "claimed"])
+def test_a_digest_that_would_be_a_path_is_refused_before_the_cache_sees_it(tmp_path: Path, size: int) -> None:
+    """The cache names its files (and lock files) after digests: a client's input tree whose file digest holds
+    "../" must not make the worker touch (utime, create) a path outside the cache, as root."""
+    cache = FileCache(tmp_path / "a" / "c")
+    bad = "../../victim"  # a/c/f/<hash[:2]>/<hash>-<size> is tmp_path/victim-SIZE; a/c/locks/<hash>-<size>, a/victim-SIZE
+    victim = tmp_path / f"victim-{size}"
+    victim.write_text("x")
+    os.utime(victim, (1, 1))
+    root = re_pb2.Directory(files=[re_pb2.FileNode(name="cc", digest=re_pb2.Digest(hash=bad, size_bytes=size))])
+    cas = _DictCas({Digest.of_message(root): serialize(root)})
+    with pytest.raises(Refusal, match="input 'cc' has a malformed digest"):
+        exec_root.materialise(cas, Digest.of_message(root), tmp_path / "s", cache, True)  # type: ignore[arg-type]
+    assert victim.stat().st_mtime == 1 and not (tmp_path / "a" / f"victim-{size}").exists()
+    with pytest.raises(FileCacheError, match="malformed digest"):
+        cache.get(Digest(bad, size), False)
+
+
+def test_a_malformed_directory_digest_is_refused(tmp_path: Path) -> None:
+    child = re_pb2.DirectoryNode(name="d", digest=re_pb2.Digest(hash="../" + "0" * 61, size_bytes=2))
+    root = re_pb2.Directory(directories=[child])
+    cas = _DictCas({Digest.of_message(root): serialize(root)})
+    with pytest.raises(Refusal, match="input directory 'd' has a malformed digest"):
+        exec_root.materialise(cas, Digest.of_message(root), tmp_path / "s")  # type: ignore[arg-type]
 
 
 def test_eviction_prunes_the_lock_files_of_blobs_it_dropped(tmp_path: Path) -> None:
