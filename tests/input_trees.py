@@ -1,5 +1,6 @@
 """Input trees for the worker's tests from nested dicts: a dict is a directory, ("file", bytes, executable) a file,
-("link", target) a symlink, ("digest", Digest) a directory already stored. Each blob goes through `put`."""
+("link", target) a symlink, ("digest", Digest) a directory already stored, ("named", hash, size) a file whose
+digest is given as it is (no blob: an attacker's digest). Each blob goes through `put`."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def build(tree: Mapping[str, object], put: Put) -> Digest:
             msg.directories.add(name=name, digest=build(node, put).to_proto())
         elif node[0] == "digest":  # type: ignore[index]
             msg.directories.add(name=name, digest=node[1].to_proto())  # type: ignore[index]
+        elif node[0] == "named":  # type: ignore[index]
+            msg.files.add(name=name, digest=re_pb2.Digest(hash=node[1], size_bytes=node[2]))  # type: ignore[index]
         elif node[0] == "file":  # type: ignore[index]
             data: bytes = node[1]  # type: ignore[index]
             put(Digest.of_bytes(data), data)

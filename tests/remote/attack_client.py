@@ -3,7 +3,7 @@ action (any argv, absolute paths included: it skips the checks of goma-ext's own
 JSON. Usage: python attack_client.py SPEC.json, where SPEC holds: endpoint, instance, salt, argv, outputs,
 token_file (the attacker's own copy of the cluster's client token, as a user the cluster admits would have), and
 the input tree: files {tree path: local path} (paths may hold '/'), executable [tree paths], links {tree path:
-target}, bomb [width, depth] (a directory `bomb` whose every level names the one below `width` times), plus
+target}, named {tree path: [hash, size]} (a file whose digest is given as it is, no blob), bomb [width, depth] (a directory `bomb` whose every level names the one below `width` times), plus
 optional workdir, env {name: value} and timeout_s. An argv[0] holding '/' is a program from the input root (a
 hermetic action: no compiler identity is asked for)."""
 
@@ -45,6 +45,8 @@ def _dir(spec: dict[str, Any], blobs: dict[Digest, BlobSource]) -> Digest:
         place(path, ("file", Path(local).read_bytes(), path in executable))
     for path, target in spec.get("links", {}).items():
         place(path, ("link", target))
+    for path, (digest_hash, size) in spec.get("named", {}).items():
+        place(path, ("named", digest_hash, size))
     if "bomb" in spec:
         width, depth = spec["bomb"]
         below = input_trees.stored(re_pb2.Directory(), put)

@@ -234,6 +234,21 @@ def test_an_input_tree_bomb_is_refused_before_it_costs_anything(attacker: Attack
           f"{out['error'][-70:]}")
 
 
+def test_a_file_digest_that_names_a_path_is_refused(attacker: Attacker, host: Host, cluster: Cluster,
+                                                    sh: Path) -> None:
+    """The worker's file cache names its files, and the lock files that claim a fetch, after digests: an input
+    whose digest climbs out of the cache ('../…') must not make the root worker touch, link or create anything
+    there (here: a lock file in the victim's directory, for a digest of a claimed size)."""
+    locks = Path(cluster.st.state) / "workers" / "file-cache" / "locks"
+    size = 2 << 20
+    climb = os.path.relpath(host.victim / "planted", locks)
+    res = attacker.send(["./sh", "-c", "cat big > a.o"], {"sh": sh}, executable=["sh"],
+                        named={"big": [climb, size]})
+    _refused(res, "INVALID_ARGUMENT", "input 'big' has a malformed digest")
+    assert not (host.victim / f"planted-{size}").exists()
+    print(f"attack: a file digest {climb!r} -> refused: {res['error'][-80:]}")
+
+
 def _worker_peak_rss_kib(cluster: Cluster) -> dict[int, int]:
     pids = subprocess.run(["pgrep", "-f", "goma_ext.cli worker .*--index"], capture_output=True, text=True).stdout
     peaks = {}
