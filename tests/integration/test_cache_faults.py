@@ -2,7 +2,9 @@
 link shape the cache serves, an executable, tests and a shared library, in seconds): damaged, truncated and missing
 entries, a full and a read-only cache file system, two builds sharing one cache concurrently, and a build
 killed mid-store. After each, the binaries are correct: equal to those of a build without the cache, and
-their self-checks pass; `gn-thinlto cache verify` finds nothing bad.
+their self-checks pass; `gn-thinlto cache verify` finds nothing bad. That build without the cache is the file's only
+full build: the others are copies of it with their backends forgotten (`_with_cache`), generated again with their
+cache settings, so that only what the cache serves runs again: every backend and final link.
 
 Mounting the small file systems needs root (CI and the fresh-machine check run as root).
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builds import copy_build_dir, forget_backends
 from tests.conftest import step_server_pids
 
 from .test_graph_support import Build, copy_workspace, gen_and_build, gn_thinlto
@@ -45,12 +48,28 @@ def _config(root: Path, name: str, text: str) -> Path:
 @pytest.fixture(scope="module")
 def reference(root: Path) -> Build:
     """The graph without the backend cache: what every faulty build must produce."""
-    return gen_and_build(root, root.parent / "nocache", "--config", str(_config(root, "nocache", "backend_cache: false\n")))
+    config = _config(root, "nocache", "backend_cache: false\n")
+    return gen_and_build(root, root.parent / "nocache", "--config", str(config))
+
+
+def _with_cache(reference: Build, name: str, config: Path | None = None) -> Build:
+    """REFERENCE's build directory copied beside it (as deep) to NAME, its backends forgotten (no native object, no
+    backend log) and generated again with CONFIG (or the defaults: the cache on, in the build directory). Its
+    compiles and thin links are the reference's, which the cache has no part in; ninja runs every backend, through
+    the cache, and every final link again: the copied binaries are removed, so those it builds are the cache's work."""
+    out = forget_backends(copy_build_dir(reference.out, reference.root.parent / name))
+    for binary in BINARIES:
+        (out / binary).unlink()
+    proc = gn_thinlto("gen", str(out), "--root", str(reference.root), *(("--config", str(config)) if config else ()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return Build(reference.root, out)
 
 
 @pytest.fixture(scope="module")
-def built(root: Path) -> Build:
-    return gen_and_build(root, root.parent / "out")
+def built(reference: Build) -> Build:
+    b = _with_cache(reference, "out")
+    b.ninja()
+    return b
 
 
 def _cache(b: Build) -> Path:
@@ -152,13 +171,11 @@ def _warnings(proc_out: str) -> list[str]:
 def _build_on_an_unwritable_cache(root: Path, reference: Build, cache: Path, name: str, error: str) -> None:
     """Build SOME with CACHE as cache_dir: the build succeeds with one warning naming ERROR, and the binaries
     equal the reference."""
-    config = _config(root, name, f"cache_dir: {cache}\n")
-    out = root.parent / name
-    assert gn_thinlto("gen", str(out), "--root", str(root), "--config", str(config)).returncode == 0
-    proc = subprocess.run(["ninja", "-C", str(out), *SOME], capture_output=True, text=True)
+    b = _with_cache(reference, name, _config(root, name, f"cache_dir: {cache}\n"))
+    proc = subprocess.run(["ninja", "-C", str(b.out), *SOME], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert len(_warnings(proc.stdout)) == 1 and error in _warnings(proc.stdout)[0]
-    _same_as_reference(Build(root, out), reference, SOME)
+    _same_as_reference(b, reference, SOME)
 
 
 def test_a_full_cache_file_system_skips_caching_with_one_warning(
@@ -185,9 +202,7 @@ def test_a_read_only_cache_skips_caching_with_one_warning(root: Path, reference:
 def test_two_builds_share_one_cache_concurrently(root: Path, reference: Build) -> None:
     shared = root.parent / "shared-cache"
     config = _config(root, "shared", f"cache_dir: {shared}\n")
-    outs = [root.parent / f"shared{n}" for n in (1, 2)]
-    for out in outs:
-        assert gn_thinlto("gen", str(out), "--root", str(root), "--config", str(config)).returncode == 0
+    outs = [_with_cache(reference, f"shared{n}", config).out for n in (1, 2)]
     procs = [subprocess.Popen(["ninja", "-C", str(out)], stdout=subprocess.PIPE, text=True) for out in outs]
     for p in procs:
         out_text, _ = p.communicate(timeout=600)
@@ -200,9 +215,7 @@ def test_two_builds_share_one_cache_concurrently(root: Path, reference: Build) -
 
 
 def test_a_build_killed_mid_store_leaves_nothing_wrong(root: Path, reference: Build) -> None:
-    config = _config(root, "killed", "cache_dir: killed-cache\n")
-    out = root.parent / "killed"
-    assert gn_thinlto("gen", str(out), "--root", str(root), "--config", str(config)).returncode == 0
+    out = _with_cache(reference, "killed", _config(root, "killed", "cache_dir: killed-cache\n")).out
     # A backend step killed (SIGKILL) between writing a temporary file and renaming it:
     faulty = subprocess.run(["ninja", "-C", str(out), "gn-thinlto/tool/native/obj/tool/tool.tool.o"],
                             capture_output=True, text=True, env={**os.environ, "GN_THINLTO_FAULT": "kill-mid-store"})

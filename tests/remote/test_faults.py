@@ -38,6 +38,13 @@ def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             yield own
 
 
+@pytest.fixture(scope="module")
+def ref(program_template: ThinProgram, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The bytes every test's remote or fallen-back backends must produce (`local_reference`), run once: each test's
+    `program` is a copy of the same template."""
+    return local_reference(program_template, tmp_path_factory.mktemp("reference"))
+
+
 @pytest.fixture
 def healthy(own_cluster: Cluster) -> Cluster:
     """The module's cluster, with BuildGrid restarted if an earlier fault test stopped it."""
@@ -52,8 +59,7 @@ def _check_build(program: ThinProgram, ref: dict[str, bytes]) -> None:
     assert no_temp_files(program) == []
 
 
-def test_server_down_before_the_build(program: ThinProgram, tmp_path: Path, salt: str) -> None:
-    ref = local_reference(program, tmp_path)
+def test_server_down_before_the_build(program: ThinProgram, ref: dict[str, bytes], salt: str) -> None:
     down = f"grpc://127.0.0.1:{procs.free_port()}"
     for i, m in enumerate(thin_program.MODULES):
         run = wrapper(program, program.backend(m), down, salt)
@@ -65,10 +71,9 @@ def test_server_down_before_the_build(program: ThinProgram, tmp_path: Path, salt
     _check_build(program, ref)
 
 
-def test_server_killed_mid_build(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
+def test_server_killed_mid_build(healthy: Cluster, program: ThinProgram, ref: dict[str, bytes], salt: str,
                                  own_proxy_dir: str) -> None:
     """Its own proxy, which remembers the outage (DOWN_HOLD_S) and goes with the test."""
-    ref = local_reference(program, tmp_path)
     slow = str(healthy.slow_clang)
     env = {**HOST_TOOLCHAIN, "GOMA_EXT_PROXY_DIR": own_proxy_dir}
     running = [start_wrapper(program, program.backend(m, compiler=slow), healthy.endpoint, salt, env)
@@ -95,8 +100,7 @@ def _worker_children(supervisor: int) -> dict[int, int]:
     return kids
 
 
-def test_worker_killed_mid_action(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
-    ref = local_reference(program, tmp_path)
+def test_worker_killed_mid_action(healthy: Cluster, program: ThinProgram, ref: dict[str, bytes], salt: str) -> None:
     proc = start_wrapper(program, program.backend("alpha", compiler=str(healthy.slow_clang)), healthy.endpoint, salt,
                          HOST_TOOLCHAIN)
     busy: list[Path] = []
@@ -118,8 +122,8 @@ def test_worker_killed_mid_action(healthy: Cluster, program: ThinProgram, tmp_pa
     _check_build(program, ref)
 
 
-def test_corrupted_blob_is_caught_by_its_digest(healthy: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
-    ref = local_reference(program, tmp_path)
+def test_corrupted_blob_is_caught_by_its_digest(healthy: Cluster, program: ThinProgram, ref: dict[str, bytes],
+                                                 tmp_path: Path, salt: str) -> None:
     assert wrapper(program, program.backend("beta"), healthy.endpoint, salt).returncode == 0
     digest = Digest.of_file(program.native("beta"))
     blob = healthy.state / "cas" / "cas" / "objects" / digest.hash[:2] / digest.hash[2:]
