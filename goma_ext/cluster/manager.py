@@ -22,6 +22,7 @@ from goma_ext.cluster.server import (
     Watermarks,
     ensure_venv,
     migrate,
+    migrations,
     render_cleanup_config,
     render_config,
 )
@@ -126,6 +127,7 @@ class ClusterState:
     server_url: str | None = None
     worker_token_file: str | None = None
     bot_id: str | None = None
+    migrated: str | None = None  # the migrations (server.migrations) the database was brought to
 
     @property
     def host_role(self) -> Role:
@@ -462,6 +464,8 @@ def _start_server_side(st: ClusterState) -> ClusterState:
         secretfiles.auth_dir(Path(st.state))
         password = secretfiles.new_secret()
         secretfiles.write_private(pg.passfile, secretfiles.pgpass_line(pg.port, DB_USER, password))
+        st = replace(st, migrated=None)  # a new database: recorded before it is made, whatever fails after
+        st.save()
         pg.init(password)
     if pg.trust_lines():
         raise ClusterError(f"{pg.data_dir}/pg_hba.conf trusts connections without a password; refusing to use it")
@@ -473,7 +477,12 @@ def _start_server_side(st: ClusterState) -> ClusterState:
         st = _start_redis(st)
         st.save()
     if not procs.alive(st.server_pid):
-        migrate(ensure_venv(Path(st.server_venv)), pg.url, Path(st.state) / "logs" / "migrate.log")
+        bgd = ensure_venv(Path(st.server_venv))
+        wanted = migrations(Path(st.server_venv))
+        if st.migrated != wanted:  # a new database, or another BuildGrid: a restart of the same needs none
+            migrate(bgd, pg.url, Path(st.state) / "logs" / "migrate.log")
+            st = replace(st, migrated=wanted)
+            st.save()
         st = start_server(st)
         st.save()
     if st.cas_max_size is not None and not procs.alive(st.cleanup_pid):

@@ -95,6 +95,9 @@ def test_the_cas_is_bounded_least_recently_used_first_and_the_index_survives_a_r
     assert _present(st, digests) == kept == _on_disk(st, digests)  # the index agrees with the disk
 
     manager.stop(Path(st.state), Role.SERVER)
+    migrations = (Path(st.state) / "logs" / "migrate.log").read_text().count("Migrating database")
     again = manager.start(manager.ClusterSpec(state=Path(st.state), role=Role.SERVER))
     assert _present(again, digests) == kept
+    # the restart found its database migrated to the same BuildGrid's scripts: no second `bgd migrate apply`
+    assert (Path(st.state) / "logs" / "migrate.log").read_text().count("Migrating database") == migrations == 1
     print(f"CAS bound {MAX} bytes: {len(kept)} of {COUNT} blobs of {BLOB} bytes kept, the newest")
