@@ -7,7 +7,7 @@ exists; `ninja -t query` does. So backend jobs in a target's dependency tree are
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,4 +61,19 @@ def walk(out_dir: Path, targets: Iterable[str]) -> dict[str, QueryNode]:
 
 def backend_outputs(out_dir: Path, target: str) -> list[str]:
     """The native objects of backend edges TARGET depends on (including through dyndep)."""
-    return sorted(n.path for n in walk(out_dir, [target]).values() if n.rule == BACKEND_RULE)
+    return backend_outputs_of(out_dir, [target])[target]
+
+
+def backend_outputs_of(out_dir: Path, targets: Sequence[str]) -> dict[str, list[str]]:
+    """backend_outputs of each of TARGETS, from one walk of all their trees."""
+    nodes = walk(out_dir, targets)
+    found = {}
+    for target in targets:
+        seen: set[str] = set()
+        todo = [target]
+        while todo:
+            if (path := todo.pop()) not in seen:
+                seen.add(path)
+                todo.extend(nodes[path].inputs)
+        found[target] = sorted(p for p in seen if nodes[p].rule == BACKEND_RULE)
+    return found

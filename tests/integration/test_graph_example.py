@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gn_thinlto.analysis.graph_query import backend_outputs
+from gn_thinlto.analysis.graph_query import backend_outputs_of
 from tests.builds import copy_example_tree
 
 from .test_graph_support import (
+    OBJDUMP,
     Build,
     code_modulo_plt,
     defined_functions,
@@ -22,9 +23,7 @@ from .test_graph_support import (
     edit_and_rebuild,
     executables,
     native_of,
-    section_bytes,
     section_table,
-    text_size,
     unstripped,
 )
 
@@ -59,6 +58,35 @@ def _links(b: Build) -> dict[str, dict]:
     return out
 
 
+def _section_contents(binary: Path, names: list[str], *, headers: bool = False) -> tuple[str, dict[str, bytes]]:
+    """What `section_bytes` gives for each of NAMES (its `llvm-objdump -s` hex dump), from one objdump run for all of
+    them, not one per section (an objdump start-up is most of a call's cost); with HEADERS, also their `-h` table."""
+    out = subprocess.run([OBJDUMP, *(["-h"] if headers else []), "-s", *(f"--section={n}" for n in names),
+                          str(binary)], capture_output=True, text=True, check=True).stdout
+    table: list[str] = []
+    contents: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in out.splitlines():
+        if line.startswith("Contents of section ") and line.endswith(":"):
+            current = line.removeprefix("Contents of section ").removesuffix(":")
+            contents.setdefault(current, [])
+        elif current is None:
+            table.append(line)
+        else:
+            contents[current].append(line)
+    return "\n".join(table), {name: "\n".join(lines).encode() for name, lines in contents.items()}
+
+
+def _text(binary: Path) -> tuple[int, bytes]:
+    """BINARY's .text: its size (as `text_size`) and its bytes (as `section_bytes`), from one objdump run."""
+    table, contents = _section_contents(binary, [".text"], headers=True)
+    for line in table.splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[1] == ".text":
+            return int(parts[2], 16), contents.get(".text", b"")
+    raise AssertionError(f"no .text in {binary}")
+
+
 def test_every_binary_passes_its_self_check(built: Build) -> None:
     names = executables(built)
     assert len(names) >= 6
@@ -73,10 +101,11 @@ def test_inline_probe_is_inlined_in_calc(built: Build) -> None:
 
 def test_backend_count_per_target_equals_used_bitcode(built: Build) -> None:
     links = _links(built)
+    backends = backend_outputs_of(built.out, list(links))  # one walk of every link's tree, dyndep loaded
     for output, m in links.items():
         tdir = m["used_list"].rsplit("/", 1)[0]
         used = (built.out / m["used_list"]).read_text().split()
-        own = [o for o in backend_outputs(built.out, output) if o.startswith(f"{tdir}/native/")]
+        own = [o for o in backends[output] if o.startswith(f"{tdir}/native/")]
         assert len(own) == len(used), output
         assert len(used) <= len(m["bitcode"])
     # At least one link leaves lazy archive members unused (and unbuilt).
@@ -90,14 +119,14 @@ def test_same_functions_and_text_size_as_in_process(built: Build, reference: Bui
         ours, theirs = unstripped(built.out, output), unstripped(reference.out, output)
         assert ours != built.out / output, f"{output}: the example strips, so an unstripped copy must exist"
         assert defined_functions(ours) == defined_functions(theirs), output
-        a, b = text_size(ours), text_size(theirs)
+        (a, our_text), (b, their_text) = _text(ours), _text(theirs)
         assert abs(a - b) <= 0.02 * b, (output, a, b)
         same_size += [output] if a == b else []
         # Byte-identical but for the PLT's slot order: lld fills the PLT in the order it first saw each symbol,
         # and the final link reads the natives after the other inputs, in-process ThinLTO the bitcode in place.
         assert code_modulo_plt(ours) == code_modulo_plt(theirs), output
         same_code.append(output)
-        if section_bytes(ours, ".text") == section_bytes(theirs, ".text"):
+        if our_text == their_text:
             identical.append(output)
     n = len(_links(built))
     print(f"\n.text same size as in-process: {len(same_size)}/{n}; same code up to PLT slot order: "
@@ -117,9 +146,11 @@ def test_wrapper_products_equal_in_process(built: Build, reference: Build) -> No
         assert defined_functions(ours) == set(), f"{output} is stripped"
         assert section_table(ours) == section_table(theirs), output
         assert dynamic_symbols(ours) == dynamic_symbols(theirs), output
-        sections = {name for name, _ in section_table(theirs)}
-        for name in sorted(DATA_SECTIONS & sections):  # data byte for byte; symbol tables differ in order only
-            assert section_bytes(ours, name) == section_bytes(theirs, name), (output, name)
+        data = sorted(DATA_SECTIONS & {name for name, _ in section_table(theirs)})
+        assert data, output  # (without --section, objdump -s would dump every section)
+        our_data, their_data = _section_contents(ours, data)[1], _section_contents(theirs, data)[1]
+        for name in data:  # data byte for byte; symbol tables differ in order only
+            assert our_data.get(name, b"") == their_data.get(name, b""), (output, name)
         identical += [output] if ours.read_bytes() == theirs.read_bytes() else []
     print(f"\nstripped binaries byte-identical to in-process: {len(identical)}/{len(_links(built))}")
 
@@ -227,10 +258,11 @@ def test_html_report_renders_in_a_headless_browser(built: Build, tmp_path: Path)
     proc = gn_thinlto("report", str(built.out), "--build", "--html", str(page))
     assert proc.returncode == 0, proc.stderr
     browser = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
-    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    # one browser run for both: headless chromium dumps the loaded page's DOM and takes the screenshot
+    dom = subprocess.run([*browser, "--window-size=1280,2000", f"--screenshot={shot}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
     assert '<body data-plots="2" data-tables="4">' in dom.stdout, dom.stdout[:500] + dom.stderr[-500:]
-    subprocess.run([*browser, "--window-size=1280,2000", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
     pixels = (imread(shot)[:, :, :3] * 255).round().astype(int)
     assert pixels.shape[:2] == (2000, 1280)
     found = {name for name, colour in PHASE_COLOURS.items()
