@@ -260,7 +260,7 @@ def tables(builds: Sequence[Build], rss: Sequence[LinkRss]) -> str:
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench builds", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the example only")
-    p.add_argument("--subjects", default="example,ninja", help="comma-separated: example, ninja, tiny")
+    p.add_argument("--subjects", default="example,ninja", help="comma-separated: example, ninja, tiny, micro")
     p.add_argument("--variants", default="abc", help="letters of the variants to run (d needs the cluster)")
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)

@@ -132,7 +132,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--name", default="cache")
-    p.add_argument("--subject", default="example", choices=("example", "tiny"), help="the workspace built")
+    p.add_argument("--subject", default="example", choices=("example", "tiny", "micro"), help="the workspace built")
     args = p.parse_args(argv)
     prereqs.ensure()
     ctx = results.context()

@@ -107,7 +107,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     p.add_argument("--workers", type=int, default=4, help="workers of each cluster (both have as many)")
-    p.add_argument("--subject", default="example", help="what the builds build: example, ninja or tiny")
+    p.add_argument("--subject", default="example", help="what the builds build: example, ninja, tiny or micro")
     p.add_argument("--hit-rounds", type=int, metavar="N",
                    help="rounds over the 5 modules of the client-CPU-per-hit comparison (default 20, --quick 4)")
     p.add_argument("--load-copies", type=int, metavar="N",

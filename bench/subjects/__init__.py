@@ -80,7 +80,14 @@ def tiny(cache: Path) -> Subject:
     return Subject("tiny", root, "", "lib/o0.cc", "int f0(int x) {", "tests/t0.cc")
 
 
-SUBJECTS = {"example": example, "ninja": ninja, "abseil": abseil, "tiny": tiny}
+def micro(cache: Path) -> Subject:
+    """tiny at its least: 2 binaries x 2 objects (one shared, imported by both mains, and each binary's own main).
+    The test suite's smoke runs build it: every edit and code path of tiny, with fewer compiles and actions."""
+    root = write_workspace(synth.grid(2, 1), cache / "micro-ws")
+    return Subject("micro", root, "", "lib/o0.cc", "int f0(int x) {", "tests/t0.cc")
+
+
+SUBJECTS = {"example": example, "ninja": ninja, "abseil": abseil, "tiny": tiny, "micro": micro}
 
 
 def check(subject: Subject, out_dir: Path) -> str:
@@ -98,7 +105,7 @@ def check(subject: Subject, out_dir: Path) -> str:
     failed = []
     for exe in exes:
         s = run([str(out_dir.resolve() / exe)], cwd=out_dir, check=False)
-        expected = "" if subject.name == "tiny" else f"OK {Path(exe).name}"
+        expected = "" if subject.name in ("tiny", "micro") else f"OK {Path(exe).name}"
         if s.returncode != 0 or expected not in s.output:
             failed.append(exe)
     if failed or not exes:

@@ -50,22 +50,22 @@ def test_scale_chromium_shape_smallest(tmp_path: Path) -> None:
 
 
 def test_regen_smallest(tmp_path: Path) -> None:
-    data = bench("regen", "--objects", "400", "--repeat", "1", "--modes", "null_index", results=tmp_path)
+    data = bench("regen", "--objects", "200", "--repeat", "1", "--modes", "null_index", results=tmp_path)
     edits = {r["edit"]: r for r in data["ratios"]}
     assert set(edits) == {"no change", "a test's sources", "a tool's sources", "a component library's sources"}
     assert edits["no change"]["planned"] == 0 and edits["a test's sources"]["planned"] == 1
 
 
 def test_sharing_smallest(tmp_path: Path) -> None:
-    rows = bench("sharing", "--workspaces", "grid:2:3", results=tmp_path)["rows"]
+    rows = bench("sharing", "--workspaces", "grid:2:1", results=tmp_path)["rows"]
     thin, null = rows
-    assert thin["binaries_x_objects"] == 2 * 4 == thin["backend_edges_run"]
+    assert thin["binaries_x_objects"] == 2 * 2 == thin["backend_edges_run"]
     assert 0 < thin["compiler_runs"] <= thin["backend_edges_run"] and null["mode"] == "null_index"
     assert thin["compiler_runs_off"] == thin["backend_edges_run"]  # with the cache off every edge compiles
 
 
 def test_cache_smallest(tmp_path: Path) -> None:
-    data = bench("cache", "--subject", "tiny", "--entries", "500", "--repeat", "3", results=tmp_path)
+    data = bench("cache", "--subject", "micro", "--entries", "500", "--repeat", "3", results=tmp_path)
     assert data["hits"]["entries"] > 0 and data["hits"]["verified_vs_unverified"] > 0
     assert data["prune"]["entries"] == 500 and data["prune"]["entries_removed"] == 50
     shared = data["shared"]

@@ -12,7 +12,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_builds_smallest(tmp_path: Path) -> None:
-    data = bench("builds", "--subjects", "tiny", "--variants", "abcd", "--repeat", "1", results=tmp_path, cluster=True)
+    # micro (bench/subjects): tiny's two binaries, each linking one shared object and its own main: every variant,
+    # edit and self-check of tiny, with 4 backend edges (3 distinct actions) instead of 10 (6)
+    data = bench("builds", "--subjects", "micro", "--variants", "abcd", "--repeat", "1", results=tmp_path, cluster=True)
     cases = {(b["variant"], b["case"]) for b in data["builds"]}
     variants = "abc" if data.get("remote_missing") else "abcd"
     assert cases == {(v, c) for v in variants for c in ("clean", "comment", "body", "leaf")}
@@ -22,7 +24,7 @@ def test_builds_smallest(tmp_path: Path) -> None:
 
 
 def test_remote_smallest(tmp_path: Path) -> None:
-    data = bench("remote", "--subjects", "tiny", results=tmp_path, cluster=True)
+    data = bench("remote", "--subjects", "micro", results=tmp_path, cluster=True)
     if not data["rows"]:  # no PostgreSQL here: the benchmark says so instead of inventing numbers
         assert data["missing"]
         return

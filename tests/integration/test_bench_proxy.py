@@ -15,7 +15,7 @@ def test_proxy_smallest(tmp_path: Path) -> None:
     # one round of hits and two copies in the load tests (--quick: four and ten): each load test still sends every
     # distinct action from two build directories at once (the thin clients) or repeated through one step server,
     # at a fifth of the clients' and the cluster's CPU
-    data = bench("proxy", "--quick", "--subject", "tiny", "--workers", "2", "--hit-rounds", "1", "--load-copies", "2",
+    data = bench("proxy", "--quick", "--subject", "micro", "--workers", "2", "--hit-rounds", "1", "--load-copies", "2",
                  results=tmp_path, cluster=True)
     if data.get("missing"):  # no PostgreSQL here: the benchmark says so instead of inventing numbers
         return
