@@ -9,6 +9,7 @@ thin client use it under `python -S`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -107,18 +108,24 @@ class FileErrors(Generic[E]):
 
     def write_text(self, path: str | os.PathLike[str], text: str | Callable[[], str], what: str = "") -> None:
         """Write TEXT to file PATH (a report the user asked for); the error naming it when that fails. TEXT may be
-        the function that makes it: PATH is opened first, so that a path it cannot write fails before that work."""
+        the function that makes it: PATH is opened first, so that a path it cannot write fails before that work,
+        and only emptied once the text is made (a failure meanwhile leaves an older report as it was)."""
+        existed = os.path.lexists(path)
         try:
-            f = open(path, "w", encoding="utf-8")
+            f = open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666), "w", encoding="utf-8")
         except OSError as e:
             raise self.file_error(path, e, what) from e
         try:
             content = text() if callable(text) else text
         except BaseException:
             f.close()  # nothing written: nothing to flush
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             raise
         try:
             with f:  # closing flushes, and can fail too
+                f.truncate(0)
                 f.write(content)
         except OSError as e:
             raise self.file_error(path, e, what) from e

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gn_thinlto import tools
+from gn_thinlto.errors import GnThinltoError
 
 BACKEND_RULE = "gn_thinlto_backend"
 
@@ -61,14 +62,16 @@ def walk(out_dir: Path, targets: Iterable[str]) -> dict[str, QueryNode]:
 
 def backend_outputs(out_dir: Path, target: str) -> list[str]:
     """The native objects of backend edges TARGET depends on (including through dyndep)."""
-    return backend_outputs_of(out_dir, [target])[target]
+    return sorted(n.path for n in walk(out_dir, [target]).values() if n.rule == BACKEND_RULE)
 
 
 def backend_outputs_of(out_dir: Path, targets: Sequence[str]) -> dict[str, list[str]]:
-    """backend_outputs of each of TARGETS, from one walk of all their trees."""
+    """backend_outputs of each of TARGETS (spelled as ninja prints them), from one walk of all their trees."""
     nodes = walk(out_dir, targets)
     found = {}
     for target in targets:
+        if target not in nodes:
+            raise GnThinltoError(f"ninja -t query in {out_dir} does not name {target!r} as given")
         seen: set[str] = set()
         todo = [target]
         while todo:

@@ -127,7 +127,7 @@ class ClusterState:
     server_url: str | None = None
     worker_token_file: str | None = None
     bot_id: str | None = None
-    migrated: str | None = None  # the migrations (server.migrations) the database was brought to
+    migrated: str | None = None  # "SCRIPTS:REVISION": server.migrations and the revision they brought the database to
 
     @property
     def host_role(self) -> Role:
@@ -464,8 +464,6 @@ def _start_server_side(st: ClusterState) -> ClusterState:
         secretfiles.auth_dir(Path(st.state))
         password = secretfiles.new_secret()
         secretfiles.write_private(pg.passfile, secretfiles.pgpass_line(pg.port, DB_USER, password))
-        st = replace(st, migrated=None)  # a new database: recorded before it is made, whatever fails after
-        st.save()
         pg.init(password)
     if pg.trust_lines():
         raise ClusterError(f"{pg.data_dir}/pg_hba.conf trusts connections without a password; refusing to use it")
@@ -478,10 +476,12 @@ def _start_server_side(st: ClusterState) -> ClusterState:
         st.save()
     if not procs.alive(st.server_pid):
         bgd = ensure_venv(Path(st.server_venv))
-        wanted = migrations(Path(st.server_venv))
-        if st.migrated != wanted:  # a new database, or another BuildGrid: a restart of the same needs none
+        scripts, version = migrations(Path(st.server_venv)), pg.schema_version()
+        # A restart of the same BuildGrid on the database it migrated needs no second `bgd migrate apply` (2 CPU s);
+        # a new, dropped or recreated database (no alembic version, or another one), or other scripts, get one.
+        if scripts is None or version is None or st.migrated != f"{scripts}:{version}":
             migrate(bgd, pg.url, Path(st.state) / "logs" / "migrate.log")
-            st = replace(st, migrated=wanted)
+            st = replace(st, migrated=f"{scripts}:{pg.schema_version()}")
             st.save()
         st = start_server(st)
         st.save()

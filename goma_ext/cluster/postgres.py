@@ -141,6 +141,13 @@ class Postgres:
         if exists.stdout.strip() != "1":
             self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, DB_NAME)
 
+    def schema_version(self) -> str | None:
+        """The revision BuildGrid's migrations brought the database to (alembic's version table), None when it has
+        none (a new, dropped or recreated database) or cannot be asked."""
+        proc = self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", DB_USER, "-d", DB_NAME, "-tAc",
+                         "SELECT version_num FROM alembic_version", check=False)
+        return (proc.stdout.strip() or None) if proc.returncode == 0 else None
+
     def running(self) -> bool:
         return (
             self.initialised() and self._run("pg_ctl", "-D", str(self.data_dir), "status", check=False).returncode == 0

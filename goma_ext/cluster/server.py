@@ -277,11 +277,14 @@ def _authorization(s: ServerSettings) -> dict[str, object]:
             "allow-localhost-requests": False}
 
 
-def migrations(venv: Path) -> str:
-    """A digest of BuildGrid's migration scripts in VENV: what `bgd migrate apply` brings a database to. A database
-    migrated to it needs no second run (2 CPU s: BuildGrid's imports and alembic) when its server restarts."""
+def migrations(venv: Path) -> str | None:
+    """A digest of BuildGrid's migration scripts in VENV: what `bgd migrate apply` brings a database to (None when
+    none are found where BuildGrid 0.4.4 keeps them: then migrate every time)."""
+    scripts = sorted(venv.glob("lib/python3*/site-packages/buildgrid/server/sql/alembic/versions/*.py"))
+    if not scripts:
+        return None
     h = hashlib.sha256()
-    for script in sorted(venv.glob("lib/python3*/site-packages/buildgrid/server/sql/alembic/versions/*.py")):
+    for script in scripts:
         h.update(f"{script.name}\0{len(data := script.read_bytes())}\0".encode() + data)
     return h.hexdigest()
 

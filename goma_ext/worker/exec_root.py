@@ -150,7 +150,7 @@ def materialise(
         with ExitStack() as claims:
             if cache is not None:  # in sorted order (the group is): see FileCache.claim
                 for d in group:
-                    if d.size >= CLAIM_MIN_BYTES and placer.cacheable(d):
+                    if d.size >= CLAIM_MIN_BYTES and placer.cacheable(d) and cache.fits(d):
                         claims.enter_context(cache.claim(d, lambda: deadline.check("waiting for another fetch")))
                         missing[d] = [(p, x) for p, x in missing[d] if not placer.from_cache(p, d, x)]
             to_read = [d for d in group if missing[d]]

@@ -8,9 +8,10 @@ worker process published the same digest first (the loser drops its copy: duplic
 tree is 0700 and owned by the worker: never bound into a sandbox, never writable by the runner uid.
 
 Fetches of large blobs are claimed (claim(): an flock on DIR/locks/<sha256>-<size>): the worker processes of a host
-that start at once and all need the same compiler fetch it once, the others wait and find it published. A lock file
-is empty, its lock is all it holds (released when its holder exits, however it exits); eviction prunes those of
-blobs no longer cached.
+that start at once and all need the same compiler fetch it once, the others wait (CLAIM_PATIENCE_S at most) and
+find it published. A lock file is empty, its lock is all it holds (released when its holder exits, however it
+exits); its holder removes it when done, and a new FileCache removes those no one holds (a killed holder's). A
+claim only saves work: losing a race on a lock file's name costs a second fetch, never a wrong file.
 
 LRU by mtime: every use touches the file, so every process sharing the directory sees the same order. When the
 bytes this process knows of exceed the bound, it rescans the directory and unlinks the least recently used files
@@ -21,6 +22,7 @@ link fail (FileNotFoundError) and fetches again.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -30,7 +32,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ EVICT_TO = 0.9  # evict down to this fraction of the bound, so one eviction serv
 TMP = "tmp"
 LOCKS = "locks"
 CLAIM_POLL_S = 0.05  # how often a claim waiting for another's fetch looks again (and at its deadline)
+CLAIM_PATIENCE_S = 60.0  # then it fetches too: a holder stuck on a slow CAS must not fail every lease that waits
 _NAME = re.compile(r"^([0-9a-f]{64})-([0-9]+)$")
 _KINDS = {False: ("f", 0o444), True: ("x", 0o555)}
 
@@ -82,6 +84,7 @@ class FileCache:
                 d.mkdir(mode=0o700, parents=True, exist_ok=True)
                 os.chmod(d, 0o700)
             self._drop_temps()
+            self._drop_stale_locks()
             self._total = sum(e.size for e in self._scan())
         except OSError as e:
             raise FileCacheError(f"file cache {root}: {e.strerror or e}") from e
@@ -105,7 +108,7 @@ class FileCache:
 
     def put(self, digest: Digest, executable: bool, data: bytes) -> Path | None:
         """Verify `data` against `digest` and publish it; the file's path, or None when it does not fit the bound."""
-        if self.max_bytes and digest.size > self.max_bytes * EVICT_TO:
+        if not self.fits(digest):
             return None
         actual = Digest.of_bytes(data)
         if actual != digest:
@@ -142,27 +145,57 @@ class FileCache:
                 self.evict()
         return final
 
-    @contextmanager
+    def fits(self, digest: Digest) -> bool:
+        """Whether put() would keep DIGEST's blob (not larger than the bound allows)."""
+        return not (self.max_bytes and digest.size > self.max_bytes * EVICT_TO)
+
+    @contextlib.contextmanager
     def claim(self, digest: Digest, waiting: Callable[[], None]) -> Iterator[None]:
         """Hold the fetch of DIGEST: another process or thread of this directory claiming it meanwhile waits (calling
-        WAITING between looks, which may raise to give up) until it is released, then should find it published.
-        Claims of several digests must be taken in sorted order (no two claimants wait for each other)."""
+        WAITING between looks, which may raise to give up; CLAIM_PATIENCE_S at most) until it is released, then
+        should find it published. Claims of several digests must be taken in sorted order (no two claimants wait
+        for each other)."""
         path = self.root / LOCKS / _name(digest)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as e:
             raise FileCacheError(f"file cache {self.root}: {e.strerror or e}") from e
+        held = False
         try:
-            while True:
+            give_up = time.monotonic() + CLAIM_PATIENCE_S
+            while not held:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
+                    held = True
                 except BlockingIOError:
                     waiting()
+                    if time.monotonic() >= give_up:
+                        LOG.warning("file cache: another fetch of %s has taken %.0f s; fetching it too", digest,
+                                    CLAIM_PATIENCE_S)
+                        break
                     time.sleep(CLAIM_POLL_S)
             yield
         finally:
+            if held:  # done: those waiting hold the old inode's lock next, and find the blob (or fetch it)
+                with contextlib.suppress(FileNotFoundError):
+                    if os.lstat(path).st_ino == os.fstat(fd).st_ino:  # still ours, not a later claimant's
+                        path.unlink()
             os.close(fd)  # the lock goes with the descriptor
+
+    def _drop_stale_locks(self) -> None:
+        """Unlink lock files no one holds: a holder killed before removing its own."""
+        for p in (self.root / LOCKS).iterdir():
+            try:
+                fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                p.unlink(missing_ok=True)
+            except BlockingIOError:
+                pass  # a live fetch's
+            finally:
+                os.close(fd)
 
     def evict(self) -> int:
         """Unlink least recently used files until the cache is under EVICT_TO of the bound; bytes freed."""
@@ -180,16 +213,8 @@ class FileCache:
                 except FileNotFoundError:
                     pass  # another worker process evicted it
             self._total = total - freed
-            self._prune_locks({e.path.name for e in entries if e.path.exists()})
         LOG.info("file cache %s: evicted %d bytes, %d bytes left", self.root, freed, self._total)
         return freed
-
-    def _prune_locks(self, cached: set[str]) -> None:
-        """Unlink the lock files of blobs not cached. Pruning one that another process holds or is opening costs at
-        most a second fetch of that blob, never a wrong file: the claim only saves work."""
-        for p in (self.root / LOCKS).iterdir():
-            if p.name not in cached:
-                p.unlink(missing_ok=True)
 
     def _drop_temps(self) -> None:
         """Unlink temp files of dead writers (a killed worker's, never published); a live process's stay."""

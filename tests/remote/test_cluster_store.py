@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from goma_ext.cluster import manager, procs
+from goma_ext.cluster.postgres import DB_NAME, DB_USER
 from goma_ext.cluster.roles import Role
 from goma_ext.reapi import capabilities, retry
 from goma_ext.reapi.cas import Cas
@@ -98,6 +99,18 @@ def test_the_cas_is_bounded_least_recently_used_first_and_the_index_survives_a_r
     migrations = (Path(st.state) / "logs" / "migrate.log").read_text().count("Migrating database")
     again = manager.start(manager.ClusterSpec(state=Path(st.state), role=Role.SERVER))
     assert _present(again, digests) == kept
-    # the restart found its database migrated to the same BuildGrid's scripts: no second `bgd migrate apply`
-    assert (Path(st.state) / "logs" / "migrate.log").read_text().count("Migrating database") == migrations == 1
+    log = Path(st.state) / "logs" / "migrate.log"
+    # the restart found its database at the revision the same scripts brought it to: no second `bgd migrate apply`
+    assert log.read_text().count("Migrating database") == migrations == 1
     print(f"CAS bound {MAX} bytes: {len(kept)} of {COUNT} blobs of {BLOB} bytes kept, the newest")
+
+    # A database lost meanwhile (dropped; `cluster start` creates it again, empty) is migrated again: BuildGrid
+    # would not start on it otherwise, and start() waits for it to serve.
+    manager.stop(Path(st.state), Role.SERVER)
+    pg = again.postgres
+    pg.start()
+    pg._run("psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", DB_USER, "-d", "postgres", "-c",
+            f"DROP DATABASE {DB_NAME}")
+    pg.stop()
+    manager.start(manager.ClusterSpec(state=Path(st.state), role=Role.SERVER))
+    assert log.read_text().count("Migrating database") == 2

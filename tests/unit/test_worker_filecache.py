@@ -4,6 +4,7 @@ restart and concurrent writers, and materialise() links (or, for a non-root work
 from __future__ import annotations
 
 import errno
+import fcntl
 import multiprocessing
 import os
 import stat
@@ -17,7 +18,7 @@ import pytest
 from goma_ext.reapi.digest import Digest, serialize
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.proto import re_pb2
-from goma_ext.worker import exec_root
+from goma_ext.worker import exec_root, filecache
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import LOCKS, TMP, FileCache, FileCacheError
 from goma_ext.worker.forklock import FORK_LOCK
@@ -264,16 +265,40 @@ def test_a_malformed_directory_digest_is_refused(tmp_path: Path) -> None:
         exec_root.materialise(cas, Digest.of_message(root), tmp_path / "s")  # type: ignore[arg-type]
 
 
-def test_eviction_prunes_the_lock_files_of_blobs_it_dropped(tmp_path: Path) -> None:
-    cache = FileCache(tmp_path / "c", max_bytes=3000)
-    kept, dropped = _blob(1000, b"k"), _blob(1000, b"d")
-    for d, data in (dropped, kept):
-        with cache.claim(d, lambda: None):
-            cache.put(d, False, data)
-        os.utime(cache.path(d, False), (1, 1) if d == dropped[0] else None)
-    new, data = _blob(1500, b"n")
-    cache.put(new, False, data)  # over the bound: the oldest goes
-    assert sorted(p.name for p in (cache.root / LOCKS).iterdir()) == [f"{kept[0].hash}-{kept[0].size}"]
+def test_claims_leave_no_lock_files_and_a_new_cache_drops_those_no_one_holds(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c")
+    big = b"b" * exec_root.CLAIM_MIN_BYTES
+    cas, root = _tree({"big": (big, False)})
+    exec_root.materialise(cas, root, tmp_path / "s", cache, True)  # type: ignore[arg-type]
+    assert list((cache.root / LOCKS).iterdir()) == []  # its holder removed it
+    stale, live = cache.root / LOCKS / f"{'a' * 64}-1", cache.root / LOCKS / f"{'b' * 64}-1"
+    stale.touch()  # a holder killed before removing it
+    with open(live, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a fetch in progress in another process
+        FileCache(tmp_path / "c")
+        assert sorted((cache.root / LOCKS).iterdir()) == [live]
+
+
+def test_a_claim_waits_a_minute_at_most_then_fetches_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder stuck on a slow CAS must not fail every lease waiting for it: past CLAIM_PATIENCE_S the waiter
+    fetches the blob itself."""
+    monkeypatch.setattr(filecache, "CLAIM_PATIENCE_S", 0.3)
+    cache = FileCache(tmp_path / "c")
+    big = b"b" * exec_root.CLAIM_MIN_BYTES
+    cas, root = _tree({"big": (big, False)})
+    with cache.claim(Digest.of_bytes(big), lambda: None):  # another worker's fetch that does not end
+        placed = exec_root.materialise(cas, root, tmp_path / "s", cache, True)  # type: ignore[arg-type]
+    assert placed.fetched == 1 and (tmp_path / "s" / "big").read_bytes() == big
+
+
+def test_a_blob_the_cache_cannot_keep_is_not_claimed(tmp_path: Path) -> None:
+    cache = FileCache(tmp_path / "c", max_bytes=exec_root.CLAIM_MIN_BYTES)  # keeps blobs up to 0.9 of that
+    big = b"b" * exec_root.CLAIM_MIN_BYTES
+    cas, root = _tree({"big": (big, False)})
+    with cache.claim(Digest.of_bytes(big), lambda: None):  # it would wait here if it claimed it
+        placed = exec_root.materialise(cas, root, tmp_path / "s", cache, True,  # type: ignore[arg-type]
+                                       deadline=Deadline(time.monotonic() + 5))
+    assert placed.fetched == 1
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing the input root to a runner uid needs root")
