@@ -149,8 +149,9 @@ def test_wrapper_products_equal_in_process(built: Build, reference: Build) -> No
         data = sorted(DATA_SECTIONS & {name for name, _ in section_table(theirs)})
         assert data, output  # (without --section, objdump -s would dump every section)
         our_data, their_data = _section_contents(ours, data)[1], _section_contents(theirs, data)[1]
+        assert sorted(our_data) == sorted(their_data) == data, output  # every section dumped, in both
         for name in data:  # data byte for byte; symbol tables differ in order only
-            assert our_data.get(name, b"") == their_data.get(name, b""), (output, name)
+            assert our_data[name] == their_data[name], (output, name)
         identical += [output] if ours.read_bytes() == theirs.read_bytes() else []
     print(f"\nstripped binaries byte-identical to in-process: {len(identical)}/{len(_links(built))}")
 
