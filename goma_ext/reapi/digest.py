@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.reapi.proto import re_pb2
 
 _CHUNK = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, order=True)
@@ -39,6 +41,12 @@ class Digest:
     @classmethod
     def from_proto(cls, d: re_pb2.Digest) -> Digest:
         return cls(d.hash, d.size_bytes)
+
+    @property
+    def well_formed(self) -> bool:
+        """A lowercase hex SHA-256 and a size: what a digest from elsewhere (a client's tree) must be before any
+        name is made from it."""
+        return bool(_SHA256.fullmatch(self.hash)) and self.size >= 0
 
     def to_proto(self) -> re_pb2.Digest:
         return re_pb2.Digest(hash=self.hash, size_bytes=self.size)

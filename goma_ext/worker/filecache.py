@@ -59,10 +59,9 @@ class FileCacheError(GomaExtError):
 def _name(digest: Digest) -> str:
     """A cached file's (and its lock's) name: never a path, whatever the digest holds (the worker's tree checks
     digests first; this holds for every caller)."""
-    name = f"{digest.hash}-{digest.size}"
-    if not _NAME.fullmatch(name):
+    if not digest.well_formed:
         raise FileCacheError(f"malformed digest {digest.hash[:80]!r}/{digest.size}")
-    return name
+    return f"{digest.hash}-{digest.size}"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import stat
 import time
 from collections.abc import Callable
@@ -27,7 +26,6 @@ from goma_ext.reapi.proto import code_pb2, re_pb2
 from goma_ext.worker.errors import Refusal, bad_path
 
 MAX_LINK_HOPS = 40  # Linux's MAXSYMLINKS: past this many links in one resolution, open(2) fails with ELOOP
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def too_large(message: str) -> Refusal:
@@ -70,9 +68,10 @@ def check_name(name: str) -> str:
 def check_digest(d: re_pb2.Digest, what: str) -> Digest:
     """D as a Digest, refused unless it is a lowercase hex SHA-256 and a size: the file cache names files after
     digests, so a client's "../" in one must never reach a path."""
-    if not _SHA256.fullmatch(d.hash) or d.size_bytes < 0:
+    digest = Digest.from_proto(d)
+    if not digest.well_formed:
         raise bad_path(f"{what} has a malformed digest {d.hash[:80]!r}/{d.size_bytes}")
-    return Digest.from_proto(d)
+    return digest
 
 
 def _check_digests(msg: re_pb2.Directory) -> None:
