@@ -195,6 +195,25 @@ def example_in_process(example_tree: Build) -> Build:
     return example_tree_in(run_shared.once("example-in-process", lambda d: example_in_process_tree(example_tree, d)))
 
 
+# Debug fission (-gsplit-dwarf on the link line): the example's arguments, and what its shared build builds (an
+# executable, one that loads a shared library, and the library)
+FISSION_ARGS = "symbol_level=2 use_debug_fission=true"
+FISSION_TARGETS = ("calc", "archiver", "libcodec.so")
+
+
+def _fission_tree(dest: Path) -> None:
+    build_example_tree(dest, f"--args={FISSION_ARGS}", targets=FISSION_TARGETS)
+
+
+@pytest.fixture(scope="session")
+def example_fission() -> Build:
+    """The example with debug fission (FISSION_ARGS), FISSION_TARGETS built through the graph, once per run
+    (tests/run_shared.py), laid out as `build_example_tree` lays it out. Its compile units' DW_AT_comp_dir is its
+    build directory. Tests read it or take copies (`copy_example_tree`), never change it: test_graph_fission.py
+    and test_example_remote.py's split-DWARF test (which compiled calc again on its own)."""
+    return example_tree_in(run_shared.once("example-fission", _fission_tree))
+
+
 @dataclass(frozen=True)
 class Llvm:
     """Paths of one installed LLVM toolchain (Debian's /usr/lib/llvm-N)."""

@@ -10,32 +10,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.builds import copy_example_sources
+from tests.builds import copy_example_tree
+from tests.conftest import FISSION_ARGS as ARGS
+from tests.conftest import FISSION_TARGETS as BUILT
 
-from .test_graph_support import Build, gen_and_build, relinked_in_process, unstripped
+from .test_graph_support import Build, relinked_in_process, unstripped
 
 pytestmark = pytest.mark.slow
-ARGS = "symbol_level=2 use_debug_fission=true"
 DWARFDUMP = "/usr/lib/llvm-19/bin/llvm-dwarfdump"
-BINARIES = ("calc", "archiver", "libcodec.so")
-BUILT = BINARIES  # what the builds build: an executable, one that loads a shared library, and the library
+BINARIES = BUILT  # an executable, one that loads a shared library, and the library
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_example_sources(tmp_path_factory.mktemp("fission"))
-
-
-@pytest.fixture(scope="module")
-def built(root: Path) -> Build:
-    return gen_and_build(root, root.parent / "out", f"--args={ARGS}", targets=BUILT)
+def built(example_fission: Build, tmp_path_factory: pytest.TempPathFactory) -> Build:
+    """A copy of the run's build with debug fission (`example_fission`), for this module to change: its compile
+    units' DW_AT_comp_dir is still the directory they were compiled in, example_fission's (`skeleton_dwo_files`
+    with COMPILED_IN)."""
+    return copy_example_tree(example_fission, tmp_path_factory.mktemp("fission"))
 
 
 @pytest.fixture(scope="module")
 def reference(built: Build) -> Build:
-    """BUILT's compiles linked by lld in-process, in a copy of its build directory (GN's own graph): the
-    skeleton units' DW_AT_comp_dir is where the compiles ran, BUILT's directory (`skeleton_dwo_files`)."""
-    return relinked_in_process(built, built.root.parent / "ref", ARGS, BUILT)
+    """BUILT's compiles linked by lld in-process, in a copy of its build directory beside it (GN's own graph)."""
+    return relinked_in_process(built, built.out.parent / "ref", ARGS, BUILT)
 
 
 def _attr(text: str, name: str) -> list[str]:
@@ -76,9 +73,9 @@ def test_binaries_pass_their_checks(built: Build, reference: Build) -> None:
             assert b.run_binary(name) == f"OK {name}"
 
 
-def test_skeletons_point_at_backend_dwo_files(built: Build) -> None:
+def test_skeletons_point_at_backend_dwo_files(built: Build, example_fission: Build) -> None:
     for binary in BINARIES:
-        files = skeleton_dwo_files(built.out, binary)
+        files = skeleton_dwo_files(built.out, binary, example_fission.out)
         for f in files:
             assert f.is_file(), (binary, f)
             assert "/native/" in f.as_posix() and f.suffix == ".dwo", f
@@ -88,15 +85,15 @@ def test_skeletons_point_at_backend_dwo_files(built: Build) -> None:
         assert query.returncode == 0 and query.stdout.count("input: gn_thinlto_backend") == len(rel), query.stdout
 
 
-def test_same_compile_units_as_in_process(built: Build, reference: Build) -> None:
+def test_same_compile_units_as_in_process(built: Build, reference: Build, example_fission: Build) -> None:
     for binary in BINARIES:
-        ours = dwo_unit_names(skeleton_dwo_files(built.out, binary))
-        theirs = dwo_unit_names(skeleton_dwo_files(reference.out, binary, compiled_in=built.out))
+        ours = dwo_unit_names(skeleton_dwo_files(built.out, binary, example_fission.out))
+        theirs = dwo_unit_names(skeleton_dwo_files(reference.out, binary, example_fission.out))
         assert ours == theirs, binary
 
 
-def test_a_cache_hit_restores_the_dwo_file(built: Build) -> None:
-    dwo = next(f for f in skeleton_dwo_files(built.out, "calc") if f.name == "calc.main.dwo")
+def test_a_cache_hit_restores_the_dwo_file(built: Build, example_fission: Build) -> None:
+    dwo = next(f for f in skeleton_dwo_files(built.out, "calc", example_fission.out) if f.name == "calc.main.dwo")
     native = dwo.with_suffix(".o")
     log = built.out / "gn-thinlto/backend.log"
     before = log.read_text().splitlines()

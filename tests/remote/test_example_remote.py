@@ -21,7 +21,8 @@ from gn_thinlto import tools
 from gn_thinlto.cli.example import run_self_checks
 from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_STATS_LOG
-from tests.builds import Build, build_example_tree, copy_without_backends
+from tests.builds import Build, copy_without_backends
+from tests.conftest import FISSION_ARGS
 from tests.remote.conftest import INSTANCE, Cluster
 
 JOBS = "6"
@@ -118,20 +119,22 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
 
 
 @pytest.mark.slow
-def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_path: Path, salt: str) -> None:
+def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_path: Path, salt: str,
+                                                         example_fission: Build) -> None:
     """[chromium] -gsplit-dwarf on the link line with remote backends: each remote action declares its .dwo as
     an output, so the object and its .dwo come back, equal to a local build's, and the binary's skeleton
-    units name files that exist. (calc alone: every backend is the same kind of action.)"""
-    args = ("--args", "symbol_level=2 use_debug_fission=true")
-    local_b = build_example_tree(tmp_path / "local", *args, targets=("calc",))
-    remote_b = copy_without_backends(local_b, tmp_path / "remote")  # it starts from the local build's compiles
-    _gen(remote_b, cluster.endpoint, *args)
+    units name files that exist. (calc alone: every backend is the same kind of action.) The local build is the
+    run's (`example_fission`), whose compiles the remote build's copy starts from."""
+    local = example_fission.out
+    remote_b = copy_without_backends(example_fission, tmp_path / "remote")
+    _gen(remote_b, cluster.endpoint, "--args", FISSION_ARGS)
     _ninja(remote_b.out, salt + "-fission", targets=("calc",))
-    local, remote = local_b.out, remote_b.out
+    remote = remote_b.out
     summary = stats.report(remote)
     assert summary["runs"] > 10 and summary["remote_executions"] == summary["runs"], summary
     dwo = {str(p.relative_to(remote)): p.read_bytes() for p in (remote / "gn-thinlto").glob("*/native/**/*.dwo")}
-    want = {str(p.relative_to(local)): p.read_bytes() for p in (local / "gn-thinlto").glob("*/native/**/*.dwo")}
+    # the local build built more links than calc (FISSION_TARGETS): calc's own .dwo files, each named once
+    want = {str(p.relative_to(local)): p.read_bytes() for p in (local / "gn-thinlto").glob("calc/native/**/*.dwo")}
     assert len(dwo) > 10 and sorted(dwo) == sorted(want)
     assert [name for name in want if dwo[name] != want[name]] == []
     text = subprocess.run(["/usr/lib/llvm-19/bin/llvm-dwarfdump", "--debug-info", str(remote / "exe.unstripped/calc")],
