@@ -85,10 +85,19 @@ class _Job:
                 status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message="unknown lease payload"), None
             )
         else:
-            self.outcome = execute_lease(
-                cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled, file_cache=s.file_cache,
-                offer=s.offer,
-            )
+            try:
+                self.outcome = execute_lease(
+                    cas, payload, s.allow, s.sandbox_dir, s.isolation, self.cancelled, file_cache=s.file_cache,
+                    offer=s.offer,
+                )
+            except BaseException as e:  # execute_lease turns every failure it knows into a status; not this one
+                LOG.exception("lease %s: the worker failed", self.lease_id)
+                self.outcome = LeaseOutcome(
+                    status_pb2.Status(code=code_pb2.INTERNAL, message=f"worker failure: {type(e).__name__}: {e}"),
+                    None)
+                self.done.set()  # the lease completes: a bot never waits on a job that died
+                if not isinstance(e, Exception):
+                    raise
         LOG.info(
             "lease %s: %s in %.0f ms",
             self.lease_id,

@@ -8,6 +8,7 @@ import posixpath
 import secrets
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +35,7 @@ from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program,
 from goma_ext.worker.sandbox import ExecFailed, Isolation, StreamTooLarge
 
 DEFAULT_TIMEOUT_S = 600
+PATH_MAX, NAME_MAX = 4096, 255  # Linux's, for a path and for one of its names
 LOG = logging.getLogger("goma_ext.worker")
 
 
@@ -118,10 +120,17 @@ def _own_copy(root_fd: int, out: str, uid: int, gid: int) -> None:
 
 def remove_box(box: Path) -> None:
     """Delete a sandbox directory, also when the action left directories without write or search permission (a
-    worker that is not root needs them back). shutil.rmtree walks by descriptors and follows no link; the retry
-    opens what it chmods with O_NOFOLLOW."""
+    worker that is not root needs them back), or a tree deeper than Python's recursion (an action can make one).
+
+    shutil.rmtree walks by descriptors and follows no link. Its retry, for a worker that is not root, opens what
+    it chmods with O_NOFOLLOW, but walks the path's other components as names: an action running as that same
+    uid gains nothing by a link there. Root needs no retry (no permission stops it), and must not follow a path
+    an action may still be changing: what rmtree could not remove is left to `rm`, which walks by descriptors at
+    any depth and stays on the box's file system."""
 
     def retry(_fn: object, path: str, _exc: object) -> None:
+        if os.geteuid() == 0:
+            return
         try:
             for d in (os.path.dirname(path), path):
                 try:
@@ -139,7 +148,15 @@ def remove_box(box: Path) -> None:
         except OSError:
             pass
 
-    shutil.rmtree(box, onerror=retry)
+    try:
+        shutil.rmtree(box, onerror=retry)
+    except RecursionError:
+        pass
+    if os.path.lexists(box):
+        with FORK_LOCK:  # (forklock.py)
+            rm = subprocess.Popen(["rm", "-rf", "--one-file-system", "--", str(box)], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+        rm.wait()
 
 
 def _new_box(scratch: Path) -> Path:
@@ -221,6 +238,21 @@ def _bounds(limits: sandbox.Limits) -> TreeBounds:
                       depth=limits.input_depth or exec_root.MAX_DEPTH)
 
 
+def _check_command(command: re_pb2.Command) -> None:
+    """Refuse arguments and environment variables the sandbox cannot pass as they are: a NUL byte ends a C string
+    (bwrap reads its options NUL-separated, so a NUL in a value would add options of the client's choice), and a
+    name must be one (not empty, no '=')."""
+    for i, arg in enumerate(command.arguments):
+        if "\0" in arg:
+            raise Refusal(f"argument {i} holds a NUL byte", code_pb2.INVALID_ARGUMENT)
+    for var in command.environment_variables:
+        if not var.name or "=" in var.name or "\0" in var.name:
+            raise Refusal(f"environment variable name {var.name!r} is not a name (empty, '=' or a NUL byte)",
+                          code_pb2.INVALID_ARGUMENT)
+        if "\0" in var.value:
+            raise Refusal(f"environment variable {var.name!r} holds a NUL byte", code_pb2.INVALID_ARGUMENT)
+
+
 def _check_outputs(command: re_pb2.Command, limits: sandbox.Limits) -> dict[str, str]:
     """The declared outputs: each one's path relative to the input root -> its name as declared (relative to the
     working directory). Refused before any work: too many, or escaping the input root."""
@@ -230,11 +262,18 @@ def _check_outputs(command: re_pb2.Command, limits: sandbox.Limits) -> dict[str,
                         "--max-outputs)")
     workdir = command.working_directory
     beneath.components(workdir, "working directory")
+    depth = limits.input_depth or exec_root.MAX_DEPTH
     found = {}
     for out in outputs:
         rel = posixpath.join(workdir, out)
         exec_root.inside(Path("/"), rel, "output path")  # textual: '..' out of the tree, absolute
-        found[posixpath.normpath(rel)] = out
+        norm = posixpath.normpath(rel)
+        # the worker makes an output's parents before the action runs: as deep as an input tree may be, no deeper
+        parts = norm.split("/")
+        if len(parts) > depth or len(norm.encode()) > PATH_MAX or any(len(c.encode()) > NAME_MAX for c in parts):
+            raise Refusal(f"output path {out!r} is deeper than {depth} directories or longer than the file system "
+                          f"allows ({PATH_MAX} bytes, {NAME_MAX} a name)", code_pb2.INVALID_ARGUMENT)
+        found[norm] = out
     return found
 
 
@@ -248,6 +287,7 @@ def execute_lease(
     collected: exec_root.Outputs | None = None
     try:
         action, command = load_action(cas, payload)
+        _check_command(command)
         offer.check(requested(action, command))
         exe = _program(command, action, allow, iso)
         outputs = _check_outputs(command, iso.limits)

@@ -27,6 +27,7 @@ import enum
 import errno
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -247,6 +248,37 @@ def _command_ran(status: bytes) -> bool:
     return False
 
 
+def _child_pid(status: bytes) -> int | None:
+    """The sandbox's init (PID 1 inside it) as the worker sees it: bwrap's first status record."""
+    for line in status.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("child-pid"), int):
+            return int(doc["child-pid"])
+    return None
+
+
+def _await_empty(status: bytes, timeout: float = KILL_GRACE_S) -> None:
+    """After bwrap was killed (a timeout, a cancel, a stream too large), wait until the sandbox's processes are gone:
+    its init dies with bwrap (--die-with-parent) and the kernel kills and reaps every other process of its PID
+    namespace before the init itself ends, but not before bwrap's own exit, which is what the worker waited for. Until
+    then the action's processes still write in its root, which the worker is about to remove as root. (A PID reused
+    meanwhile costs this wait, never a wrong result: the removal follows no link and stays on its file system.)"""
+    pid = _child_pid(status)
+    if pid is None:
+        return
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # gone, and reaped
+        return
+    try:
+        select.select([fd], [], [], timeout)  # readable once it has ended
+    finally:
+        os.close(fd)
+
+
 def _read_all(fd: int) -> bytes:
     os.set_blocking(fd, False)
     chunks = []
@@ -267,6 +299,8 @@ def _args_fd(args: Sequence[str]) -> int:
     """An anonymous file holding bwrap's options, NUL-separated, for `bwrap --args FD`: the sandbox's paths and the
     action's environment never appear on a command line (/proc/PID/cmdline is readable by every local user; the
     action's own argv is, as any process's)."""
+    if any("\0" in a for a in args):  # it would end one option and start another (lease.py refuses them first)
+        raise ValueError("a bwrap option holds a NUL byte")
     fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
     data = b"".join(a.encode() + b"\0" for a in args)
     view = memoryview(data)
@@ -368,6 +402,8 @@ def _run_once(
             stopped = _wait(proc, timeout, cancel, over)
             stdout, stderr = _read_capped(out, cap), _read_capped(err, cap)
         status = _read_all(status_r)
+        if stopped and iso.mode is IsolationMode.BWRAP:
+            _await_empty(status)
     finally:
         os.close(status_r)
         for fd in (status_w, args_fd):

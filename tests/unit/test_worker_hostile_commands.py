@@ -1,0 +1,148 @@
+"""[harden] What a client's Command or an action's own process can throw at the root side of the worker, found by an
+attacker's audit (2026-11-29):
+
+- a NUL byte in an environment variable's value would end one of bwrap's NUL-separated options and start others
+  of the client's choice (`--share-net`, `--bind / /host`: the host's network and file system in the sandbox);
+- a NUL byte in an argument made Popen raise out of execute_lease, and a declared output 1,500 directories deep,
+  or a tree that deep made by the action, made the box's removal raise RecursionError: the lease never completed,
+  its bot waited forever, and a restarted worker failed again on the box left behind;
+- a killed action's processes went on writing in its root for a moment after the worker stopped waiting, while
+  the worker removed that root as root.
+
+Each is refused with INVALID_ARGUMENT, or handled, and the worker goes on."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from goma_ext.reapi import action
+from goma_ext.reapi.digest import Digest, serialize
+from goma_ext.reapi.errors import RemoteError
+from goma_ext.reapi.proto import code_pb2, re_pb2
+from goma_ext.remote.identity import CompilerIdentity
+from goma_ext.worker import bots, sandbox
+from goma_ext.worker.lease import execute_lease, hand_over, remove_box
+from goma_ext.worker.policy import Allowlist
+from goma_ext.worker.sandbox import Isolation, IsolationMode, Limits, RunAs, run
+from tests.unit.test_worker_runner import SH, _DictCas
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
+
+
+def _iso() -> Isolation:
+    run_as = RunAs("nobody", 65534, 65534) if os.geteuid() == 0 else None
+    return Isolation(IsolationMode.BWRAP, Limits(), run_as)
+
+
+def _lease(argv: tuple[str, ...], outputs: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = ()
+           ) -> tuple[_DictCas, Digest, Allowlist]:
+    """An action running the allow-listed `sh` (dash) with ENV, its Command written as a client may write it."""
+    ident = CompilerIdentity(SH, "dash 0", "ab" * 32)
+    root = re_pb2.Directory()
+    built = action.build(action.ActionSpec(argv, "", outputs, ident.properties(), Digest.of_message(root)))
+    command = re_pb2.Command()
+    command.ParseFromString(built.command)
+    for name, value in env:
+        command.environment_variables.add(name=name, value=value)
+    act = re_pb2.Action()
+    act.ParseFromString(built.action)
+    act.command_digest.CopyFrom(Digest.of_message(command).to_proto())
+    cas = _DictCas({Digest.of_message(root): serialize(root), Digest.of_message(command): serialize(command),
+                    Digest.of_message(act): serialize(act)})
+    return cas, Digest.of_message(act), Allowlist({"sh": (ident,)})
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("argv", "env", "why"), [
+    (("sh", "-c", "touch ran"), (("X", "a\0--share-net\0--bind\0/\0/host"),), "holds a NUL byte"),
+    (("sh", "-c", "touch ran"), (("A=B", "x"),), "is not a name"),
+    (("sh", "-c", "touch ran"), (("", "x"),), "is not a name"),
+    (("sh", "-c", "touch ran", "a\0b"), (), "argument 3 holds a NUL byte"),
+], ids=["nul-in-value", "equals-in-name", "empty-name", "nul-in-argument"])
+def test_a_command_the_sandbox_cannot_pass_as_it_is_is_refused(box: Path, argv: tuple[str, ...],
+                                                                env: tuple[tuple[str, str], ...], why: str) -> None:
+    cas, digest, allow = _lease(argv, ("ran",), env)
+    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    assert outcome.status.code == code_pb2.INVALID_ARGUMENT and why in outcome.status.message, outcome.status
+    assert outcome.result is None
+    assert sorted(p.name for p in box.parent.iterdir()) == [box.name]  # nothing made for it
+
+
+def test_bwrap_options_never_carry_a_nul_byte() -> None:
+    """Whoever calls it: a NUL would split one option into several."""
+    with pytest.raises(ValueError, match="NUL"):
+        sandbox._args_fd(["--setenv", "X", "a\0--share-net"])
+
+
+@needs_bwrap
+def test_an_output_deeper_than_an_input_tree_may_be_is_refused(box: Path) -> None:
+    cas, digest, allow = _lease(("sh", "-c", "true"), ("a/" * 1500 + "o",))
+    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    assert outcome.status.code == code_pb2.INVALID_ARGUMENT and "deeper than" in outcome.status.message
+    assert sorted(p.name for p in box.parent.iterdir()) == [box.name]
+
+
+@needs_bwrap
+def test_a_tree_deeper_than_pythons_recursion_made_by_the_action_is_removed(box: Path) -> None:
+    """The action makes 3,000 nested directories in its root; the lease completes and its box goes."""
+    deep = "import os\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+    cas, digest, allow = _lease(("sh", "-c", f'python3 -c "{deep}"'))
+    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
+    assert sorted(p.name for p in box.parent.iterdir()) == [box.name]
+
+
+def test_remove_box_removes_a_tree_deeper_than_pythons_recursion(tmp_path: Path) -> None:
+    box = tmp_path / "sb-deep"
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for name in ("sb-deep", *["d"] * 3000):
+            os.mkdir(name, dir_fd=fd)
+            new = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = new
+    finally:
+        os.close(fd)
+    remove_box(box)
+    assert not box.exists()
+
+
+@needs_bwrap
+def test_a_killed_action_writes_nothing_once_the_worker_stops_waiting(box: Path) -> None:
+    """Past its timeout the action (eight writers) is killed; when run() returns, none of its processes is left to
+    write. (bwrap's own exit, which the worker waits for, comes before the kernel has killed the rest.)"""
+    iso = _iso()
+    hand_over(box / "root", iso)
+    root = box / "root"
+    writers = "for i in 1 2 3 4 5 6 7 8; do (while :; do echo x >> f$i; done) & done; wait"
+    late = 0
+    for _ in range(5):
+        with pytest.raises(RemoteError):
+            run(iso, ["sh", "-c", writers], SH, root, ".", {}, 0.3, box)
+        sizes = {p.name: p.stat().st_size for p in root.glob("f*")}
+        time.sleep(0.05)
+        late += sizes != {p.name: p.stat().st_size for p in root.glob("f*")}
+        for p in root.glob("f*"):
+            p.unlink()
+    assert late == 0, f"{late} of 5 killed actions wrote after run() returned"
+
+
+def test_a_lease_that_fails_unexpectedly_still_completes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever escapes execute_lease, its job ends with a status: a bot never waits on a job that died."""
+    def boom(*_a: object, **_k: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(bots, "execute_lease", boom)
+    job = bots._Job.__new__(bots._Job)
+    job.lease_id, job.started = "lease-1", time.monotonic()
+    job.done, job.cancelled, job.outcome = bots.threading.Event(), bots.threading.Event(), None
+    settings = SimpleNamespace(allow=None, sandbox_dir=None, isolation=None, file_cache=None, offer=None)
+    job._main(None, Digest.of_bytes(b""), settings)  # type: ignore[arg-type]
+    assert job.done.is_set() and job.outcome is not None
+    assert job.outcome.status.code == code_pb2.INTERNAL and "RecursionError" in job.outcome.status.message
