@@ -249,6 +249,32 @@ def test_a_file_digest_that_names_a_path_is_refused(attacker: Attacker, host: Ho
     print(f"attack: a file digest {climb!r} -> refused: {res['error'][-80:]}")
 
 
+@pytest.mark.parametrize(("env", "why"), [
+    ({"X": "a\0--share-net\0--bind\0/\0/host"}, "holds a NUL byte"),
+    ({"A=B": "x"}, "is not a name"),
+], ids=["nul-adds-bwrap-options", "equals-in-name"])
+def test_an_environment_that_would_add_sandbox_options_is_refused(attacker: Attacker, sh: Path, env: dict[str, str],
+                                                                  why: str) -> None:
+    """bwrap reads its options NUL-separated: a NUL in a variable's value would give the action the host's network
+    and its / at /host (the audit's exploit, which printed the host's /etc/hostname from the sandbox)."""
+    out = attacker.send(["./sh", "-c", "cat /host/etc/hostname; echo ran"], {"sh": sh}, outputs=(),
+                        executable=["sh"], env=env)
+    _refused(out, "INVALID_ARGUMENT", why)
+    print(f"attack: environment {env!r} -> refused: {out['error'][-60:]}")
+
+
+def test_deep_trees_from_the_client_or_the_action_leave_the_workers_serving(attacker: Attacker, sh: Path) -> None:
+    """A declared output 1,500 directories deep is refused; an action that makes 1,500 nested directories (a
+    shell's paths stop near 4,096 bytes) completes, and its box is removed. Python's rmtree recursed past its limit
+    on both, and the lease never completed: its worker was lost, again after each restart."""
+    out = attacker.send(["./sh", "-c", "true"], {"sh": sh}, outputs=("a/" * 1500 + "o",), executable=["sh"])
+    _refused(out, "INVALID_ARGUMENT", "deeper than")
+    deep = "i=0; while [ $i -lt 1500 ]; do mkdir d && cd d || exit 1; i=$((i+1)); done; echo deep"
+    out = attacker.send(["./sh", "-c", deep], {"sh": sh}, outputs=(), executable=["sh"])
+    assert out.get("exit_code") == 0 and out["stdout"].strip() == "deep", out
+    print("attack: an output 1,500 levels deep -> refused; 1,500 nested directories made by the action -> removed")
+
+
 def _worker_peak_rss_kib(cluster: Cluster) -> dict[int, int]:
     pids = subprocess.run(["pgrep", "-f", "goma_ext.cli worker .*--index"], capture_output=True, text=True).stdout
     peaks = {}
