@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 
 from thinlto_base.fsutil import write_if_changed
 from thinlto_base.notices import once_per_build, say
@@ -27,6 +28,8 @@ AC_DIR, CAS_DIR, LOCK_DIR = "ac", "cas", "locks"
 STUB_MAGIC = b"!<gn-thinlto remote output>\n"
 ENTRY_VERSION = "gn-thinlto-cache-entry-v2"  # v2: the entry names its key (v1 entries are plain misses)
 ENTRY_CAP = 4096  # an entry names two outputs: anything larger is not an entry
+# How long a miss waits for another process compiling the same backend (the longest backend measured took 53 s)
+MISS_LOCK_PATIENCE_S = 180.0
 ENTRY_MODE = 0o644  # whatever the umask: an entry no one but its writer can change (the trust check needs it)
 
 
@@ -99,8 +102,22 @@ class _MissLock:
         except OSError:
             self.__exit__()
             return False  # a read-only or full cache, or a planted link or FIFO: compile without waiting
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return True  # look again: another holder may have stored between our miss and taking the lock
+        # Waited for as long as a backend may compile, no longer: anyone who can read the cache can open a lock
+        # file and hold it (flock needs no more), and would otherwise stop every miss of ours for good.
+        deadline, pause = time.monotonic() + MISS_LOCK_PATIENCE_S, 0.005
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True  # look again: another holder may have stored between our miss and taking the lock
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    self.__exit__()
+                    return False  # compile without it: the same work twice at worst, never a wrong entry
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+            except OSError:
+                self.__exit__()
+                return False
 
     def __exit__(self, *exc: object) -> None:
         if self.fd >= 0:

@@ -238,10 +238,19 @@ class Cas:
         return self.read_many([digest])[digest]
 
     def _read_stream(self, digest: Digest) -> bytes:
-        req = bs_pb2.ReadRequest(resource_name=self._resource(f"blobs/{digest.hash}/{digest.size}"))
+        req = bs_pb2.ReadRequest(resource_name=self._resource(f"blobs/{digest.hash}/{digest.size}"),
+                                 read_limit=digest.size)
 
         def attempt(timeout: float) -> bytes:
-            return b"".join(r.data for r in self._bs.Read(req, timeout=timeout, metadata=self._metadata))
+            chunks, got = [], 0
+            call = self._bs.Read(req, timeout=timeout, metadata=self._metadata)
+            for r in call:
+                got += len(r.data)
+                if got > digest.size:  # a server's stream is read no further than the blob it names
+                    call.cancel()
+                    raise DigestMismatchError(f"blob {digest} arrived with more than its {digest.size} bytes")
+                chunks.append(r.data)
+            return b"".join(chunks)
 
         return verify(digest, retry.call("ByteStream.Read", attempt, self._policy,
                                          timeout_s=self._policy.stream_timeout(digest.size)))

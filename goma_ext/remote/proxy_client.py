@@ -110,14 +110,7 @@ def target_for(cfg: RemoteConfig, cwd: Path, env: Mapping[str, str], config_file
 
 
 def _connect(path: Path) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(2.0)
-        sock.connect(os.fspath(path))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    return wire.connect(path)  # only a proxy of this user's
 
 
 def answers(sock_path: Path, timeout_s: float = PING_TIMEOUT_S) -> bool:

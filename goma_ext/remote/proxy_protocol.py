@@ -19,8 +19,10 @@ and its command-line settings, which the proxy merges exactly as the in-process 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import struct
 from collections.abc import Mapping, Sequence
 
@@ -281,3 +283,20 @@ def run_message(argv: list[str], cwd: str, compiler: tuple[str, str, str], secti
             "token_sha256": token_sha256,
         },
     }
+
+
+def connect(path: str | os.PathLike[str], timeout_s: float = 2.0) -> socket.socket:
+    """A connection to the proxy listening at PATH, refused (PermissionError) unless it runs as this user: whoever
+    else could make a socket there (a GOMA_EXT_PROXY_DIR others can write to) would get our requests, answer them
+    with exit codes and outputs of its choice, and learn our command lines."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout_s)
+        sock.connect(os.fspath(path))
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid != os.geteuid():
+            raise PermissionError(errno.EPERM, f"served by uid {uid}, not by this user", os.fspath(path))
+    except BaseException:
+        sock.close()
+        raise
+    return sock

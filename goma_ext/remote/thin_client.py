@@ -17,7 +17,6 @@ if __name__ == "__main__" and not __package__:  # run as a script
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 # The imports below come after the script-mode path set-up above.
-import socket
 import time
 from collections.abc import Mapping, Sequence
 
@@ -66,10 +65,11 @@ def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
 
 def _ask(files: Mapping[str, str], message: Mapping[str, Any], silence_s: float) -> dict[str, Any] | None:
     """The proxy's final frame, or None if it is not there, went away or went silent (then marked hung)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(2.0)
-        sock.connect(files["sock"])
+        sock = wire.connect(files["sock"])  # only a proxy of this user's
+    except OSError:
+        return None
+    try:
         return wire.exchange(sock, message, silence_s)
     except TimeoutError:
         wire.mark_hung(files["hung"])

@@ -118,6 +118,28 @@ def test_planted_lock_and_prune_stamp_links_create_nothing(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
 
 
+def test_a_miss_lock_held_by_anyone_who_can_read_the_cache_is_waited_for_a_bounded_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """flock needs only a read-only open: whoever can read the cache can hold a miss lock. A miss waits for it as
+    long as a backend may compile (MISS_LOCK_PATIENCE_S), then compiles without it; a lock let go is taken."""
+    import fcntl
+
+    from thinlto_base import store as store_mod
+
+    store = _stored(tmp_path)
+    with store.miss_lock(KEY):  # makes the lock file
+        pass
+    lock = next((Path(store.root) / "locks").iterdir())
+    monkeypatch.setattr(store_mod, "MISS_LOCK_PATIENCE_S", 0.3)
+    with open(lock, "rb") as holder:  # another process's open, read-only
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with store.miss_lock(KEY) as locked:
+            assert not locked
+        threading.Timer(0.1, fcntl.flock, (holder, fcntl.LOCK_UN)).start()
+        with store.miss_lock(KEY) as locked:
+            assert locked
+
+
 def test_verify_and_prune_never_leave_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = _stored(tmp_path)
     outside = tmp_path / "outside"

@@ -28,6 +28,8 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
     stream_writes: list[str] = field(default_factory=list)
     corrupt: bool = False
     fail_update: bool = False
+    flood: int = 0  # chunks of 1 MiB a Read sends after the blob (a hostile server)
+    flood_sent: int = 0
     stream_deadlines: list[float] = field(default_factory=list)  # seconds left when a ByteStream call began
 
     def FindMissingBlobs(self, request, context):  # noqa: N802
@@ -67,6 +69,9 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
         self.stream_deadlines.append(context.time_remaining())
         data = self.blobs[request.resource_name.split("/")[-2]]
         yield bs_pb2.ReadResponse(data=(b"X" + data[1:]) if self.corrupt else data)
+        for _ in range(self.flood):
+            self.flood_sent += 1
+            yield bs_pb2.ReadResponse(data=b"\0" * (1 << 20))
 
 
 @pytest.fixture
@@ -158,3 +163,15 @@ def test_a_streamed_blob_has_a_deadline_that_grows_with_its_size(fake: tuple[Fak
     assert cas.read(Digest.of_bytes(big)) == big
     write, read = f.stream_deadlines
     assert 7.0 < write < 8.1 and 7.0 < read < 8.1, f.stream_deadlines  # gRPC rounds deadlines up
+
+
+def test_a_stream_longer_than_its_blob_is_read_no_further(fake: tuple[FakeCas, Cas]) -> None:
+    """A server that keeps sending after the blob's bytes (the audit's sent 1 GiB for 8 MiB, and the client's memory
+    grew by 2 GiB before the digest check) is cut off at the first byte past the blob's size."""
+    f, cas = fake
+    big = bytes(range(256)) * (3 * 4096)  # 3 MiB: streamed
+    cas.upload(_blobs(big))
+    f.flood = 200
+    with pytest.raises(DigestMismatchError, match="more than its"):
+        cas.read(Digest.of_bytes(big))
+    assert f.flood_sent < 20, f.flood_sent  # the call was cancelled, not drained
