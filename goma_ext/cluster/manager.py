@@ -227,12 +227,17 @@ def load(state: Path) -> ClusterState | None:
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
     cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
     instance = st.instance
+    port = int(cfg.endpoint.rsplit(":", 1)[1])
     deadline = time.monotonic() + READY_TIMEOUT_S
     last = "no answer"
     while time.monotonic() < deadline:
         if not procs.alive(pid):
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
             raise ClusterError(f"BuildGrid exited during start-up; see {log}:\n{tail}")
+        if not procs.listens(pid, port):  # the token goes only to the server just started (procs.listens)
+            last = f"BuildGrid (pid {pid}) does not listen on port {port} yet"
+            time.sleep(0.2)
+            continue
         try:
             with open_channel(cfg) as ch:
                 capabilities.fetch(ch, instance, cfg.metadata(), retry.RetryPolicy(1, timeout_s=2.0))

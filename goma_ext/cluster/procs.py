@@ -66,3 +66,33 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
             return True
     except OSError:
         return False
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process PID holds a listening TCP socket on PORT (IPv4 or IPv6, this network namespace's tables).
+    Checked before a secret goes to a port on this host: a port recorded in the cluster's state, free while the
+    cluster was down, may be anyone's by the time its own process starts (a local user who took it would read the
+    password or token sent to it)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()  # sl local_address rem_address st … uid timeout inode
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            continue
+    return False

@@ -68,7 +68,8 @@ def start(s: RedisSettings, password_file: Path, config: Path, log: Path) -> int
         if not procs.alive(pid):
             tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
             raise ClusterError(f"redis-server exited during start-up; see {log}:\n{tail}")
-        if ping(s.port, secretfiles.read_private(password_file)):
+        # the password goes only to the redis-server just started, not to whoever took its port first
+        if procs.listens(pid, s.port) and ping(s.port, secretfiles.read_private(password_file)):
             return pid
         time.sleep(0.1)
     procs.stop(pid)
