@@ -160,7 +160,9 @@ def bwrap_argv(
     only writable place. `exe` serves a bare-name argv[0] (an allow-listed host compiler); None runs argv[0] as
     it is (a program in the input root, or a path inside the sandbox)."""
     inner_wd = os.path.normpath(os.path.join(INPUT_ROOT, workdir))
-    args = [iso.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+    # --disable-userns (which needs --unshare-user, not --unshare-all's -try): no user namespace of the action's own,
+    # in which it would hold CAP_SYS_ADMIN over mounts and namespaces, the kernel's largest surface for an escape
+    args = [iso.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
     args += ["--ro-bind", str(iso.base_root), "/"] if iso.base_root else _ro_args(iso.ro_paths)
     tmp_size = ["--size", str(iso.limits.tmp_bytes)] if iso.limits.tmp_bytes else []
     args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded

@@ -132,6 +132,15 @@ def test_a_killed_action_writes_nothing_once_the_worker_stops_waiting(box: Path)
     assert late == 0, f"{late} of 5 killed actions wrote after run() returned"
 
 
+@needs_bwrap
+def test_an_action_cannot_make_a_user_namespace_of_its_own(box: Path) -> None:
+    """In one it would hold CAP_SYS_ADMIN over mounts and namespaces: the kernel's largest surface for an escape."""
+    iso = _iso()
+    hand_over(box / "root", iso)
+    done = run(iso, ["sh", "-c", "unshare -Ur id -u; echo rc=$?"], SH, box / "root", ".", {}, 30, box)
+    assert b"rc=0" not in done.stdout and b"unshare failed" in done.stderr, (done.stdout, done.stderr)
+
+
 def test_a_lease_that_fails_unexpectedly_still_completes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever escapes execute_lease, its job ends with a status: a bot never waits on a job that died."""
     def boom(*_a: object, **_k: object) -> None:
