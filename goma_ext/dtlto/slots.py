@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import stat
 import time
 from pathlib import Path
 from types import TracebackType
@@ -32,12 +33,17 @@ class Slots:
 
     def take(self) -> Slot:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = os.lstat(self.directory)  # not another user's, nor a link to one (a slots dir in a shared /tmp)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(f"local job slots directory {self.directory}: not a directory of this user's")
+        if st.st_mode & 0o077:
+            os.chmod(self.directory, 0o700)
         order = list(range(self.limit))
         delay = 0.005
         while True:
             random.shuffle(order)  # waiters spread over the slots instead of all polling slot 0
             for k in order:
-                fd = os.open(self.directory / f"slot.{k}", os.O_RDWR | os.O_CREAT, 0o600)
+                fd = os.open(self.directory / f"slot.{k}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from goma_ext.dtlto.slots import Slots
 
@@ -48,3 +51,26 @@ def test_slots_are_reused_in_one_process(tmp_path: Path) -> None:
         with slots.take():
             pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slot.0"]
+
+
+def test_a_slots_directory_of_another_user_or_a_link_is_refused(tmp_path: Path) -> None:
+    """A slots directory in a shared place (an attacker's audit, 2026-11-29): one another user made first would let
+    them hold every slot, or point slot files at files of ours through links."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    with pytest.raises(OSError, match="not a directory of this user's"):
+        Slots(tmp_path / "link", 1).take()
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(OSError, match="not a directory of this user's"):
+            Slots(theirs, 1).take()
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o777)
+    os.chmod(ours, 0o777)
+    (ours / "slot.0").symlink_to(target / "planted")
+    with pytest.raises(OSError):  # a link at a slot's name is not followed
+        Slots(ours, 1).take()
+    assert not (target / "planted").exists() and (ours.stat().st_mode & 0o777) == 0o700
