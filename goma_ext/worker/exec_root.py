@@ -11,11 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.digest import Digest
@@ -154,10 +156,14 @@ def materialise(
                         claims.enter_context(cache.claim(d, lambda: deadline.check("waiting for another fetch")))
                         missing[d] = [(p, x) for p, x in missing[d] if not placer.from_cache(p, d, x)]
             to_read = [d for d in group if missing[d]]
-            blobs = cas.read_many(to_read) if to_read else {}
+            large = [d for d in to_read if d.size > FETCH_GROUP_BYTES]  # alone in its group (_groups)
+            blobs = cas.read_many([d for d in to_read if d not in large])
             for d in to_read:
                 placer.stats.fetched += 1
                 placer.stats.fetched_bytes += d.size
+                if d in large:
+                    placer.place_streamed(d, missing[d], cas)
+                    continue
                 for path, executable in missing[d]:
                     placer.place_new(path, d, executable, blobs[d])
             del blobs
@@ -219,6 +225,53 @@ class _Placer:
             finally:
                 os.close(fd)
 
+    def place_streamed(self, d: Digest, targets: list[tuple[Path, bool]], cas: Cas) -> None:
+        """A blob larger than a fetch group, at each of TARGETS: streamed from the CAS to disk once, never whole in
+        memory (a client's input may be as large as --max-input-bytes), into the cache when it keeps it, else into
+        the first target; the other targets get it from there."""
+        have: Path | None = None  # a file that holds the blob, once fetched
+
+        def fill(f: BinaryIO) -> None:
+            if have is not None:  # the cache keeps executables and other files apart: the second kind, a copy
+                try:
+                    with open(have, "rb") as src:
+                        shutil.copyfileobj(src, f)
+                    return
+                except FileNotFoundError:  # evicted meanwhile: fetched again (read_into starts the file over)
+                    pass
+            cas.read_into(d, f)
+
+        for path, executable in targets:
+            if self.from_cache(path, d, executable):  # fetched for an earlier target
+                continue
+            if self.cacheable(d) and self.cache is not None:
+                cached = self.cache.put_from(d, executable, fill)
+                if cached is not None and self._place(cached, path, executable):
+                    have = have or cached
+                    continue
+            if have is not None:
+                self._copy(have, path, executable)
+                continue
+            fd = _create(path, executable)  # written without the fork lock: a download takes seconds
+            with os.fdopen(fd, "wb") as f:
+                cas.read_into(d, f)
+            with FORK_LOCK:  # a barrier: a child forked while the file was open for writing has exec'd since
+                pass
+            have = path
+
+    def _copy(self, src_path: Path, path: Path, executable: bool) -> None:
+        src = os.open(src_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            dst = _create(path, executable)  # copied without the fork lock: a large file takes a while
+            try:
+                beneath.copy_fd(src, dst)
+            finally:
+                os.close(dst)
+            with FORK_LOCK:  # a barrier: a child forked while the file was open for writing has exec'd since
+                pass
+        finally:
+            os.close(src)
+
     def _place(self, cached: Path, path: Path, executable: bool) -> bool:
         """Link (or copy) a cache file to path; False when it vanished (evicted meanwhile)."""
         try:
@@ -231,16 +284,7 @@ class _Placer:
                 except OSError as e:
                     if e.errno not in (errno.EXDEV, errno.EMLINK):  # another file system; too many links
                         raise
-            src = os.open(cached, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                with FORK_LOCK:
-                    dst = _create(path, executable)
-                    try:
-                        beneath.copy_fd(src, dst)
-                    finally:
-                        os.close(dst)
-            finally:
-                os.close(src)
+            self._copy(cached, path, executable)
             return True
         except FileNotFoundError:
             return False

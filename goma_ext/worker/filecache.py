@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from goma_ext.errors import GomaExtError
 from goma_ext.reapi.digest import Digest
@@ -112,7 +113,6 @@ class FileCache:
         actual = Digest.of_bytes(data)
         if actual != digest:
             raise FileCacheError(f"blob {digest} has content {actual}: not cached")
-        final = self.path(digest, executable)
         with FORK_LOCK:  # the fd is open for writing only while no child can be forked (ETXTBSY: see forklock)
             fd, tmp = tempfile.mkstemp(prefix=f"{os.getpid()}-", dir=self.root / TMP)
             try:
@@ -121,6 +121,29 @@ class FileCache:
             except BaseException:
                 os.unlink(tmp)
                 raise
+        return self._publish(digest, executable, tmp)
+
+    def put_from(self, digest: Digest, executable: bool, fill: Callable[[BinaryIO], None]) -> Path | None:
+        """put() for a blob too large to hold in memory: FILL writes it into a temporary file of the cache, and must
+        verify what it writes (Cas.read_into does); the file's path, or None when it does not fit the bound."""
+        if not self.fits(digest):
+            return None
+        fd, tmp = tempfile.mkstemp(prefix=f"{os.getpid()}-", dir=self.root / TMP)
+        try:
+            with os.fdopen(fd, "wb") as f:  # written without the fork lock: a download takes seconds
+                fill(f)
+            with FORK_LOCK:  # a barrier: a child forked while the file was open for writing has exec'd since
+                pass
+            if os.stat(tmp).st_size != digest.size:
+                raise FileCacheError(f"blob {digest} was written with {os.stat(tmp).st_size} bytes: not cached")
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return self._publish(digest, executable, tmp)
+
+    def _publish(self, digest: Digest, executable: bool, tmp: str) -> Path:
+        """The verified temporary file TMP, synced, made read-only and linked at its name (then TMP removed)."""
+        final = self.path(digest, executable)
         try:
             fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)  # fsync through a read-only fd: no writer while it runs
             try:

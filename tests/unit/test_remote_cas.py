@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -68,7 +69,9 @@ class FakeCas(re_grpc.ContentAddressableStorageServicer, bs_grpc.ByteStreamServi
     def Read(self, request, context):  # noqa: N802
         self.stream_deadlines.append(context.time_remaining())
         data = self.blobs[request.resource_name.split("/")[-2]]
-        yield bs_pb2.ReadResponse(data=(b"X" + data[1:]) if self.corrupt else data)
+        data = (b"X" + data[1:]) if self.corrupt else data
+        for i in range(0, max(len(data), 1), 1 << 20):  # 1 MiB a message, as a server streams it
+            yield bs_pb2.ReadResponse(data=data[i:i + (1 << 20)])
         for _ in range(self.flood):
             self.flood_sent += 1
             yield bs_pb2.ReadResponse(data=b"\0" * (1 << 20))
@@ -175,3 +178,37 @@ def test_a_stream_longer_than_its_blob_is_read_no_further(fake: tuple[FakeCas, C
     with pytest.raises(DigestMismatchError, match="more than its"):
         cas.read(Digest.of_bytes(big))
     assert f.flood_sent < 20, f.flood_sent  # the call was cancelled, not drained
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["into-the-file-cache", "without-a-cache"])
+def test_an_input_larger_than_a_fetch_group_is_streamed_to_disk(fake: tuple[FakeCas, Cas], tmp_path: Path,
+                                                                  cached: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root worker held a blob larger than a fetch group whole in memory (a client's input may be as large as
+    --max-input-bytes, 32 GiB); it is streamed to disk now, at every path that names it."""
+    import tracemalloc
+
+    from goma_ext.worker import exec_root
+    from goma_ext.worker.filecache import FileCache
+    from tests import input_trees
+
+    f, cas = fake
+    monkeypatch.setattr(exec_root, "FETCH_GROUP_BYTES", 4 << 20)  # (64 MiB: the same code, slower)
+    big = bytes(range(256)) * (12 << 12)  # 12 MiB: three fetch groups
+    blobs: dict[Digest, bytes] = {}
+    root = input_trees.build({"a": ("file", big, False), "d": {"b": ("file", big, True), "c": ("file", big, False)}},
+                             lambda d, data: blobs.__setitem__(d, data))
+    cas.upload({d: BlobSource(data=data) for d, data in blobs.items()})
+    del blobs
+    cache = FileCache(tmp_path / "cache") if cached else None
+    tracemalloc.start()
+    try:
+        placed = exec_root.materialise(cas, root, tmp_path / "s", cache)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    for name in ("a", "d/b", "d/c"):
+        assert (tmp_path / "s" / name).read_bytes() == big, name
+    assert os.access(tmp_path / "s" / "d" / "b", os.X_OK) and not os.access(tmp_path / "s" / "a", os.X_OK)
+    assert placed.fetched == 1 and placed.fetched_bytes == len(big)
+    assert len(big) <= cas.bytes_downloaded < len(big) + 4096  # the blob once (and the Directory blobs)
+    assert peak < len(big) // 2, peak  # a few chunks of 1 MiB (about 4 MiB), never the whole blob (24 MiB)
