@@ -32,6 +32,19 @@ def too_large(message: str) -> Refusal:
     return Refusal(message, code_pb2.RESOURCE_EXHAUSTED)
 
 
+# The messages a client's action is made of, read whole into memory: an Action, a Command or one Directory larger
+# than this (a client names their sizes; padded with unknown fields, one could be gigabytes), or Directory messages
+# larger than TREE_MESSAGE_BYTES in all, are refused before they are read.
+MESSAGE_BYTES = 16 << 20
+TREE_MESSAGE_BYTES = 256 << 20
+
+
+def check_message_size(digest: Digest, what: str) -> Digest:
+    if digest.size > MESSAGE_BYTES:
+        raise too_large(f"{what} is {digest.size} bytes, more than the {MESSAGE_BYTES} a worker reads")
+    return digest
+
+
 @dataclass(frozen=True)
 class TreeBounds:
     """What one input tree may hold: entries (files, directories and symlinks, counted as materialised), file
@@ -98,12 +111,18 @@ def fetch(cas: Cas, root: Digest, bounds: TreeBounds, deadline: Deadline) -> dic
     dirs: dict[Digest, re_pb2.Directory] = {}
     level = {root}
     depth = 0  # of `level`'s directories below the root
+    read_bytes = 0
     while level:
         if depth > bounds.depth:
             raise too_large(f"input tree is deeper than {bounds.depth} levels (the worker's --max-input-depth)")
         deadline.check("fetching the input tree")
         if len(dirs) + len(level) > bounds.nodes:
             raise too_large(f"input tree has more than {bounds.nodes} entries (the worker's --max-input-nodes)")
+        for d in level:
+            check_message_size(d, f"input tree Directory {d}")
+        read_bytes += sum(d.size for d in level)
+        if read_bytes > TREE_MESSAGE_BYTES:
+            raise too_large(f"input tree's Directory messages are more than {TREE_MESSAGE_BYTES} bytes")
         nxt: set[Digest] = set()
         for d, data in cas.read_many(level).items():
             msg = re_pb2.Directory()

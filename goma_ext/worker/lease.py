@@ -30,7 +30,7 @@ from goma_ext.worker import beneath, exec_root, sandbox
 from goma_ext.worker.errors import Refusal
 from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
-from goma_ext.worker.inputtree import Deadline, TreeBounds, check_digest, too_large
+from goma_ext.worker.inputtree import Deadline, TreeBounds, check_digest, check_message_size, too_large
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
 from goma_ext.worker.sandbox import ExecFailed, Isolation, StreamTooLarge
 
@@ -54,11 +54,12 @@ def _status(code: int, message: str) -> status_pb2.Status:
 def load_action(cas: Cas, payload: re_pb2.Action | Digest) -> tuple[re_pb2.Action, re_pb2.Command]:
     if isinstance(payload, Digest):
         action = re_pb2.Action()
-        _parse(action, cas.read(payload), "Action")
+        _parse(action, cas.read(check_message_size(payload, "the Action")), "Action")
     else:
         action = payload
     command = re_pb2.Command()
-    _parse(command, cas.read(check_digest(action.command_digest, "the action's command")), "Command")
+    digest = check_message_size(check_digest(action.command_digest, "the action's command"), "the Command")
+    _parse(command, cas.read(digest), "Command")
     return action, command
 
 
@@ -157,6 +158,8 @@ def remove_box(box: Path) -> None:
             rm = subprocess.Popen(["rm", "-rf", "--one-file-system", "--", str(box)], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
         rm.wait()
+    if os.path.lexists(box):  # a worker that is not root, below a directory it cannot enter at that depth
+        LOG.warning("could not remove the sandbox directory %s", box)
 
 
 def _new_box(scratch: Path) -> Path:

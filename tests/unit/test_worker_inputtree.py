@@ -118,3 +118,23 @@ def test_depth_is_counted_below_the_root_and_refused_past_the_bound() -> None:
     with pytest.raises(Refusal, match="deeper than 4 levels") as e:
         fetch(cas, root, TreeBounds(nodes=100, file_bytes=10**6, depth=4), NO_DEADLINE)  # type: ignore[arg-type]
     assert e.value.code == code_pb2.RESOURCE_EXHAUSTED
+
+
+def test_directory_messages_larger_than_a_worker_reads_are_refused_unread() -> None:
+    """One Directory past MESSAGE_BYTES, or all of them past TREE_MESSAGE_BYTES: RESOURCE_EXHAUSTED before a read
+    (a client names the sizes, and a Directory padded with unknown fields is read whole)."""
+    from goma_ext.worker import inputtree
+
+    class Unread:
+        def read_many(self, _digests: object) -> dict[Digest, bytes]:
+            raise AssertionError("read")
+
+    for size, why in ((inputtree.MESSAGE_BYTES + 1, "more than the"), (inputtree.MESSAGE_BYTES, None)):
+        root = Digest("a" * 64, size)
+        if why is None:  # at the bound: read (and here, refused by the fake), not refused for its size
+            with pytest.raises(AssertionError, match="read"):
+                inputtree.fetch(Unread(), root, TreeBounds(nodes=100, file_bytes=1 << 30, depth=8), inputtree.NO_DEADLINE)  # type: ignore[arg-type]
+            continue
+        with pytest.raises(Refusal, match=why) as e:
+            inputtree.fetch(Unread(), root, TreeBounds(nodes=100, file_bytes=1 << 30, depth=8), inputtree.NO_DEADLINE)  # type: ignore[arg-type]
+        assert e.value.code == code_pb2.RESOURCE_EXHAUSTED
