@@ -81,6 +81,7 @@ def _write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) 
 
 class _MissLock:
     __slots__ = ("fd", "name", "store")
+    gave_up = False  # a lock was held past MISS_LOCK_PATIENCE_S: this process no longer waits for any
 
     def __init__(self, store: CacheStore, name: str) -> None:
         self.store, self.name, self.fd = store, name, -1
@@ -110,7 +111,8 @@ class _MissLock:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return True  # look again: another holder may have stored between our miss and taking the lock
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or _MissLock.gave_up:
+                    _MissLock.gave_up = True  # one wait in vain: the others of this process do not wait at all
                     self.__exit__()
                     return False  # compile without it: the same work twice at worst, never a wrong entry
                 time.sleep(pause)

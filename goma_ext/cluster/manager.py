@@ -154,6 +154,19 @@ class ClusterState:
         return self.tls_endpoint or f"grpc://{self._host}:{self.port}"
 
     @property
+    def server_serving(self) -> bool:
+        """The recorded BuildGrid runs and listens on its endpoint's port: a pid recorded before a crash or a reboot
+        may be another process's now, and the port anyone's (procs.listens)."""
+        port = int(self.endpoint.rsplit(":", 1)[1])
+        return self.server_pid is not None and procs.alive(self.server_pid) and procs.listens(self.server_pid, port)
+
+    @property
+    def redis_serving(self) -> bool:
+        """The recorded redis-server runs and listens on its port (as `server_serving`)."""
+        return (self.redis_pid is not None and self.redis_port is not None and procs.alive(self.redis_pid)
+                and procs.listens(self.redis_pid, self.redis_port))
+
+    @property
     def store(self) -> PersistentStore | None:
         """The server role's persistent CAS index and redis action cache (None for `all`)."""
         if self.redis_port is None:
@@ -476,10 +489,10 @@ def _start_server_side(st: ClusterState) -> ClusterState:
         ensure_tokens(st)
     if not pg.running():
         pg.start()
-    if st.store is not None and not procs.alive(st.redis_pid):
+    if st.store is not None and not st.redis_serving:
         st = _start_redis(st)
         st.save()
-    if not procs.alive(st.server_pid):
+    if not st.server_serving:
         bgd = ensure_venv(Path(st.server_venv))
         scripts, version = migrations(Path(st.server_venv)), pg.schema_version()
         # A restart of the same BuildGrid on the database it migrated needs no second `bgd migrate apply` (2 CPU s);
@@ -556,7 +569,7 @@ def status(state: Path) -> dict[str, object]:
     if st is None:
         return {"state": str(state), "started": False}
     probe = "down"
-    if procs.alive(st.server_pid) or st.host_role is Role.WORKER:
+    if st.server_serving or st.host_role is Role.WORKER:  # a token goes only to the cluster's own server
         try:
             cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
             with open_channel(cfg) as ch:
@@ -575,9 +588,9 @@ def status(state: Path) -> dict[str, object]:
     }
     if st.host_role.runs_server:
         info["postgres"] = "running" if st.postgres.running() else "stopped"
-        info["buildgrid"] = "running" if procs.alive(st.server_pid) else "stopped"
+        info["buildgrid"] = "running" if st.server_serving else "stopped"
     if st.store is not None:
-        info["redis"] = "running" if procs.alive(st.redis_pid) else "stopped"
+        info["redis"] = "running" if st.redis_serving else "stopped"
         info["cas_cleanup"] = "running" if procs.alive(st.cleanup_pid) else "stopped"
         info["cas_max_size"] = st.cas_max_size
     if st.host_role.runs_workers:

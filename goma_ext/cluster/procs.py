@@ -69,12 +69,12 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def listens(pid: int, port: int) -> bool:
-    """Whether process PID holds a listening TCP socket on PORT (IPv4 or IPv6, this network namespace's tables).
+    """Whether process PID holds a listening TCP socket on PORT (IPv4 or IPv6, in its own network namespace).
     Checked before a secret goes to a port on this host: a port recorded in the cluster's state, free while the
     cluster was down, may be anyone's by the time its own process starts (a local user who took it would read the
     password or token sent to it)."""
     inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:

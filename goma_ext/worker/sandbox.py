@@ -373,7 +373,8 @@ def _run_once(
     try:
         if iso.mode is IsolationMode.BWRAP:
             inner = bwrap_argv(iso, argv, exe, root, workdir, env, status_w)
-            split = inner.index("--")  # bwrap takes options from the file, the command from its own argv
+            split = len(inner) - len(argv) - 1  # the "--" before argv (a variable may be "--" too): bwrap takes
+            # options from the file, the command from its own argv
             args_fd = _args_fd(inner[1:split])
             bwrap = [_tool(inner[0]), "--args", str(args_fd), *inner[split:]]
             cmd = [_tool(iso.prlimit), *prlimit_argv(iso)[1:], *bwrap]

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,8 @@ def test_planted_lock_and_prune_stamp_links_create_nothing(tmp_path: Path) -> No
 def test_a_miss_lock_held_by_anyone_who_can_read_the_cache_is_waited_for_a_bounded_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """flock needs only a read-only open: whoever can read the cache can hold a miss lock. A miss waits for it as
-    long as a backend may compile (MISS_LOCK_PATIENCE_S), then compiles without it; a lock let go is taken."""
+    long as a backend may compile (MISS_LOCK_PATIENCE_S), then compiles without it, and the process waits for no
+    miss lock again (holding every lock file would otherwise cost each miss the patience); a free lock is taken."""
     import fcntl
 
     from thinlto_base import store as store_mod
@@ -131,12 +133,16 @@ def test_a_miss_lock_held_by_anyone_who_can_read_the_cache_is_waited_for_a_bound
         pass
     lock = next((Path(store.root) / "locks").iterdir())
     monkeypatch.setattr(store_mod, "MISS_LOCK_PATIENCE_S", 0.3)
+    monkeypatch.setattr(store_mod._MissLock, "gave_up", False)
     with open(lock, "rb") as holder:  # another process's open, read-only
         fcntl.flock(holder, fcntl.LOCK_EX)
         with store.miss_lock(KEY) as locked:
             assert not locked
-        threading.Timer(0.1, fcntl.flock, (holder, fcntl.LOCK_UN)).start()
+        t = time.monotonic()  # after one wait in vain, the process waits for no miss lock again
         with store.miss_lock(KEY) as locked:
+            assert not locked and time.monotonic() - t < 0.2
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        with store.miss_lock(KEY) as locked:  # a free lock is still taken
             assert locked
 
 

@@ -74,6 +74,32 @@ def test_a_command_the_sandbox_cannot_pass_as_it_is_is_refused(box: Path, argv: 
     assert sorted(p.name for p in box.parent.iterdir()) == [box.name]  # nothing made for it
 
 
+@needs_bwrap
+def test_an_environment_variable_of_two_dashes_is_passed_as_it_is(box: Path) -> None:
+    """bwrap's options and the command are split at the "--" before argv, not at a variable that is "--"."""
+    cas, digest, allow = _lease(("sh", "-c", 'printf "%s" "$X"'), (), (("X", "--"),))
+    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
+    assert cas.read(Digest.from_proto(outcome.result.stdout_digest)) == b"--"
+
+
+@pytest.mark.parametrize("what", ["Action", "Command"])
+def test_an_action_or_command_larger_than_a_worker_reads_is_refused_unread(box: Path, what: str) -> None:
+    """A client names their sizes: padded with unknown fields, one could be gigabytes, read whole by root."""
+    cas, digest, allow = _lease(("sh", "-c", "true"))
+    huge = Digest("0" * 64, (16 << 20) + 1)
+    if what == "Command":
+        act = re_pb2.Action()
+        act.ParseFromString(cas.blobs[digest])
+        act.command_digest.CopyFrom(huge.to_proto())
+        digest = Digest.of_message(act)
+        cas.blobs[digest] = serialize(act)
+    else:
+        digest = huge
+    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    assert outcome.status.code == code_pb2.RESOURCE_EXHAUSTED and f"the {what} is" in outcome.status.message
+
+
 def test_bwrap_options_never_carry_a_nul_byte() -> None:
     """Whoever calls it: a NUL would split one option into several."""
     with pytest.raises(ValueError, match="NUL"):
