@@ -154,11 +154,15 @@ class ClusterState:
         return self.tls_endpoint or f"grpc://{self._host}:{self.port}"
 
     @property
+    def endpoint_port(self) -> int:
+        return int(self.endpoint.rsplit(":", 1)[1])
+
+    @property
     def server_serving(self) -> bool:
         """The recorded BuildGrid runs and listens on its endpoint's port: a pid recorded before a crash or a reboot
         may be another process's now, and the port anyone's (procs.listens)."""
-        port = int(self.endpoint.rsplit(":", 1)[1])
-        return self.server_pid is not None and procs.alive(self.server_pid) and procs.listens(self.server_pid, port)
+        return (self.server_pid is not None and procs.alive(self.server_pid)
+                and procs.listens(self.server_pid, self.endpoint_port))
 
     @property
     def redis_serving(self) -> bool:
@@ -240,7 +244,7 @@ def load(state: Path) -> ClusterState | None:
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
     cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
     instance = st.instance
-    port = int(cfg.endpoint.rsplit(":", 1)[1])
+    port = st.endpoint_port  # the probe's (cfg.endpoint is st.endpoint)
     deadline = time.monotonic() + READY_TIMEOUT_S
     last = "no answer"
     while time.monotonic() < deadline:
@@ -569,7 +573,8 @@ def status(state: Path) -> dict[str, object]:
     if st is None:
         return {"state": str(state), "started": False}
     probe = "down"
-    if st.server_serving or st.host_role is Role.WORKER:  # a token goes only to the cluster's own server
+    serving = st.server_serving
+    if serving or st.host_role is Role.WORKER:  # a token goes only to the cluster's own server
         try:
             cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
             with open_channel(cfg) as ch:
@@ -588,7 +593,7 @@ def status(state: Path) -> dict[str, object]:
     }
     if st.host_role.runs_server:
         info["postgres"] = "running" if st.postgres.running() else "stopped"
-        info["buildgrid"] = "running" if st.server_serving else "stopped"
+        info["buildgrid"] = "running" if serving else "stopped"
     if st.store is not None:
         info["redis"] = "running" if st.redis_serving else "stopped"
         info["cas_cleanup"] = "running" if procs.alive(st.cleanup_pid) else "stopped"

@@ -26,7 +26,7 @@ from goma_ext.reapi.proto import re_pb2
 from goma_ext.worker import beneath
 from goma_ext.worker.errors import bad_path
 from goma_ext.worker.filecache import FileCache
-from goma_ext.worker.forklock import FORK_LOCK
+from goma_ext.worker.forklock import FORK_LOCK, forks_passed
 from goma_ext.worker.inputtree import (
     NO_DEADLINE,
     Deadline,
@@ -255,8 +255,7 @@ class _Placer:
             fd = _create(path, executable)  # written without the fork lock: a download takes seconds
             with os.fdopen(fd, "wb") as f:
                 cas.read_into(d, f)
-            with FORK_LOCK:  # a barrier: a child forked while the file was open for writing has exec'd since
-                pass
+            forks_passed()
             have = path
 
     def _copy(self, src_path: Path, path: Path, executable: bool) -> None:
@@ -267,8 +266,7 @@ class _Placer:
                 beneath.copy_fd(src, dst)
             finally:
                 os.close(dst)
-            with FORK_LOCK:  # a barrier: a child forked while the file was open for writing has exec'd since
-                pass
+            forks_passed()
         finally:
             os.close(src)
 

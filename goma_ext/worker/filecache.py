@@ -38,7 +38,7 @@ from typing import BinaryIO
 
 from goma_ext.errors import GomaExtError
 from goma_ext.reapi.digest import Digest
-from goma_ext.worker.forklock import FORK_LOCK
+from goma_ext.worker.forklock import FORK_LOCK, forks_passed
 from thinlto_base.fsutil import process_running
 
 LOG = logging.getLogger("goma_ext.worker")
@@ -132,8 +132,7 @@ class FileCache:
         try:
             with os.fdopen(fd, "wb") as f:  # written without the fork lock: a download takes seconds
                 fill(f)
-            with FORK_LOCK:  # a barrier: a child forked while the file was open for writing has exec'd since
-                pass
+            forks_passed()
             if os.stat(tmp).st_size != digest.size:
                 raise FileCacheError(f"blob {digest} was written with {os.stat(tmp).st_size} bytes: not cached")
         except BaseException:

@@ -12,3 +12,11 @@ from __future__ import annotations
 import threading
 
 FORK_LOCK = threading.Lock()
+
+
+def forks_passed() -> None:
+    """For a writer that kept its file open without the lock (a download or a copy that takes a while): called once
+    the file is closed, it returns when every child forked meanwhile has exec'd (each forker holds the lock until
+    then), so none still holds the file open for writing."""
+    with FORK_LOCK:
+        pass

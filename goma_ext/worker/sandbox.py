@@ -34,10 +34,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from goma_ext.errors import GomaExtError
 from goma_ext.reapi.errors import RemoteError
@@ -237,29 +237,27 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event
     return why[0] if why else ""
 
 
-def _command_ran(status: bytes) -> bool:
-    """bwrap writes an exit-code record only when the command itself ran (the command can add lines: only the
-    absence of any record counts, as 'the sandbox failed to start')."""
+def _status_records(status: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of bwrap's --json-status-fd, a line each (other lines skipped)."""
     for line in status.splitlines():
         try:
             doc = json.loads(line)
         except ValueError:
             continue
-        if isinstance(doc, dict) and "exit-code" in doc:
-            return True
-    return False
+        if isinstance(doc, dict):
+            yield doc
+
+
+def _command_ran(status: bytes) -> bool:
+    """bwrap writes an exit-code record only when the command itself ran (the command can add lines: only the
+    absence of any record counts, as 'the sandbox failed to start')."""
+    return any("exit-code" in doc for doc in _status_records(status))
 
 
 def _child_pid(status: bytes) -> int | None:
     """The sandbox's init (PID 1 inside it) as the worker sees it: bwrap's first status record."""
-    for line in status.splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("child-pid"), int):
-            return int(doc["child-pid"])
-    return None
+    return next((int(doc["child-pid"]) for doc in _status_records(status) if isinstance(doc.get("child-pid"), int)),
+                None)
 
 
 def _await_empty(status: bytes, timeout: float = KILL_GRACE_S) -> None:

@@ -14,48 +14,19 @@ Each is refused with INVALID_ARGUMENT, or handled, and the worker goes on."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from goma_ext.reapi import action
 from goma_ext.reapi.digest import Digest, serialize
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.proto import code_pb2, re_pb2
-from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.worker import bots, sandbox
 from goma_ext.worker.lease import execute_lease, hand_over, remove_box
-from goma_ext.worker.policy import Allowlist
-from goma_ext.worker.sandbox import Isolation, IsolationMode, Limits, RunAs, run
-from tests.unit.test_worker_runner import SH, _DictCas
-
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap (Debian bubblewrap)")
-
-
-def _iso() -> Isolation:
-    run_as = RunAs("nobody", 65534, 65534) if os.geteuid() == 0 else None
-    return Isolation(IsolationMode.BWRAP, Limits(), run_as)
-
-
-def _lease(argv: tuple[str, ...], outputs: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = ()
-           ) -> tuple[_DictCas, Digest, Allowlist]:
-    """An action running the allow-listed `sh` (dash) with ENV, its Command written as a client may write it."""
-    ident = CompilerIdentity(SH, "dash 0", "ab" * 32)
-    root = re_pb2.Directory()
-    built = action.build(action.ActionSpec(argv, "", outputs, ident.properties(), Digest.of_message(root)))
-    command = re_pb2.Command()
-    command.ParseFromString(built.command)
-    for name, value in env:
-        command.environment_variables.add(name=name, value=value)
-    act = re_pb2.Action()
-    act.ParseFromString(built.action)
-    act.command_digest.CopyFrom(Digest.of_message(command).to_proto())
-    cas = _DictCas({Digest.of_message(root): serialize(root), Digest.of_message(command): serialize(command),
-                    Digest.of_message(act): serialize(act)})
-    return cas, Digest.of_message(act), Allowlist({"sh": (ident,)})
+from goma_ext.worker.sandbox import run
+from tests.unit.test_worker_runner import SH, _lease, _sandboxed, needs_bwrap
 
 
 @needs_bwrap
@@ -68,7 +39,7 @@ def _lease(argv: tuple[str, ...], outputs: tuple[str, ...] = (), env: tuple[tupl
 def test_a_command_the_sandbox_cannot_pass_as_it_is_is_refused(box: Path, argv: tuple[str, ...],
                                                                 env: tuple[tuple[str, str], ...], why: str) -> None:
     cas, digest, allow = _lease(argv, ("ran",), env)
-    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    outcome = execute_lease(cas, digest, allow, box.parent, _sandboxed())  # type: ignore[arg-type]
     assert outcome.status.code == code_pb2.INVALID_ARGUMENT and why in outcome.status.message, outcome.status
     assert outcome.result is None
     assert sorted(p.name for p in box.parent.iterdir()) == [box.name]  # nothing made for it
@@ -78,7 +49,7 @@ def test_a_command_the_sandbox_cannot_pass_as_it_is_is_refused(box: Path, argv: 
 def test_an_environment_variable_of_two_dashes_is_passed_as_it_is(box: Path) -> None:
     """bwrap's options and the command are split at the "--" before argv, not at a variable that is "--"."""
     cas, digest, allow = _lease(("sh", "-c", 'printf "%s" "$X"'), (), (("X", "--"),))
-    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    outcome = execute_lease(cas, digest, allow, box.parent, _sandboxed())  # type: ignore[arg-type]
     assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
     assert cas.read(Digest.from_proto(outcome.result.stdout_digest)) == b"--"
 
@@ -96,7 +67,7 @@ def test_an_action_or_command_larger_than_a_worker_reads_is_refused_unread(box: 
         cas.blobs[digest] = serialize(act)
     else:
         digest = huge
-    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    outcome = execute_lease(cas, digest, allow, box.parent, _sandboxed())  # type: ignore[arg-type]
     assert outcome.status.code == code_pb2.RESOURCE_EXHAUSTED and f"the {what} is" in outcome.status.message
 
 
@@ -109,7 +80,7 @@ def test_bwrap_options_never_carry_a_nul_byte() -> None:
 @needs_bwrap
 def test_an_output_deeper_than_an_input_tree_may_be_is_refused(box: Path) -> None:
     cas, digest, allow = _lease(("sh", "-c", "true"), ("a/" * 1500 + "o",))
-    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    outcome = execute_lease(cas, digest, allow, box.parent, _sandboxed())  # type: ignore[arg-type]
     assert outcome.status.code == code_pb2.INVALID_ARGUMENT and "deeper than" in outcome.status.message
     assert sorted(p.name for p in box.parent.iterdir()) == [box.name]
 
@@ -119,7 +90,7 @@ def test_a_tree_deeper_than_pythons_recursion_made_by_the_action_is_removed(box:
     """The action makes 3,000 nested directories in its root; the lease completes and its box goes."""
     deep = "import os\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
     cas, digest, allow = _lease(("sh", "-c", f'python3 -c "{deep}"'))
-    outcome = execute_lease(cas, digest, allow, box.parent, _iso())  # type: ignore[arg-type]
+    outcome = execute_lease(cas, digest, allow, box.parent, _sandboxed())  # type: ignore[arg-type]
     assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
     assert sorted(p.name for p in box.parent.iterdir()) == [box.name]
 
@@ -142,7 +113,7 @@ def test_remove_box_removes_a_tree_deeper_than_pythons_recursion(box: Path) -> N
 def test_a_killed_action_writes_nothing_once_the_worker_stops_waiting(box: Path) -> None:
     """Past its timeout the action (eight writers) is killed; when run() returns, none of its processes is left to
     write. (bwrap's own exit, which the worker waits for, comes before the kernel has killed the rest.)"""
-    iso = _iso()
+    iso = _sandboxed()
     hand_over(box / "root", iso)
     root = box / "root"
     writers = "for i in 1 2 3 4 5 6 7 8; do (while :; do echo x >> f$i; done) & done; wait"
@@ -161,7 +132,7 @@ def test_a_killed_action_writes_nothing_once_the_worker_stops_waiting(box: Path)
 @needs_bwrap
 def test_an_action_cannot_make_a_user_namespace_of_its_own(box: Path) -> None:
     """In one it would hold CAP_SYS_ADMIN over mounts and namespaces: the kernel's largest surface for an escape."""
-    iso = _iso()
+    iso = _sandboxed()
     hand_over(box / "root", iso)
     done = run(iso, ["sh", "-c", "unshare -Ur id -u; echo rc=$?"], SH, box / "root", ".", {}, 30, box)
     assert b"rc=0" not in done.stdout and b"unshare failed" in done.stderr, (done.stdout, done.stderr)
