@@ -19,6 +19,9 @@ from thinlto_base.store import AC_DIR, CAS_DIR, ENTRY_CAP
 STAMP = ".last-prune"
 LOCK = ".prune.lock"
 STALE_TMP_S = 3600  # a temporary file this old belongs to a writer that is gone
+# A prune takes seconds; a lock held while the last prune is this much older than the interval is ignored. flock
+# needs only a read-only open, so whoever can read the cache can hold the lock, and pruning would otherwise stop.
+PRUNE_LOCK_PATIENCE_S = 3600
 
 
 class PruneResult:
@@ -169,9 +172,19 @@ def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResu
     return result
 
 
+def _held_too_long(root_fd: int, policy: CachePolicy) -> bool:
+    """True when the last prune began more than the interval and PRUNE_LOCK_PATIENCE_S ago, so that the prune lock's
+    holder is no prune (or a hung one): pruning then goes on without the lock."""
+    try:
+        last = os.stat(STAMP, dir_fd=root_fd, follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        last = os.stat(LOCK, dir_fd=root_fd, follow_symlinks=False).st_mtime  # never pruned: since the lock was made
+    return time.time() - last > policy.interval_s + PRUNE_LOCK_PATIENCE_S
+
+
 def prune_if_due(root: str, policy_text: str) -> PruneResult | None:
-    """Prune ROOT when the policy's interval has passed since the last prune and no other process is pruning;
-    None when not due. Errors (a read-only cache, a planted link at the stamp or lock) are ignored: pruning is
+    """Prune ROOT when the policy's interval has passed since the last prune and no other process is pruning (a
+    prune lock held for over PRUNE_LOCK_PATIENCE_S past the interval is ignored); None when not due. Errors (a read-only cache, a planted link at the stamp or lock) are ignored: pruning is
     housekeeping."""
     import fcntl
 
@@ -192,7 +205,8 @@ def prune_if_due(root: str, policy_text: str) -> PruneResult | None:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                return None
+                if not _held_too_long(root_fd, policy):
+                    return None  # another prune runs: pruning twice at once only costs the work twice
             os.close(open_nofollow(STAMP, os.O_RDONLY | os.O_CREAT, dir_fd=root_fd))
             os.utime(STAMP, dir_fd=root_fd, follow_symlinks=False)
             return prune(root, policy)

@@ -9,6 +9,7 @@ from typing import Protocol
 import grpc
 
 from goma_ext.reapi.errors import RemoteConfigError
+from goma_ext.reapi.secret_file import read_secret
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # What each PEM file must hold, so a swapped or wrong file is one clear line here rather than an opaque
@@ -47,10 +48,13 @@ class TlsMaterial:
 def _pem(setting: str, path: Path | None) -> bytes | None:
     if path is None:
         return None
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
+    if setting == "client_key":
+        data = read_secret(setting, path)
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
     if PEM_MARKERS[setting] not in data:
         what = "private key" if setting == "client_key" else "certificate"
         raise RemoteConfigError(f"remote {setting} {path}: not a PEM {what}")

@@ -12,6 +12,7 @@ from typing import Any
 
 from goma_ext.errors import is_file, shown
 from goma_ext.reapi.errors import RemoteConfigError
+from goma_ext.reapi.secret_file import read_secret
 from goma_ext.remote.names import DEFAULT_STATS_LOG, DTLTO_STATS_LOG, ENV_VARS, OFF_VALUES, TOKEN_ENV
 from thinlto_base.fileerrors import FileErrors
 from thinlto_base.settings import Setting
@@ -79,10 +80,7 @@ class RemoteConfig:
         """gRPC call metadata: configured headers plus the bearer token, if any."""
         token = self.token
         if token is None and self.token_file is not None:
-            try:
-                token = self.token_file.read_text().strip()
-            except OSError as e:
-                raise RemoteConfigError(f"remote token_file {self.token_file}: {e.strerror}") from e
+            token = read_secret("token_file", self.token_file).decode(errors="replace").strip()
         auth = (("authorization", f"Bearer {token}"),) if token else ()
         return tuple((k.lower(), v) for k, v in self.headers) + auth
 

@@ -146,6 +146,28 @@ def test_a_miss_lock_held_by_anyone_who_can_read_the_cache_is_waited_for_a_bound
             assert locked
 
 
+def test_a_prune_lock_held_by_anyone_who_can_read_the_cache_stops_pruning_for_a_bounded_time(tmp_path: Path) -> None:
+    """The prune lock, like a miss lock, is an flock anyone who can read the cache can hold. While the last prune
+    is recent, a held lock means another prune runs and none starts; once the last prune is older than the interval
+    and PRUNE_LOCK_PATIENCE_S, the holder is no prune, and the cache is pruned without the lock."""
+    import fcntl
+
+    from thinlto_base.prune import LOCK, PRUNE_LOCK_PATIENCE_S, STAMP
+
+    store = _stored(tmp_path)
+    root = Path(store.root)
+    policy = "prune_interval=1h:prune_after=0s:cache_size_files=0:cache_size_bytes=1"
+    (root / LOCK).touch()
+    with open(root / LOCK, "rb") as holder:  # another process's open, read-only
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        (root / STAMP).touch()
+        os.utime(root / STAMP, (time.time() - 3600 - PRUNE_LOCK_PATIENCE_S + 60,) * 2)  # due, held not too long
+        assert prune_if_due(store.root, policy) is None and store.read_verified(KEY, ("o",)) is not None
+        os.utime(root / STAMP, (time.time() - 3600 - PRUNE_LOCK_PATIENCE_S - 60,) * 2)
+        result = prune_if_due(store.root, policy)
+        assert result is not None and result.entries_removed == 1 and store.read_verified(KEY, ("o",)) is None
+        assert time.time() - (root / STAMP).stat().st_mtime < 60  # the next prune is due after the interval again
+
 def test_verify_and_prune_never_leave_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = _stored(tmp_path)
     outside = tmp_path / "outside"

@@ -46,6 +46,21 @@ def test_token_from_env_becomes_bearer_metadata_and_never_reaches_the_command_li
     assert "s3cret" not in " ".join(wrap_command(["clang-19", "-c"], cfg)) and "s3cret" not in repr(cfg)
 
 
+def test_a_token_file_others_may_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    """As ssh refuses a private key others can read: a token file open to the group or to others may have leaked,
+    and sending it on would hide that."""
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    token.chmod(0o600)
+    cfg = RemoteConfig(endpoint="grpcs://h:1", token_file=token)
+    assert cfg.metadata() == (("authorization", "Bearer s3cret"),)
+    for mode in (0o644, 0o620, 0o604):
+        token.chmod(mode)
+        with pytest.raises(RemoteConfigError, match=f"^remote token_file {token}: mode {mode:o} lets other users read "
+                                                    f"or change a secret; chmod 600 {token}$"):
+            cfg.metadata()
+
+
 def test_wrap_command_puts_settings_before_the_backend_argv() -> None:
     cfg = RemoteConfig(endpoint="grpcs://h:9", instance="i", ca_file=Path("ca.pem"), exec_root=Path("../.."))
     cmd = wrap_command(["clang++-19", "-c", "x.o"], cfg, naive_rsp="obj/link.rsp", launcher=["goma-ext", "run"])

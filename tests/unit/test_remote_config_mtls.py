@@ -73,8 +73,16 @@ def test_an_unreadable_or_wrong_file_names_the_setting_and_the_file(certs: Path,
     missing = tmp_path / "gone.key"
     with pytest.raises(RemoteConfigError, match=f"^remote client_key {missing}: No such file or directory$"):
         tls_material(replace(cfg, client_key=missing))
-    with pytest.raises(RemoteConfigError, match=f"^remote client_key {cfg.client_cert}: not a PEM private key$"):
-        tls_material(replace(cfg, client_key=cfg.client_cert))  # the certificate given twice
+    cert = tmp_path / "cert-as-key.pem"  # the certificate given twice, private to the user
+    assert cfg.client_cert is not None
+    cert.write_bytes(cfg.client_cert.read_bytes())
+    cert.chmod(0o600)
+    with pytest.raises(RemoteConfigError, match=f"^remote client_key {cert}: not a PEM private key$"):
+        tls_material(replace(cfg, client_key=cert))
+    cert.chmod(0o640)
+    with pytest.raises(RemoteConfigError, match=f"^remote client_key {cert}: mode 640 lets other users read or "
+                                                f"change a secret; chmod 600 {cert}$"):
+        tls_material(replace(cfg, client_key=cert))
     with pytest.raises(RemoteConfigError, match=f"^remote client_cert {cfg.client_key}: not a PEM certificate$"):
         tls_material(replace(cfg, client_cert=cfg.client_key))
 
