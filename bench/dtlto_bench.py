@@ -38,11 +38,12 @@ COLUMNS = ["variant", "link wall s", "vs (a)", "peak RSS MiB", "vs (a)", "jobs",
            "action-cache hits", "local", "fallbacks", "uploaded MiB", "the project's tests"]
 
 
-def _prepared(project: CMakeProject, build: Path, link_flags: str, only_timed: bool = False) -> Path:
-    """BUILD configured with LINK_FLAGS and built, so that only the timed link is left to run (ONLY_TIMED: only
-    its inputs are built, not the project's other targets). The compile flags are the same in every variant:
-    configuring an existing BUILD for another variant relinks and compiles nothing."""
-    cmake_projects.configure(project, build, link_flags)
+def _prepared(project: CMakeProject, build: Path, link_flags: str, extra: Sequence[str],
+              only_timed: bool = False) -> Path:
+    """BUILD configured with LINK_FLAGS (and EXTRA cmake arguments) and built, so that only the timed link is left
+    to run (ONLY_TIMED: only its inputs are built, not the project's other targets). The compile flags are the
+    same in every variant: configuring an existing BUILD for another variant relinks and compiles nothing."""
+    cmake_projects.configure(project, build, link_flags, extra=extra)
     targets = _link_inputs(build, project.bench_target) if only_timed else project.targets
     cmake_projects.build(build, *targets, env={"GOMA_EXT_DTLTO": "--no-cache"})
     return build
@@ -98,7 +99,10 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--name", default="dtlto")
     p.add_argument("--no-remote", action="store_true", help="rows (a) and (b) only")
     p.add_argument("--project", choices=sorted(cmake_projects.PROJECTS), default="ninja")
+    p.add_argument("--opt", type=int, choices=(1, 2, 3), default=3,
+                   help="compile at -O1, -O2 or CMake Release's -O3 (the default; the smoke test builds at -O1)")
     args = p.parse_args(argv)
+    extra = cmake_projects.release_at(args.opt)  # always given: a build directory of another level is reconfigured
     project = cmake_projects.PROJECTS[args.project]
     prereqs.ensure()
     ctx = results.context()
@@ -107,12 +111,12 @@ def main(argv: Sequence[str]) -> int:
     dist = cmake_projects.distributor_flags()
     rows = []
     progress(f"(a) lld in-process: building {args.project}'s sources")
-    inproc = _prepared(project, work / "build", "")
+    inproc = _prepared(project, work / "build", "", extra)
     rows.append(_row(project, "(a) lld in-process", [_time_link(project, inproc, None) for _ in range(args.repeat)],
                      inproc))
     reference = _keep_binaries(project, inproc, work / "in-process")
     progress("(b) goma-ext local")
-    local = _prepared(project, work / "build", dist)  # (a)'s objects, linked again
+    local = _prepared(project, work / "build", dist, extra)  # (a)'s objects, linked again
     samples = [_time_link(project, local, {"GOMA_EXT_DTLTO": f"--cache={work / f'local-cache-{i}-{os.getpid()}'}"})
                for i in range(args.repeat)]
     for i in range(args.repeat):
@@ -124,7 +128,7 @@ def main(argv: Sequence[str]) -> int:
         state = work / "cluster"
         endpoint = cluster_tool.start(state)
         try:
-            rows += _remote_rows(project, local, work / "fresh", dist, endpoint, args.repeat)
+            rows += _remote_rows(project, local, work / "fresh", dist, extra, endpoint, args.repeat)
         finally:
             cluster_tool.stop(state)
     base = rows[0]
@@ -134,7 +138,7 @@ def main(argv: Sequence[str]) -> int:
     if missing:
         print(f"remote rows not measured: {missing}")
     command = "python -m bench dtlto" + (f" {' '.join(argv)}" if argv else "")
-    path = results.write(args.results, args.name, {**ctx, "command": command, "project": args.project,
+    path = results.write(args.results, args.name, {**ctx, "command": command, "project": args.project, "opt": args.opt,
                                                    "target": project.bench_target, "rows": rows,
                                                    "remote_missing": missing, "in_process_binaries": str(reference),
                                                    "build_dir": str(local)})
@@ -142,7 +146,7 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _remote_rows(project: CMakeProject, cold: Path, fresh: Path, dist: str, endpoint: str,
+def _remote_rows(project: CMakeProject, cold: Path, fresh: Path, dist: str, extra: Sequence[str], endpoint: str,
                  repeat: int) -> list[dict[str, Any]]:
     """(c) in COLD, (b)'s build directory; (d) in FRESH, another path, where only the timed link's inputs are
     built from scratch."""
@@ -153,7 +157,7 @@ def _remote_rows(project: CMakeProject, cold: Path, fresh: Path, dist: str, endp
     rows = [_row(project, "(c) goma-ext remote, cold", samples, cold)]
     progress("(d) goma-ext remote, fresh build directory")
     remove(fresh)
-    _prepared(project, fresh, dist, only_timed=True)
+    _prepared(project, fresh, dist, extra, only_timed=True)
     samples = [_time_link(project, fresh, {"GOMA_EXT_DTLTO": remote, "GOMA_EXT_CACHE_SALT": salts[-1]})
                for _ in range(repeat)]
     rows.append(_row(project, "(d) goma-ext remote, fresh directory", samples, fresh,

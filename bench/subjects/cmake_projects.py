@@ -73,6 +73,13 @@ def distributor_flags(options: Sequence[str] = (), distributor: str = GOMA_EXT) 
     return f"-fthinlto-distributor={distributor} -Xthinlto-distributor={','.join(('dtlto', *options))}"
 
 
+def release_at(level: int) -> tuple[str, ...]:
+    """cmake arguments that compile CMake's Release build at -O<LEVEL> instead of its -O3 (NDEBUG kept): the
+    tests' smaller builds. The optimizer is most of a compile, and what they test (the distributor's jobs, imports
+    and outputs, the same code as lld's own backends) is the same at every level that imports."""
+    return tuple(f"-DCMAKE_{lang}_FLAGS_RELEASE=-O{level} -DNDEBUG" for lang in ("C", "CXX"))
+
+
 def configure(project: CMakeProject, build: Path, link_flags: str = "", cache: Path = sdists.DEFAULT_CACHE,
               env: Mapping[str, str] | None = None, extra: Sequence[str] = ()) -> None:
     """cmake -G Ninja for PROJECT into BUILD; LINK_FLAGS go after -fuse-ld=lld on every link; EXTRA are more

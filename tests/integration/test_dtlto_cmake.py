@@ -21,7 +21,7 @@ from goma_ext.remote import stats
 from tests.integration.test_graph_support import same_code
 
 pytestmark = pytest.mark.slow
-OPT = tuple(f"-DCMAKE_{lang}_FLAGS_RELEASE=-O1 -DNDEBUG" for lang in ("C", "CXX"))
+OPT = cmake_projects.release_at(1)
 
 
 def test_ninja_through_the_distributor(tmp_path: Path) -> None:
