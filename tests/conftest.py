@@ -201,17 +201,31 @@ FISSION_ARGS = "symbol_level=2 use_debug_fission=true"
 FISSION_TARGETS = ("calc", "archiver", "libcodec.so")
 
 
-def _fission_tree(dest: Path) -> None:
-    build_example_tree(dest, f"--args={FISSION_ARGS}", targets=FISSION_TARGETS)
+# The regular-LTO module in 3 partitions: CFI without whole-program devirtualization, a regular-LTO module without
+# branch funnels, which LLVM can split; and the binaries built with it
+PARTITION_ARGS = "use_whole_program_vtables=false lto_partitions=3"
+PARTITION_TARGETS = ("calc", "codec_unittests")
+
+
+def _shared_example(name: str, args: str, targets: tuple[str, ...]) -> Build:
+    """The example with ARGS, TARGETS built through the graph, once per run (tests/run_shared.py), laid out as
+    `build_example_tree` lays it out. Tests read it or take copies (`copy_example_tree`), never change it."""
+    return example_tree_in(run_shared.once(name, lambda d: build_example_tree(d, f"--args={args}", targets=targets)))
 
 
 @pytest.fixture(scope="session")
 def example_fission() -> Build:
-    """The example with debug fission (FISSION_ARGS), FISSION_TARGETS built through the graph, once per run
-    (tests/run_shared.py), laid out as `build_example_tree` lays it out. Its compile units' DW_AT_comp_dir is its
-    build directory. Tests read it or take copies (`copy_example_tree`), never change it: test_graph_fission.py
-    and test_example_remote.py's split-DWARF test (which compiled calc again on its own)."""
-    return example_tree_in(run_shared.once("example-fission", _fission_tree))
+    """The example with debug fission (FISSION_ARGS), FISSION_TARGETS (`_shared_example`). Its compile units'
+    DW_AT_comp_dir is its build directory. For test_graph_fission.py and test_example_remote.py's split-DWARF test
+    (which compiled calc again on its own)."""
+    return _shared_example("example-fission", FISSION_ARGS, FISSION_TARGETS)
+
+
+@pytest.fixture(scope="session")
+def example_partitions() -> Build:
+    """The example with its regular-LTO module in partitions (PARTITION_ARGS), PARTITION_TARGETS
+    (`_shared_example`): for test_graph_partitions.py and test_partitions_remote.py, which compiled it each."""
+    return _shared_example("example-partitions", PARTITION_ARGS, PARTITION_TARGETS)
 
 
 @dataclass(frozen=True)

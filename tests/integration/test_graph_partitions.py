@@ -10,29 +10,22 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.analysis.parity import compare_builds
+from tests.conftest import PARTITION_ARGS, PARTITION_TARGETS
 
-from ..builds import Build, copy_example_sources, copy_example_tree, gen_and_build
+from ..builds import Build, copy_example_tree, gen_and_build
 from .test_graph_support import relinked_in_process
 
-# CFI without whole-program devirtualization: a regular-LTO module without branch funnels, which LLVM can split
-SPLITTABLE = "use_whole_program_vtables=false lto_partitions=3"
-TARGETS = ("calc", "codec_unittests")
-
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_example_sources(tmp_path_factory.mktemp("partitions"))
-
-
-@pytest.fixture(scope="module")
-def graph(root: Path) -> Build:
-    return gen_and_build(root, root.parent / "graph", f"--args={SPLITTABLE}", targets=TARGETS)
+def graph(example_partitions: Build, tmp_path_factory: pytest.TempPathFactory) -> Build:
+    """A copy of the run's build of the example in partitions (`example_partitions`), which this file's tests edit."""
+    return copy_example_tree(example_partitions, tmp_path_factory.mktemp("partitions"))
 
 
 @pytest.fixture(scope="module")
 def in_process(graph: Build) -> Build:
     """The graph's compiles linked by lld in-process (a copy of its build directory, GN's own graph)."""
-    return relinked_in_process(graph, graph.root.parent / "inproc", SPLITTABLE, TARGETS)
+    return relinked_in_process(graph, graph.out.parent / "inproc", PARTITION_ARGS, PARTITION_TARGETS)
 
 
 def _record(b: Build, target: str) -> dict[str, object]:
@@ -60,7 +53,7 @@ def test_an_edit_outside_the_regular_lto_module_reruns_no_partition(graph: Build
     before = len(graph.log_entries())
     source.write_text(text.replace("return", "return 0 +", 1))
     try:
-        graph.ninja(*TARGETS)
+        graph.ninja(*PARTITION_TARGETS)
         ran = graph.ran_since(before)
     finally:
         source.write_text(text)

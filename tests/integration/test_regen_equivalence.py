@@ -56,7 +56,7 @@ def _library_with(root: Path, pattern: str) -> Path:
 
 
 def test_incremental_regeneration_matches_full_runs(tmp_path: Path) -> None:
-    ws = synth.chromium(objects=900, tests=10, shared_libs=3, tools=6, big_tests=2, seed=3)
+    ws = synth.chromium(objects=300, tests=10, shared_libs=3, tools=6, big_tests=2, seed=3)
     root = write_workspace(ws, tmp_path / "src")
     out = tmp_path / "out"
     lib = _library_with(root, "components/*/BUILD.gn")

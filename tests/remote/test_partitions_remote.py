@@ -1,6 +1,7 @@
 """[partition] Partition edges run remotely like backends: the example's calc with its regular-LTO module in 3
-partitions (CFI without whole-program devirtualization), built locally, then again with `--remote` from a copy
-without its backends: every partition object is compiled by a remote action and equals the local one."""
+partitions (CFI without whole-program devirtualization), built locally (the run's `example_partitions`), then
+again with `--remote` from a copy without its backends: every partition object is compiled by a remote action
+and equals the local one."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ from pathlib import Path
 import pytest
 
 from goma_ext.remote import stats
-from tests.builds import build_example_tree, copy_without_backends
+from tests.builds import Build, copy_without_backends
 from tests.remote.conftest import Cluster
 from tests.remote.test_example_remote import _gen, _ninja
 
-ARGS = "--args=use_whole_program_vtables=false lto_partitions=3"
-
 
 @pytest.mark.slow
-def test_partitions_compile_remotely_as_locally(cluster: Cluster, tmp_path: Path, salt: str) -> None:
-    local = build_example_tree(tmp_path / "local", ARGS, targets=("calc",))
+def test_partitions_compile_remotely_as_locally(cluster: Cluster, tmp_path: Path, salt: str,
+                                                example_partitions: Build) -> None:
+    local = example_partitions  # the run's local build, read only
     parts = [local.out / f"gn-thinlto/calc/lto/part{k}.o" for k in range(3)]
     want = [p.read_bytes() for p in parts]
     assert all(want)
