@@ -98,11 +98,15 @@ class HookResult:
     links_planned: int  # the others were kept from the last run (incremental regeneration)
 
 
-def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str]) -> RemoteBackends | None:
-    """How backends launch remotely: the `remote:` section < environment < `gen --remote`; None for local."""
+def remote_backends(config: Config, endpoint: str | None, env: Mapping[str, str],
+                    out_dir: Path) -> RemoteBackends | None:
+    """How backends launch remotely: the `remote:` section < environment < `gen --remote`; None for local. A token
+    file or client key that the backends (run in OUT_DIR) would refuse is refused here."""
     overrides = {"endpoint": endpoint} if endpoint else None
     try:
         cfg = remote_config.load_config(dict(config.remote), env, overrides)
+        if cfg is not None:
+            remote_config.check_secrets(cfg, out_dir, missing_ok=True)
     except GomaExtError as e:
         raise GnThinltoError(f"{config.source}: remote: {e}") from e
     if cfg is None:
@@ -164,7 +168,7 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
         _add_regeneration_input(out_dir, config_file)
     config = load_config(config_path, root)
     build_text = read_text(out_dir / "build.ninja", GN_NINJA)
-    backends_remote = remote_backends(config, remote, os.environ)
+    backends_remote = remote_backends(config, remote, os.environ, out_dir)
     launcher = step_launcher(out_dir) if config.step_server else ""
     servers = config.step_servers if isinstance(config.step_servers, int) else default_servers(os.cpu_count() or 1)
     regen = regenerate(out_dir, graph, texts, toolchains, config, python, backends_remote, step_launcher=launcher,

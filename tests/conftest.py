@@ -210,7 +210,11 @@ PARTITION_TARGETS = ("calc", "codec_unittests")
 def _shared_example(name: str, args: str, targets: tuple[str, ...]) -> Build:
     """The example with ARGS, TARGETS built through the graph, once per run (tests/run_shared.py), laid out as
     `build_example_tree` lays it out. Tests read it or take copies (`copy_example_tree`), never change it."""
-    return example_tree_in(run_shared.once(name, lambda d: build_example_tree(d, f"--args={args}", targets=targets)))
+
+    def make(dest: Path) -> None:
+        build_example_tree(dest, f"--args={args}", targets=targets)
+
+    return example_tree_in(run_shared.once(name, make))
 
 
 @pytest.fixture(scope="session")

@@ -184,8 +184,8 @@ def _held_too_long(root_fd: int, policy: CachePolicy) -> bool:
 
 def prune_if_due(root: str, policy_text: str) -> PruneResult | None:
     """Prune ROOT when the policy's interval has passed since the last prune and no other process is pruning (a
-    prune lock held for over PRUNE_LOCK_PATIENCE_S past the interval is ignored); None when not due. Errors (a read-only cache, a planted link at the stamp or lock) are ignored: pruning is
-    housekeeping."""
+    prune lock held for over PRUNE_LOCK_PATIENCE_S past the interval is ignored); None when not due. Errors (a
+    read-only cache, a planted link at the stamp or lock) are ignored: pruning is housekeeping."""
     import fcntl
 
     try:

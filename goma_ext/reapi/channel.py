@@ -48,15 +48,14 @@ class TlsMaterial:
 def _pem(setting: str, path: Path | None) -> bytes | None:
     if path is None:
         return None
+    what = "private key" if setting == "client_key" else "certificate"
     if setting == "client_key":
-        data = read_secret(setting, path)
-    else:
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
+        return read_secret(setting, path, PEM_MARKERS[setting], what)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
     if PEM_MARKERS[setting] not in data:
-        what = "private key" if setting == "client_key" else "certificate"
         raise RemoteConfigError(f"remote {setting} {path}: not a PEM {what}")
     return data
 

@@ -1,32 +1,39 @@
-"""Reading a client's secret file (a bearer token, an mTLS private key): refused when other users may read or
-write it, as ssh refuses a private key others can read. Standard library only (the thin client imports it)."""
+"""Reading a client's secret file (a bearer token, an mTLS private key) as PostgreSQL reads its key: refused when
+someone but its owner may read or change it (mode 0600 at most; 0640 when root owns it, as Debian's ssl-cert group
+reads keys), or when it belongs to another user than the reader or root (who could change it at any time). The
+check is made on the file that is read, so nothing can swap it in between."""
 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from goma_ext.reapi.errors import RemoteConfigError
 
 OPEN_BITS = 0o077  # any access by the group or by others
+ROOT_OPEN_BITS = 0o037  # a root-owned file may also be read by its group
 
 
-def read_secret(setting: str, path: Path) -> bytes:
-    """PATH's bytes, checked on the file that was read (no race between the check and the read); one line naming
-    SETTING and PATH when it cannot be read or others may read or change it."""
+def read_secret(setting: str, path: Path, marker: bytes = b"", what: str = "") -> bytes:
+    """PATH's bytes; one line naming SETTING and PATH when it cannot be read, when it lacks MARKER (then it is not
+    WHAT, said before any complaint about its mode: a certificate given as a key is a wrong file, not a leak), or
+    when its owner or mode fails the rule above."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise RemoteConfigError(f"remote {setting} {path}: not a regular file")
-            if st.st_mode & OPEN_BITS:
-                raise RemoteConfigError(f"remote {setting} {path}: mode {st.st_mode & 0o777:o} lets other users "
-                                        f"read or change a secret; chmod 600 {path}")
             with os.fdopen(os.dup(fd), "rb") as f:
-                return f.read()
+                data = f.read()
         finally:
             os.close(fd)
     except OSError as e:
         raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
+    if marker and marker not in data:
+        raise RemoteConfigError(f"remote {setting} {path}: not a PEM {what}")
+    if st.st_uid not in (os.geteuid(), 0):
+        raise RemoteConfigError(f"remote {setting} {path}: owned by uid {st.st_uid}, who may change a secret; "
+                                "use a copy of your own, mode 600")
+    if st.st_mode & (ROOT_OPEN_BITS if st.st_uid == 0 else OPEN_BITS):
+        raise RemoteConfigError(f"remote {setting} {path}: mode {st.st_mode & 0o777:o} lets other users read or "
+                                f"change a secret; chmod 600 {path}")
+    return data

@@ -80,9 +80,23 @@ class RemoteConfig:
         """gRPC call metadata: configured headers plus the bearer token, if any."""
         token = self.token
         if token is None and self.token_file is not None:
-            token = read_secret("token_file", self.token_file).decode(errors="replace").strip()
+            try:
+                token = read_secret("token_file", self.token_file).decode().strip()
+            except UnicodeDecodeError:
+                raise RemoteConfigError(f"remote token_file {self.token_file}: not text (UTF-8)") from None
         auth = (("authorization", f"Bearer {token}"),) if token else ()
         return tuple((k.lower(), v) for k, v in self.headers) + auth
+
+
+def check_secrets(cfg: RemoteConfig, base: Path, missing_ok: bool = False) -> None:
+    """Read the token file and the client key (relative paths from BASE, where the commands run) now, so that one
+    refused (read_secret) is one line where the settings are given, not a warning and a local run per action later.
+    MISSING_OK: a file not there yet is left to the commands that read it (one made after `gen`, before the
+    build)."""
+    for setting in ("token_file", "client_key"):
+        path = getattr(cfg, setting)
+        if path is not None and not (missing_ok and not (base / path).exists()):
+            read_secret(setting, base / path)
 
 
 def explain_failure(cfg: RemoteConfig, reason: str) -> str:

@@ -17,7 +17,7 @@ from types import FrameType
 
 from goma_ext.errors import GomaExtError, reason, shown
 from goma_ext.reapi.errors import RemoteConfigError
-from goma_ext.remote.config import load_config
+from goma_ext.remote.config import RemoteConfig, check_secrets, load_config
 from goma_ext.worker import baseroot
 from goma_ext.worker.baseroot import DEFAULT_PACKAGES
 from goma_ext.worker.bots import BotWorker, WorkerSettings
@@ -252,11 +252,19 @@ def _check_isolation(args: argparse.Namespace) -> Isolation:
     return iso
 
 
-def _serve_one(args: argparse.Namespace) -> int:
+def _remote(args: argparse.Namespace) -> RemoteConfig:
+    """The worker's connection settings; its token file and client key checked (a refused one is one line and an
+    exit, before any child starts, not a bot session retried for ever)."""
     cfg = load_config({"endpoint": args.remote, "instance": args.instance, "ca_file": args.ca_file,
                        "client_cert": args.client_cert, "client_key": args.client_key}, os.environ)
     if cfg is None:
         raise RemoteConfigError("worker needs --remote")
+    check_secrets(cfg, Path.cwd())
+    return cfg
+
+
+def _serve_one(args: argparse.Namespace) -> int:
+    cfg = _remote(args)
     bot_id = f"{args.bot_id}-{args.index}"
     sandboxes = _sandbox_base(args) / bot_id
     allow = Allowlist.from_programs(_compilers(args), args.input_programs)
@@ -348,6 +356,7 @@ def run(args: argparse.Namespace) -> int:
     if args.remote is None or args.work_dir is None:
         raise WorkerConfigError("worker needs --remote URL and --work-dir DIR (or: goma-ext worker base-root DIR)")
     _offer(args)  # a bad --platform stops the start, not each child
+    _remote(args)  # nor do bad settings or a refused secret
     if args.count < 1:
         raise GomaExtError(f"--count {args.count}: run at least one worker")
     # The host name here rather than as the option's default: --help and the reference are the same on every host.

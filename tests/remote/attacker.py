@@ -24,7 +24,6 @@ class Attacker:
         self.python = python_for(user)
         self.token = self.put("client.token", cluster.token_file.read_bytes())  # admitted: the attacks are on workers
         self.token.chmod(0o600)  # a client refuses a token file others may read
-        self.token.chmod(0o600)
 
     def put(self, name: str, data: bytes) -> Path:
         path = self.home / name

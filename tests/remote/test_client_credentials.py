@@ -64,6 +64,7 @@ def eavesdropper(netns: list[str], tmp_path: Path) -> Iterator[tuple[str, Path]]
 def _run(netns: list[str], cwd: Path, endpoint: str, *extra: str) -> subprocess.CompletedProcess[str]:
     (cwd / "a.c").write_text("int f(void) { return 1; }\n")
     (cwd / "token").write_text("s3cret-token\n")
+    (cwd / "token").chmod(0o600)  # a client refuses a token file others may read
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOMA_EXT_")}
     return subprocess.run([*netns, sys.executable, "-m", "goma_ext.cli", "run", "--no-proxy", "--remote", endpoint,
                            "--token-file", "token", *extra, "--", "clang-19", "-c", "a.c", "-o", "a.o"],

@@ -167,6 +167,13 @@ def test_a_prune_lock_held_by_anyone_who_can_read_the_cache_stops_pruning_for_a_
         result = prune_if_due(store.root, policy)
         assert result is not None and result.entries_removed == 1 and store.read_verified(KEY, ("o",)) is None
         assert time.time() - (root / STAMP).stat().st_mtime < 60  # the next prune is due after the interval again
+        store.store(KEY, {"o": DATA})
+        (root / STAMP).unlink()  # never pruned: the lock file's age stands for the last prune's
+        os.utime(root / LOCK, (time.time() - 60,) * 2)
+        assert prune_if_due(store.root, policy) is None and store.read_verified(KEY, ("o",)) is not None
+        os.utime(root / LOCK, (time.time() - 3600 - PRUNE_LOCK_PATIENCE_S - 60,) * 2)
+        assert prune_if_due(store.root, policy) is not None and store.read_verified(KEY, ("o",)) is None
+
 
 def test_verify_and_prune_never_leave_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = _stored(tmp_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,18 +47,33 @@ def test_token_from_env_becomes_bearer_metadata_and_never_reaches_the_command_li
     assert "s3cret" not in " ".join(wrap_command(["clang-19", "-c"], cfg)) and "s3cret" not in repr(cfg)
 
 
-def test_a_token_file_others_may_read_is_refused_in_one_line(tmp_path: Path) -> None:
-    """As ssh refuses a private key others can read: a token file open to the group or to others may have leaked,
-    and sending it on would hide that."""
+def test_a_token_file_others_may_read_or_change_is_refused_in_one_line(tmp_path: Path) -> None:
+    """As PostgreSQL reads its key: a token file others may read may have leaked, and one another user owns may
+    be changed by them; sending it on would hide that. Mode 0600 at most, 0640 when root owns it (as Debian's
+    ssl-cert group reads keys)."""
     token = tmp_path / "token"
     token.write_text("s3cret\n")
     token.chmod(0o600)
     cfg = RemoteConfig(endpoint="grpcs://h:1", token_file=token)
     assert cfg.metadata() == (("authorization", "Bearer s3cret"),)
-    for mode in (0o644, 0o620, 0o604):
+    root = os.geteuid() == 0
+    for mode in (0o644, 0o620, 0o604) if root else (0o644, 0o640, 0o620, 0o604):
         token.chmod(mode)
         with pytest.raises(RemoteConfigError, match=f"^remote token_file {token}: mode {mode:o} lets other users read "
                                                     f"or change a secret; chmod 600 {token}$"):
+            cfg.metadata()
+    token.write_bytes(b"\xff\n")
+    token.chmod(0o600)
+    with pytest.raises(RemoteConfigError, match=f"^remote token_file {token}: not text"):
+        cfg.metadata()
+    if root:  # a file of root's may be read by its group; one of another user's is theirs to change
+        token.write_text("s3cret\n")
+        token.chmod(0o640)
+        assert cfg.metadata() == (("authorization", "Bearer s3cret"),)
+        os.chown(token, 54321, 54321)
+        token.chmod(0o600)
+        with pytest.raises(RemoteConfigError, match=f"^remote token_file {token}: owned by uid 54321, who may "
+                                                    "change a secret; use a copy of your own, mode 600$"):
             cfg.metadata()
 
 

@@ -79,9 +79,15 @@ def test_an_unreadable_or_wrong_file_names_the_setting_and_the_file(certs: Path,
     cert.chmod(0o600)
     with pytest.raises(RemoteConfigError, match=f"^remote client_key {cert}: not a PEM private key$"):
         tls_material(replace(cfg, client_key=cert))
-    cert.chmod(0o640)
-    with pytest.raises(RemoteConfigError, match=f"^remote client_key {cert}: mode 640 lets other users read or "
-                                                f"change a secret; chmod 600 {cert}$"):
+    key = tmp_path / "open.key"  # a key others may read: refused once it is known to be a key
+    assert cfg.client_key is not None
+    key.write_bytes(cfg.client_key.read_bytes())
+    key.chmod(0o644)
+    with pytest.raises(RemoteConfigError, match=f"^remote client_key {key}: mode 644 lets other users read or "
+                                                f"change a secret; chmod 600 {key}$"):
+        tls_material(replace(cfg, client_key=key))
+    cert.chmod(0o644)  # a certificate given as the key: the wrong file, whatever its mode
+    with pytest.raises(RemoteConfigError, match=f"^remote client_key {cert}: not a PEM private key$"):
         tls_material(replace(cfg, client_key=cert))
     with pytest.raises(RemoteConfigError, match=f"^remote client_cert {cfg.client_key}: not a PEM certificate$"):
         tls_material(replace(cfg, client_cert=cfg.client_key))

@@ -224,13 +224,23 @@ def test_a_program_busy_for_writing_is_retried_once(box: Path, released: bool) -
 
 # --- the command line and the base-root builder ------------------------------------------------------------------
 
-def _worker(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _worker(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # as root, a runner user that exists (the default goma-ext-runner is made by `cluster start`, which a fresh
     # machine may not have run yet), so that the option under test is the one refused
     run_as = ["--run-as", "nobody"] if os.geteuid() == 0 else []
     argv = [sys.executable, "-m", "goma_ext.cli", "worker", "--remote", "grpc://127.0.0.1:1", "--work-dir",
             str(tmp_path / "w"), *run_as, *extra]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_the_worker_refuses_a_token_file_others_may_read_before_it_starts(tmp_path: Path) -> None:
+    """One line and an exit, before any worker process: a bot would retry its session for ever."""
+    token = tmp_path / "worker.token"
+    token.write_text("t\n")
+    token.chmod(0o644)
+    proc = _worker(tmp_path, "--compiler", "clang-19", env={**os.environ, "GOMA_EXT_REMOTE_TOKEN_FILE": str(token)})
+    assert proc.returncode == 2 and proc.stderr == (f"goma-ext: error: remote token_file {token}: mode 644 lets other "
+                                                    f"users read or change a secret; chmod 600 {token}\n"), proc.stderr
 
 
 @pytest.mark.parametrize("extra, why", [
