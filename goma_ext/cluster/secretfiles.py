@@ -9,6 +9,7 @@ from typing import assert_never
 
 from goma_ext.cluster import tokens
 from goma_ext.cluster.postgres import ClusterError
+from goma_ext.reapi.secret_file import read_with_stat
 
 AUTH_DIR = "auth"
 PG_PASSFILE = "pgpass"  # libpq's password file: BuildGrid's connection string names it, never the password
@@ -60,12 +61,13 @@ def write_private(path: Path, text: str) -> Path:
 def read_private(path: Path) -> str:
     """A secret file's text; refused when others can read it (someone widened it: it may have leaked)."""
     try:
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
-            raise ClusterError(f"{path}: mode {mode:o} lets others read a secret; make a new one (remove it)")
-        return path.read_text().strip()
+        data, st = read_with_stat(path)  # the mode of the file read, not of whatever the path names by then
     except OSError as e:
         raise ClusterError(f"{path}: {e.strerror}") from e
+    mode = st.st_mode & 0o777
+    if mode & 0o077:
+        raise ClusterError(f"{path}: mode {mode:o} lets others read a secret; make a new one (remove it)")
+    return data.decode().strip()
 
 
 def new_secret() -> str:

@@ -14,18 +14,19 @@ OPEN_BITS = 0o077  # any access by the group or by others
 ROOT_OPEN_BITS = 0o037  # a root-owned file may also be read by its group
 
 
+def read_with_stat(path: Path) -> tuple[bytes, os.stat_result]:
+    """PATH's bytes and the status of the file they were read from (OSError as it comes): a check of its mode then
+    holds for what was read, whatever replaces the path meanwhile."""
+    with open(path, "rb") as f:
+        return f.read(), os.fstat(f.fileno())
+
+
 def read_secret(setting: str, path: Path, marker: bytes = b"", what: str = "") -> bytes:
     """PATH's bytes; one line naming SETTING and PATH when it cannot be read, when it lacks MARKER (then it is not
     WHAT, said before any complaint about its mode: a certificate given as a key is a wrong file, not a leak), or
     when its owner or mode fails the rule above."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            st = os.fstat(fd)
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = f.read()
-        finally:
-            os.close(fd)
+        data, st = read_with_stat(path)
     except OSError as e:
         raise RemoteConfigError(f"remote {setting} {path}: {e.strerror}") from e
     if marker and marker not in data:

@@ -95,8 +95,9 @@ def check_secrets(cfg: RemoteConfig, base: Path, missing_ok: bool = False) -> No
     build)."""
     for setting in ("token_file", "client_key"):
         path = getattr(cfg, setting)
-        if path is not None and not (missing_ok and not (base / path).exists()):
-            read_secret(setting, base / path)
+        if path is None or (missing_ok and not (base / path).exists()):
+            continue
+        read_secret(setting, base / path)
 
 
 def explain_failure(cfg: RemoteConfig, reason: str) -> str:

@@ -263,8 +263,7 @@ def _remote(args: argparse.Namespace) -> RemoteConfig:
     return cfg
 
 
-def _serve_one(args: argparse.Namespace) -> int:
-    cfg = _remote(args)
+def _serve_one(args: argparse.Namespace, cfg: RemoteConfig) -> int:
     bot_id = f"{args.bot_id}-{args.index}"
     sandboxes = _sandbox_base(args) / bot_id
     allow = Allowlist.from_programs(_compilers(args), args.input_programs)
@@ -356,12 +355,12 @@ def run(args: argparse.Namespace) -> int:
     if args.remote is None or args.work_dir is None:
         raise WorkerConfigError("worker needs --remote URL and --work-dir DIR (or: goma-ext worker base-root DIR)")
     _offer(args)  # a bad --platform stops the start, not each child
-    _remote(args)  # nor do bad settings or a refused secret
+    cfg = _remote(args)  # nor do bad settings or a refused secret
     if args.count < 1:
         raise GomaExtError(f"--count {args.count}: run at least one worker")
     # The host name here rather than as the option's default: --help and the reference are the same on every host.
     args.bot_id = args.bot_id or socket.gethostname()
     if args.index is not None:
-        return _serve_one(args)
+        return _serve_one(args, cfg)
     _check_isolation(args)  # once, before any child: refuse to start rather than run unisolated
     return _supervise(args)
