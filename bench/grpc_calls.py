@@ -1,17 +1,23 @@
 """`python -m bench grpc-calls`: the client CPU of one unary gRPC call in Python, the sync API (threads, as the
-proxy makes its calls) against grpc.aio (one event loop), side by side in one run ([scale]).
+proxy makes its calls) against grpc.aio (one event loop) and against gRPC C++'s callback API (what a compiled proxy
+would use), side by side in one run ([scale]).
 
 The proxy's CPU per executed action is 5-6 such calls (lookup, FindMissingBlobs, Execute, BatchReadBlobs, ...) plus
-its own work; whether grpc.aio would make the calls cheap enough to matter is measured here rather than assumed. A
-server in another process (the sync API, 8 threads) echoes a 300-byte message on loopback; the client makes CALLS
-calls, CONCURRENCY in flight (sync: a thread each; aio: tasks under a semaphore), and its CPU (time.process_time,
-every thread of this process) is divided by the calls. Rounds alternate the two APIs; the medians are reported.
+its own work; whether grpc.aio, or a compiled client, would make the calls cheap enough to matter is measured here
+rather than assumed. A server in another process (the sync API, 8 threads) echoes a 300-byte message on loopback;
+the client makes CALLS calls, CONCURRENCY in flight (sync: a thread each; aio: tasks under a semaphore; C++: each
+completion starts the next call), and its CPU (every thread of the client's process: time.process_time, getrusage
+in bench/grpc_echo_client.cc) is divided by the calls. Rounds alternate the three; the medians are reported. The
+C++ client is compiled once per cache (libgrpc++-dev, Debian's gRPC 1.51, the C core grpcio also wraps).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -20,7 +26,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench import results
+from bench import prereqs, results
+from bench.measure import BenchError, run
+from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
 METHOD = "/bench.Echo/Echo"
@@ -77,15 +85,52 @@ def aio_round(target: str, calls: int, concurrency: int) -> tuple[float, float]:
     return asyncio.run(_aio_round(target, calls, concurrency))
 
 
-def measure(calls: int, concurrency: int, rounds: int) -> dict[str, list[tuple[float, float]]]:
+NATIVE_SOURCE = Path(__file__).resolve().parent / "grpc_echo_client.cc"
+
+
+def build_native(cache: Path) -> Path:
+    """bench/grpc_echo_client.cc compiled against Debian's gRPC C++, once per cache, source and gRPC version."""
+    prereqs.ensure()
+    version = _pkg_config("--modversion")
+    key = hashlib.sha256(NATIVE_SOURCE.read_bytes() + version.encode()).hexdigest()[:16]
+    binary = cache / f"grpc-echo-client-{key}" / "grpc_echo_client"
+    if not binary.is_file():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        temp = binary.with_name(f"{binary.name}.tmp")
+        flags = _pkg_config("--cflags", "--libs").split()
+        run(["c++", "-std=c++17", "-O2", "-o", str(temp), str(NATIVE_SOURCE), *flags])
+        temp.rename(binary)
+    return binary
+
+
+def _pkg_config(*args: str) -> str:
+    proc = subprocess.run(["pkg-config", *args, "grpc++"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BenchError(f"pkg-config {' '.join(args)} grpc++: {proc.stderr.strip() or 'failed'} (./dev setup installs "
+                         "libgrpc++-dev)")
+    return proc.stdout.strip()
+
+
+def native_round(client: Path, target: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """(client CPU ms per call, calls per second) through gRPC C++'s callback API (bench/grpc_echo_client.cc)."""
+    command = [str(client), target, METHOD, str(calls), str(concurrency)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BenchError(f"{shlex.join(command)}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    answer = json.loads(proc.stdout)
+    return answer["cpu_ms_per_call"], answer["calls_per_s"]
+
+
+def measure(calls: int, concurrency: int, rounds: int, native: Path) -> dict[str, list[tuple[float, float]]]:
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         target = f"127.0.0.1:{int(server.stdout.readline())}"
-        out: dict[str, list[tuple[float, float]]] = {"sync": [], "aio": []}
+        out: dict[str, list[tuple[float, float]]] = {"sync": [], "aio": [], "c++": []}
         for _ in range(rounds):
             out["sync"].append(sync_round(target, calls, concurrency))
             out["aio"].append(aio_round(target, calls, concurrency))
+            out["c++"].append(native_round(native, target, calls, concurrency))
         return out
     finally:
         server.kill()
@@ -97,22 +142,23 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--calls", type=int, default=4000, help="calls per round (default 4000)")
     p.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of each API, alternating (default 3)")
-    p.add_argument("--cache", type=Path, help="unused (`bench all` passes it)")
+    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                   help="where the C++ client is built (default %(default)s)")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
     args = p.parse_args(argv)
     if min(args.calls, args.concurrency, args.rounds) < 1:
         p.error("--calls, --concurrency and --rounds must be positive")
     ctx = results.context()
     print(f"machine: {ctx['machine'].one_line()}")
-    runs = measure(args.calls, args.concurrency, args.rounds)
+    runs = measure(args.calls, args.concurrency, args.rounds, build_native(args.cache))
     rows = [[api, statistics.median(c for c, _ in r), statistics.median(t for _, t in r)] for api, r in runs.items()]
     print(render(["API", "client CPU ms per call (median)", "calls/s (median)"], [[a, round(c, 3), round(t)]
                                                                                   for a, c, t in rows]))
-    aio_vs_sync = rows[1][1] / rows[0][1]
-    print(f"aio / sync, CPU per call: {aio_vs_sync:.2f}")
+    aio_vs_sync, native_vs_sync = rows[1][1] / rows[0][1], rows[2][1] / rows[0][1]
+    print(f"CPU per call, aio / sync: {aio_vs_sync:.2f}; c++ / sync: {native_vs_sync:.2f}")
     command = "python -m bench grpc-calls" + (f" {' '.join(argv)}" if argv else "")
     data = dict(ctx, command=command, calls=args.calls, concurrency=args.concurrency, rounds=runs,
                 medians={api: {"cpu_ms_per_call": c, "calls_per_s": t} for api, c, t in rows},
-                aio_vs_sync_cpu=aio_vs_sync)
+                aio_vs_sync_cpu=aio_vs_sync, native_vs_sync_cpu=native_vs_sync)
     print(f"results: {results.write(args.results, 'grpc-calls', data)}")
     return 0

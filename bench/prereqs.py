@@ -11,7 +11,9 @@ PACKAGES = {"time": Path("/usr/bin/time"), "googletest": Path("/usr/src/googlete
             "libgtest-dev": Path("/usr/include/gtest/gtest.h"),
             "cmake": Path("/usr/bin/cmake"), "zlib1g-dev": Path("/usr/include/zlib.h"),
             "clang-22": Path("/usr/bin/clang-22"), "lld-22": Path("/usr/bin/ld.lld-22"),
-            "bubblewrap": Path("/usr/bin/bwrap")}  # the cluster's workers sandbox every action
+            "bubblewrap": Path("/usr/bin/bwrap"),  # the cluster's workers sandbox every action
+            # `bench grpc-calls`' compiled client (bench/grpc_echo_client.cc)
+            "libgrpc++-dev": Path("/usr/include/grpcpp/grpcpp.h"), "pkg-config": Path("/usr/bin/pkg-config")}
 
 
 def ensure() -> None:

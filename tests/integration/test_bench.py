@@ -64,6 +64,15 @@ def test_sharing_smallest(tmp_path: Path) -> None:
     assert thin["compiler_runs_off"] == thin["backend_edges_run"]  # with the cache off every edge compiles
 
 
+def test_grpc_calls_smallest(tmp_path: Path) -> None:
+    """[scale] one round of each client (Python's sync API, grpc.aio, gRPC C++, compiled here) against one echo
+    server: every call answered, a CPU figure for each."""
+    data = bench("grpc-calls", "--calls", "200", "--concurrency", "8", "--rounds", "1", results=tmp_path)
+    assert set(data["rounds"]) == {"sync", "aio", "c++"} and all(len(r) == 1 for r in data["rounds"].values())
+    assert all(m["cpu_ms_per_call"] > 0 and m["calls_per_s"] > 0 for m in data["medians"].values())
+    assert data["native_vs_sync_cpu"] > 0
+
+
 def test_cache_smallest(tmp_path: Path) -> None:
     data = bench("cache", "--subject", "micro", "--entries", "500", "--repeat", "3", results=tmp_path)
     assert data["hits"]["entries"] > 0 and data["hits"]["verified_vs_unverified"] > 0
