@@ -30,8 +30,14 @@ BLOB = 64 << 10
 COUNT = 40  # 2.5 MiB: well above the bound
 
 
+# `bgd cleanup`'s pause between passes for this test's server (10 s in a cluster): the test waits for its passes,
+# with BuildGrid, PostgreSQL and redis idling meanwhile
+CLEANUP_INTERVAL_S = 2
+
+
 @pytest.fixture()
-def server(tmp_path: Path) -> Iterator[manager.ClusterState]:
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[manager.ClusterState]:
+    monkeypatch.setattr(manager, "CLEANUP_INTERVAL_S", CLEANUP_INTERVAL_S)  # read when the cleanup starts
     base = Path(tempfile.mkdtemp(prefix="gxs-"))  # the postgres user reaches it when we are root
     os.chmod(base, 0o711)
     cert, key = make_cert(tmp_path)

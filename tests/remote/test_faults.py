@@ -31,10 +31,14 @@ from tests.remote.conftest import (
 @pytest.fixture(scope="module")
 def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster of this module's own: the run's is shared with tests running meanwhile, which a killed server or
-    worker would fail."""
+    worker would fail. Its actions use the worker's own compilers (`toolchain: host`, as the slow clang's must):
+    the faults are the server's, a worker's and a blob's; shipping clang and its libraries (~260 MB) as inputs
+    cost ~5 CPU s of hashing, uploading and fetching (the other remote tests ship compilers)."""
     with session_cluster.private(tmp_path_factory.mktemp("faults") / "cluster") as own:
         with pytest.MonkeyPatch.context() as env:
             env.setenv("GOMA_EXT_REMOTE_TOKEN_FILE", str(own.token_file))
+            for name, value in HOST_TOOLCHAIN.items():
+                env.setenv(name, value)
             yield own
 
 

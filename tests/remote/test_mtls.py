@@ -71,10 +71,13 @@ class MtlsCluster:
                             client_cert=cert, client_key=key, token_file=self.token_file, max_attempts=1)
 
     def env(self, salt: str, proxy_dir: Path | None = None) -> dict[str, str]:
-        """The test's environment without another cluster's settings (the session cluster's token file)."""
+        """The test's environment without another cluster's settings (the session cluster's token file). Actions
+        use the worker's own compilers (`toolchain: host`, which the cluster allows): what is tested is the
+        channel's certificates; shipping clang 19 and 22 with their libraries as inputs over TLS (hashed, uploaded,
+        fetched by the worker) was a third of this module's CPU, ~10 s (the other remote tests ship compilers)."""
         clean = {k: v for k, v in os.environ.items() if not k.startswith("GOMA_EXT_REMOTE")}
         return {**clean, "GOMA_EXT_CACHE_SALT": salt, "GOMA_EXT_REMOTE_INSTANCE": INSTANCE,
-                wire.STATE_DIR_ENV: str(proxy_dir or self.proxy_dir)}
+                "GOMA_EXT_REMOTE_TOOLCHAIN": "host", wire.STATE_DIR_ENV: str(proxy_dir or self.proxy_dir)}
 
 
 def _stop_proxies(proxy_dir: Path) -> None:
@@ -120,6 +123,13 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MtlsCluster]:
         yield MtlsCluster(manager.start(spec), certs, proxy_dir)
 
 
+@pytest.fixture(scope="module")
+def ref(program_template: ThinProgram, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The bytes every test's remote or fallen-back backends must produce (`local_reference`), run once: each test's
+    `program` is a copy of the same template."""
+    return local_reference(program_template, tmp_path_factory.mktemp("reference"))
+
+
 def _run(mtls: MtlsCluster, program: ThinProgram, module: str, salt: str, *flags: str,
          thin: bool = False, env: Mapping[str, str] | None = None) -> WrapperRun:
     """A backend as ninja runs it: `goma-ext run` (or, thin, the thin client under `python -S`) in the build dir."""
@@ -157,9 +167,8 @@ def test_the_cluster_requires_client_certificates_and_its_workers_present_theirs
 
 @pytest.mark.parametrize("proxy", [False, True], ids=["in-process", "proxy"])
 def test_without_a_client_certificate_one_line_names_the_handshake_and_the_backend_runs_locally(
-    mtls: MtlsCluster, program: ThinProgram, tmp_path: Path, salt: str, proxy: bool
+    mtls: MtlsCluster, program: ThinProgram, ref: dict[str, bytes], salt: str, proxy: bool
 ) -> None:
-    ref = local_reference(program, tmp_path)
     run = _run(mtls, program, "delta", salt, *mtls.flags(None), *([] if proxy else ["--no-proxy"]))
     assert run.returncode == 0, run.stderr
     lines = _warnings(run)
@@ -169,9 +178,8 @@ def test_without_a_client_certificate_one_line_names_the_handshake_and_the_backe
 
 
 def test_with_a_client_certificate_the_backend_runs_remotely(
-    mtls: MtlsCluster, program: ThinProgram, tmp_path: Path, salt: str
+    mtls: MtlsCluster, program: ThinProgram, ref: dict[str, bytes], salt: str
 ) -> None:
-    ref = local_reference(program, tmp_path)
     run = _run(mtls, program, "delta", salt, *mtls.flags("alice"), "--no-proxy")
     assert run.returncode == 0 and not _warnings(run), run.stderr
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE]  # a worker executed it: it is registered
@@ -179,9 +187,8 @@ def test_with_a_client_certificate_the_backend_runs_remotely(
 
 
 def test_through_the_proxy_with_a_client_certificate_and_never_shared_with_a_client_without(
-    mtls: MtlsCluster, program: ThinProgram, tmp_path: Path, salt: str, own_proxy_dir: Path
+    mtls: MtlsCluster, program: ThinProgram, ref: dict[str, bytes], salt: str, own_proxy_dir: Path
 ) -> None:
-    ref = local_reference(program, tmp_path)
     env = mtls.env(salt, own_proxy_dir)
     first = _run(mtls, program, "delta", salt, *mtls.flags("alice"), env=env)  # the full client starts the proxy
     assert first.returncode == 0 and not _warnings(first), first.stderr
