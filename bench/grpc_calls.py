@@ -8,7 +8,8 @@ rather than assumed. A server in another process (the sync API, 8 threads) echoe
 the client makes CALLS calls, CONCURRENCY in flight (sync: a thread each; aio: tasks under a semaphore; C++: each
 completion starts the next call), and its CPU (every thread of the client's process: time.process_time, getrusage
 in bench/grpc_echo_client.cc) is divided by the calls. Rounds alternate the three; the medians are reported. The
-C++ client is compiled once per cache (libgrpc++-dev, Debian's gRPC 1.51, the C core grpcio also wraps).
+C++ client is compiled once per cache against Debian's libgrpc++-dev (gRPC 1.51; the venv's grpcio bundles a C core
+of its own, of its own version: the results record both).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -86,21 +88,31 @@ def aio_round(target: str, calls: int, concurrency: int) -> tuple[float, float]:
 
 
 NATIVE_SOURCE = Path(__file__).resolve().parent / "grpc_echo_client.cc"
+NATIVE_CXX = "/usr/lib/llvm-19/bin/clang++"  # clang-19 is the example's compiler: every machine here has it
 
 
 def build_native(cache: Path) -> Path:
-    """bench/grpc_echo_client.cc compiled against Debian's gRPC C++, once per cache, source and gRPC version."""
+    """bench/grpc_echo_client.cc compiled against Debian's gRPC C++, once per cache, source, compiler and gRPC
+    version (built under a name of its own, then renamed: two runs building at once both end with a whole binary)."""
     prereqs.ensure()
-    version = _pkg_config("--modversion")
-    key = hashlib.sha256(NATIVE_SOURCE.read_bytes() + version.encode()).hexdigest()[:16]
+    compiler = subprocess.run([NATIVE_CXX, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    key = hashlib.sha256(NATIVE_SOURCE.read_bytes() + f"{compiler}{native_version()}".encode()).hexdigest()[:16]
     binary = cache / f"grpc-echo-client-{key}" / "grpc_echo_client"
     if not binary.is_file():
         binary.parent.mkdir(parents=True, exist_ok=True)
-        temp = binary.with_name(f"{binary.name}.tmp")
-        flags = _pkg_config("--cflags", "--libs").split()
-        run(["c++", "-std=c++17", "-O2", "-o", str(temp), str(NATIVE_SOURCE), *flags])
-        temp.rename(binary)
+        temp = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
+        try:
+            run([NATIVE_CXX, "-std=c++17", "-O2", "-o", str(temp), str(NATIVE_SOURCE),
+                 *_pkg_config("--cflags", "--libs").split()])
+            os.replace(temp, binary)
+        finally:
+            temp.unlink(missing_ok=True)
     return binary
+
+
+def native_version() -> str:
+    """The gRPC C++ version the client is built against (Debian's; grpcio bundles a C core of its own)."""
+    return _pkg_config("--modversion")
 
 
 def _pkg_config(*args: str) -> str:
@@ -117,8 +129,18 @@ def native_round(client: Path, target: str, calls: int, concurrency: int) -> tup
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BenchError(f"{shlex.join(command)}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
-    answer = json.loads(proc.stdout)
-    return answer["cpu_ms_per_call"], answer["calls_per_s"]
+    try:
+        answer = json.loads(proc.stdout)
+        return float(answer["cpu_ms_per_call"]), float(answer["calls_per_s"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise BenchError(f"{client}: expected one JSON line with cpu_ms_per_call and calls_per_s, got "
+                         f"{proc.stdout.strip()[:200]!r} ({e})") from None
+
+
+def grpc_version() -> str:
+    import grpc
+
+    return str(grpc.__version__)
 
 
 def measure(calls: int, concurrency: int, rounds: int, native: Path) -> dict[str, list[tuple[float, float]]]:
@@ -159,6 +181,7 @@ def main(argv: Sequence[str]) -> int:
     command = "python -m bench grpc-calls" + (f" {' '.join(argv)}" if argv else "")
     data = dict(ctx, command=command, calls=args.calls, concurrency=args.concurrency, rounds=runs,
                 medians={api: {"cpu_ms_per_call": c, "calls_per_s": t} for api, c, t in rows},
-                aio_vs_sync_cpu=aio_vs_sync, native_vs_sync_cpu=native_vs_sync)
+                aio_vs_sync_cpu=aio_vs_sync, native_vs_sync_cpu=native_vs_sync,
+                grpc_versions={"grpcio": grpc_version(), "grpc++": native_version()})
     print(f"results: {results.write(args.results, 'grpc-calls', data)}")
     return 0
