@@ -250,8 +250,10 @@ def test_trace_of_the_build_names_every_phase(built: Build, tmp_path: Path) -> N
 def test_html_report_renders_in_a_headless_browser(built: Build, tmp_path: Path) -> None:
     """[trace] `gn-thinlto report --build --html`: Debian's chromium loads the page headless; its DOM says both
     plots decoded and the four tables are there, and the screenshot shows the plots' phase colours."""
+    # numpy and Pillow come with matplotlib (the report extra), whose imread decodes PNGs with Pillow; importing
+    # matplotlib itself here cost ~0.7 CPU s
     import numpy
-    from PIL import Image  # matplotlib's imread decodes PNGs with it; matplotlib's import alone cost ~0.7 CPU s
+    from PIL import Image
 
     from gn_thinlto.analysis.build_html import PHASE_COLOURS
 

@@ -50,6 +50,13 @@ def program_template(tmp_path_factory: pytest.TempPathFactory) -> ThinProgram:
     return thin_program.build(tmp_path_factory.mktemp("template") / "ws")
 
 
+@pytest.fixture(scope="session")
+def ref(program_template: ThinProgram, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The bytes a `program`'s remote or fallen-back backends must produce (`local_reference`), made once: every
+    `program` is a copy of the same template."""
+    return local_reference(program_template, tmp_path_factory.mktemp("reference"))
+
+
 @pytest.fixture
 def program(program_template: ThinProgram, tmp_path: Path) -> ThinProgram:
     """A fresh copy of the workspace (bitcode + indexes, no native objects)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from bench.subjects import thin_program
 from bench.subjects.thin_program import ThinProgram
 from goma_ext.remote import stats
-from tests.remote.conftest import Cluster, local_reference, no_temp_files, records, wrapper
+from tests.remote.conftest import Cluster, no_temp_files, records, wrapper
 
 
 def _build_all(program: ThinProgram, remote: str, salt: str) -> None:
@@ -21,9 +21,8 @@ def _build_all(program: ThinProgram, remote: str, salt: str) -> None:
 
 
 def test_remote_backends_are_byte_identical_to_local(
-    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+    cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], salt: str
 ) -> None:
-    ref = local_reference(program, tmp_path)
     _build_all(program, cluster.endpoint, salt)
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE] * len(thin_program.MODULES)
     for m in thin_program.MODULES:

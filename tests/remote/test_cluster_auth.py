@@ -28,7 +28,7 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, local_reference, records, wrapper
+from tests.remote.conftest import INSTANCE, TEST_POLL_S, Cluster, records, wrapper
 from tests.system_users import User, temporary_user
 
 ONCE = retry.RetryPolicy(1, timeout_s=5.0)
@@ -162,12 +162,11 @@ def test_with_tls_the_plaintext_port_is_not_listening(tls_only: manager.ClusterS
 
 
 def test_tls_only_cluster_builds_with_its_workers_over_tls(
-    tls_only: manager.ClusterState, program: ThinProgram, tmp_path: Path, salt: str
+    tls_only: manager.ClusterState, program: ThinProgram, ref: dict[str, bytes], salt: str
 ) -> None:
     st = tls_only
     workers = (Path(f"/proc/{st.worker_pid}/cmdline").read_bytes()).split(b"\0")
     assert workers[workers.index(b"--remote") + 1].decode() == st.endpoint  # the workers' only way in is TLS
-    ref = local_reference(program, tmp_path)
     token = st.token_file(tokens.Role.CLIENT)
     run = wrapper(program, program.backend("delta"), st.endpoint, salt, "--ca-file", str(st.tls_ca),
                   "--token-file", str(token))

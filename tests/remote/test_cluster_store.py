@@ -88,10 +88,11 @@ def test_the_cas_is_bounded_least_recently_used_first_and_the_index_survives_a_r
         assert time.monotonic() < deadline, f"{len(kept)} of {COUNT} blobs still there; see {st.state}/logs"
         time.sleep(1)
     # the pass that went below the high watermark may still be deleting towards the low one (on a loaded machine it
-    # is slower than this loop): the store has settled when two cleanup intervals delete nothing more
+    # is slower than this loop): the store has settled when two cleanup intervals, and at least 10 s (a pass's
+    # batches run back to back, each slower on a loaded machine), delete nothing more
     deadline = time.monotonic() + 90
     while True:
-        time.sleep(2 * manager.CLEANUP_INTERVAL_S)
+        time.sleep(max(2 * manager.CLEANUP_INTERVAL_S, 10))
         if (now := _on_disk(st, digests)) == kept:
             break
         assert time.monotonic() < deadline, f"{len(now)} of {COUNT} blobs, still changing; see {st.state}/logs"

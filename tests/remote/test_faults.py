@@ -20,7 +20,6 @@ from tests.remote import session_cluster
 from tests.remote.conftest import (
     HOST_TOOLCHAIN,
     Cluster,
-    local_reference,
     no_temp_files,
     records,
     start_wrapper,
@@ -40,13 +39,6 @@ def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             for name, value in HOST_TOOLCHAIN.items():
                 env.setenv(name, value)
             yield own
-
-
-@pytest.fixture(scope="module")
-def ref(program_template: ThinProgram, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The bytes every test's remote or fallen-back backends must produce (`local_reference`), run once: each test's
-    `program` is a copy of the same template."""
-    return local_reference(program_template, tmp_path_factory.mktemp("reference"))
 
 
 @pytest.fixture

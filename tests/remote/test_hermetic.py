@@ -12,15 +12,14 @@ from goma_ext.remote import stats
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM
 from goma_ext.remote.toolchain import ToolchainCache
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from tests.remote.conftest import Cluster, local_reference, records, wrapper
+from tests.remote.conftest import Cluster, records, wrapper
 
 CLANG = Path("/usr/lib/llvm-19/bin/clang")
 
 
 def test_backends_run_the_compiler_they_carry_and_the_toolchain_is_uploaded_once(
-    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+    cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], tmp_path: Path, salt: str
 ) -> None:
-    ref = local_reference(program, tmp_path)
     again = program.copy(tmp_path / "again")
     toolchain = ToolchainCache().get(CLANG, thin_program.CLANG, DEFAULT_BASE_SYSTEM)
     for m in thin_program.MODULES:
@@ -58,9 +57,8 @@ def _needs_ld_library_path(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_compiler_whose_library_cannot_be_resolved_runs_locally_naming_it(
-    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+    cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], tmp_path: Path, salt: str
 ) -> None:
-    ref = local_reference(program, tmp_path)
     drv, libs = _needs_ld_library_path(tmp_path)
     m = thin_program.MODULES[0]
     proc = wrapper(program, program.backend(m, compiler=str(drv)), cluster.endpoint, salt, "--no-proxy",
@@ -74,10 +72,9 @@ def test_a_compiler_whose_library_cannot_be_resolved_runs_locally_naming_it(
 
 
 def test_a_platform_the_service_rejects_is_one_line_with_its_message_and_a_local_run(
-    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str
+    cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], salt: str
 ) -> None:
     """BuildGrid refuses a property key it does not know; our workers refuse an image they do not run."""
-    ref = local_reference(program, tmp_path)
     cases = {"Arch=sparc64": "Unregistered platform property",
              "container-image=docker://elsewhere/cc@sha256:00": "asks for container-image"}
     for m, (platform, message) in zip(thin_program.MODULES, cases.items(), strict=False):

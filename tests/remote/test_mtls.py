@@ -29,7 +29,7 @@ from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests import dtlto_program
 from tests.conftest import REPO
-from tests.remote.conftest import INSTANCE, TEST_POLL_S, WrapperRun, local_reference, records
+from tests.remote.conftest import INSTANCE, TEST_POLL_S, WrapperRun, records
 from tests.system_users import temporary_user
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
@@ -121,13 +121,6 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MtlsCluster]:
         stack.callback(manager.destroy, base / "state")
         stack.callback(_stop_proxies, proxy_dir)  # runs first: the proxies go before their server
         yield MtlsCluster(manager.start(spec), certs, proxy_dir)
-
-
-@pytest.fixture(scope="module")
-def ref(program_template: ThinProgram, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The bytes every test's remote or fallen-back backends must produce (`local_reference`), run once: each test's
-    `program` is a copy of the same template."""
-    return local_reference(program_template, tmp_path_factory.mktemp("reference"))
 
 
 def _run(mtls: MtlsCluster, program: ThinProgram, module: str, salt: str, *flags: str,

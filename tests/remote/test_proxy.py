@@ -25,7 +25,7 @@ from goma_ext.remote import proxy_protocol as wire
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
 from tests.conftest import REPO
-from tests.remote.conftest import HOST_TOOLCHAIN, INSTANCE, Cluster, local_reference, records
+from tests.remote.conftest import HOST_TOOLCHAIN, INSTANCE, Cluster, records
 
 THIN_CLIENT = REPO / "goma_ext" / "remote" / "thin_client.py"
 
@@ -107,9 +107,8 @@ def alive(pid: int) -> bool:
 
 
 def test_one_proxy_serves_every_action_and_a_fresh_directory_from_the_cache(
-    cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str, proxy_dir: Path
+    cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], tmp_path: Path, salt: str, proxy_dir: Path
 ) -> None:
-    ref = local_reference(program, tmp_path)
     second = program.copy(tmp_path / "second")
     env = client_env(salt, proxy_dir)
     for m in thin_program.MODULES:
@@ -160,9 +159,8 @@ def test_identical_actions_in_flight_run_once(cluster: Cluster, program: ThinPro
     assert len(outputs) == 1
 
 
-def test_proxy_killed_mid_action_is_replaced(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
-                                             proxy_dir: Path) -> None:
-    ref = local_reference(program, tmp_path)
+def test_proxy_killed_mid_action_is_replaced(cluster: Cluster, program: ThinProgram, ref: dict[str, bytes],
+                                             salt: str, proxy_dir: Path) -> None:
     env = client_env(salt, proxy_dir)
     subprocess.run([sys.executable, "-m", "goma_ext.cli", "proxy", "start", "--remote", cluster.endpoint],
                    check=True, env=env, capture_output=True)
@@ -199,9 +197,8 @@ def test_stale_socket_file_is_replaced(cluster: Cluster, program: ThinProgram, t
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE, stats.Mode.REMOTE]
 
 
-def test_hung_proxy_means_local_runs_after_the_deadline(cluster: Cluster, program: ThinProgram, tmp_path: Path,
+def test_hung_proxy_means_local_runs_after_the_deadline(cluster: Cluster, program: ThinProgram, ref: dict[str, bytes],
                                                         salt: str, proxy_dir: Path) -> None:
-    ref = local_reference(program, tmp_path)
     env = client_env(salt, proxy_dir, GOMA_EXT_PROXY_TIMEOUT="2")
     assert run_client(program, "alpha", cluster.endpoint, env).returncode == 0
     pid = the_proxy(env)["pid"]

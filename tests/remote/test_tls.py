@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bench.subjects.thin_program import ThinProgram
 from goma_ext.remote import stats
 from goma_ext.remote.wrapper import WARNING_PREFIX
-from tests.remote.conftest import Cluster, local_reference, records, wrapper
+from tests.remote.conftest import Cluster, records, wrapper
 
 
-def test_backend_over_tls_with_the_ca_file(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str) -> None:
-    ref = local_reference(program, tmp_path)
+def test_backend_over_tls_with_the_ca_file(cluster: Cluster, program: ThinProgram, ref: dict[str, bytes],
+                                          salt: str) -> None:
     run = wrapper(program, program.backend("delta"), cluster.tls_endpoint, salt, "--ca-file", str(cluster.ca_cert))
     assert run.returncode == 0 and WARNING_PREFIX not in run.stderr, run.stderr
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE]
