@@ -30,6 +30,7 @@ from pathlib import Path
 
 from bench import prereqs, results
 from bench.measure import BenchError, run
+from bench.ninja_tools import CXX  # clang-19's, the example's compiler: every machine here has it
 from bench.subjects.ninja_sdist import DEFAULT_CACHE
 from bench.table import render
 
@@ -88,21 +89,20 @@ def aio_round(target: str, calls: int, concurrency: int) -> tuple[float, float]:
 
 
 NATIVE_SOURCE = Path(__file__).resolve().parent / "grpc_echo_client.cc"
-NATIVE_CXX = "/usr/lib/llvm-19/bin/clang++"  # clang-19 is the example's compiler: every machine here has it
 
 
 def build_native(cache: Path) -> Path:
     """bench/grpc_echo_client.cc compiled against Debian's gRPC C++, once per cache, source, compiler and gRPC
     version (built under a name of its own, then renamed: two runs building at once both end with a whole binary)."""
     prereqs.ensure()
-    compiler = subprocess.run([NATIVE_CXX, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    compiler = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     key = hashlib.sha256(NATIVE_SOURCE.read_bytes() + f"{compiler}{native_version()}".encode()).hexdigest()[:16]
     binary = cache / f"grpc-echo-client-{key}" / "grpc_echo_client"
     if not binary.is_file():
         binary.parent.mkdir(parents=True, exist_ok=True)
         temp = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
         try:
-            run([NATIVE_CXX, "-std=c++17", "-O2", "-o", str(temp), str(NATIVE_SOURCE),
+            run([CXX, "-std=c++17", "-O2", "-o", str(temp), str(NATIVE_SOURCE),
                  *_pkg_config("--cflags", "--libs").split()])
             os.replace(temp, binary)
         finally:
