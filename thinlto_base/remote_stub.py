@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from thinlto_base import safefs
+
 MAGIC = b"!<gn-thinlto remote output>\n"
 MAX_STUB_BYTES = 4096  # a stand-in is a few hundred bytes; a larger file is never one
 # What `minimal` keeps in the CAS: native objects and their split-DWARF files. Anything else an action writes
@@ -92,12 +94,4 @@ def kept_remote(path: str) -> bool:
 
 def holds(path: str | os.PathLike[str], stub: Stub) -> bool:
     """Whether PATH is a stand-in for STUB's digest, or already holds the object's bytes."""
-    import hashlib
-
-    try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size != stub.size:
-                return read_stub(path) == stub
-            return hashlib.file_digest(f, "sha256").hexdigest() == stub.hash
-    except OSError:
-        return False
+    return safefs.holds(path, stub.hash, stub.size) or read_stub(path) == stub

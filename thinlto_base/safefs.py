@@ -96,6 +96,22 @@ def read_regular(name: str, dir_fd: int | None = None, cap: int = 1 << 32) -> tu
         os.close(fd)
 
 
+def holds(name: str | os.PathLike[str], sha256: str, size: int) -> bool:
+    """Whether NAME is a regular file (not through a link) of SIZE bytes hashing to SHA256 (lowercase hex). A
+    missing file, a link, a FIFO or any error is False: the caller then writes the bytes itself."""
+    import hashlib
+
+    try:
+        fd = open_nofollow(os.fspath(name), os.O_RDONLY)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return os.fstat(fd).st_size == size and hashlib.file_digest(f, "sha256").hexdigest() == sha256
+        except OSError:
+            return False
+
+
 def create_exclusive(name: str, dir_fd: int | None = None, mode: int = 0o666) -> int:
     """A new file NAME opened for writing: never an existing file, never through a link."""
     return _open_nofollow(name, CREATE_FLAGS, mode, dir_fd=dir_fd)

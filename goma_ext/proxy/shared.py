@@ -207,6 +207,8 @@ class SharedRemote:
         self._executor: RemoteExecutor | None = None
         self._uploads: UploadBatcher | None = None
         self._down: tuple[float, str] | None = None
+        self.outputs_already_here = 0  # outputs not downloaded: their destination held their bytes
+        self.bytes_already_here = 0
 
     def connect(self) -> tuple[RemoteExecutor, UploadBatcher]:
         """The executor, created on first use (Capabilities asked once); fails fast while the server is down."""
@@ -252,7 +254,7 @@ class SharedRemote:
             got, joined = self.inflight.once(prepared.built.action_digest,
                                              lambda: self._obtain(executor, uploads, prepared, cfg))
             t = time.monotonic()
-            stdout, stderr = fetch_outputs(executor.cas, got.result, prepared, kept_in_cas(cfg))
+            fetched = fetch_outputs(executor.cas, got.result, prepared, kept_in_cas(cfg))
         except RemoteError as e:
             self._note_failure(e)
             raise
@@ -261,7 +263,9 @@ class SharedRemote:
         mode = "cache_hit" if got.cache_hit or joined else "remote"
         with self._lock:
             self.modes["joined" if joined else mode] += 1
-        return ActionAnswer(got.result.exit_code, stdout, stderr, mode, 0 if joined else got.uploaded,
+            self.outputs_already_here += fetched.kept_outputs
+            self.bytes_already_here += fetched.kept_bytes
+        return ActionAnswer(got.result.exit_code, fetched.stdout, fetched.stderr, mode, 0 if joined else got.uploaded,
                             prepared.tree.file_bytes, phases)
 
     def _obtain(self, executor: RemoteExecutor, uploads: UploadBatcher, prepared: PreparedAction,
@@ -291,7 +295,8 @@ class SharedRemote:
     def counters(self) -> dict[str, int]:
         """Figures for `goma-ext proxy status`."""
         out = {f"actions_{k}": v for k, v in sorted(self.modes.items())}
-        out.update(files_hashed=self.digests.misses, file_hash_hits=self.digests.hits,
+        out.update(outputs_already_here=self.outputs_already_here, bytes_already_here=self.bytes_already_here,
+                   files_hashed=self.digests.misses, file_hash_hits=self.digests.hits,
                    joined_in_flight=self.inflight.joined)
         with self._lock:
             executor, uploads = self._executor, self._uploads

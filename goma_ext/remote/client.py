@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from goma_ext.reapi import action as action_mod
 from goma_ext.reapi import capabilities, execution, retry
@@ -21,7 +22,7 @@ from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.config import RemoteConfig
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.toolchain import Toolchain, ToolchainCache
-from thinlto_base import remote_stub
+from thinlto_base import remote_stub, safefs
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,7 @@ def check_arguments(argv: Sequence[str]) -> None:
 
 
 def _write_atomically(path: Path, data: bytes, executable: bool) -> None:
-    """Replace path with data via a temp file; leave it untouched if it already holds data (ninja restat)."""
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return
-    except OSError:
-        pass
+    """Replace path with data via a temp file (the data verified by the caller)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -170,24 +166,40 @@ def kept_in_cas(cfg: RemoteConfig) -> tuple[str, str] | None:
     return (cfg.endpoint, cfg.instance) if cfg.download == "minimal" else None
 
 
+class Fetched(NamedTuple):
+    """What fetch_outputs brought: the streams, and the outputs it left as they were because their destination
+    already held their bytes (count and bytes, not downloaded)."""
+
+    stdout: bytes
+    stderr: bytes
+    kept_outputs: int = 0
+    kept_bytes: int = 0
+
+
 def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedAction,
-                  kept: tuple[str, str] | None = None) -> tuple[bytes, bytes]:
+                  kept: tuple[str, str] | None = None) -> Fetched:
     """Download streams and output files (all verified) and only then replace the outputs on disk, each at its
-    confined destination below the exec root. With KEPT (`download: minimal`: endpoint and instance), native
-    objects are not downloaded: a stand-in naming the digest takes their place (thinlto_base.remote_stub)."""
+    confined destination below the exec root. An output whose destination already holds its bytes (a regular
+    file of that digest) is neither downloaded nor touched: ninja's restat sees it unchanged, and an incremental
+    build's backends that rerun to the same object bring nothing down. With KEPT (`download: minimal`: endpoint
+    and instance), native objects are not downloaded: a stand-in naming the digest takes their place
+    (thinlto_base.remote_stub)."""
     outputs = prepared.outputs
     files = {f.path: f for f in result.output_files}
-    wanted: list[Digest] = []
+    wanted: dict[str, Digest] = {}
     stubs: dict[str, remote_stub.Stub] = {}
+    here: set[str] = set()
     if result.exit_code == 0:
-        for out in outputs:
+        for out, dest in zip(outputs, prepared.destinations, strict=True):
             if out not in files:
                 raise RemoteError(f"remote result lacks output {out}", temporary=True, code="MISSING_OUTPUT")
             digest = Digest.from_proto(files[out].digest)
             if kept is not None and remote_stub.kept_remote(out):
                 stubs[out] = remote_stub.Stub(digest.hash, digest.size, files[out].is_executable, *kept)
+            elif safefs.holds(dest, digest.hash, digest.size):
+                here.add(out)
             else:
-                wanted.append(digest)
+                wanted[out] = digest
     stream_digests = [
         Digest.from_proto(d)
         for raw, d in ((result.stdout_raw, result.stdout_digest), (result.stderr_raw, result.stderr_digest))
@@ -197,18 +209,17 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
         # an action-cache entry whose objects the CAS evicted: a stand-in for them would name nothing
         raise RemoteError(f"the CAS no longer holds {len(lost)} output(s) of this action, e.g. {min(lost)}",
                           temporary=True, code="MISSING_OUTPUT")
-    blobs = cas.read_many(wanted + stream_digests)
+    blobs = cas.read_many([*wanted.values(), *stream_digests])
     stdout = result.stdout_raw or (blobs[Digest.from_proto(result.stdout_digest)] if result.stdout_digest.hash else b"")
     stderr = result.stderr_raw or (blobs[Digest.from_proto(result.stderr_digest)] if result.stderr_digest.hash else b"")
     if result.exit_code == 0:
         for out, dest in zip(outputs, prepared.destinations, strict=True):
-            f = files[out]
             stub = stubs.get(out)
-            if stub is None:
-                _write_atomically(dest, blobs[Digest.from_proto(f.digest)], f.is_executable)
-            elif not remote_stub.holds(dest, stub):  # the object's bytes already here stay
+            if out in wanted:
+                _write_atomically(dest, blobs[wanted[out]], files[out].is_executable)
+            elif stub is not None and not remote_stub.holds(dest, stub):  # the object's bytes already here stay
                 _write_atomically(dest, stub.text(), False)
-    return stdout, stderr
+    return Fetched(stdout, stderr, len(here), sum(files[out].digest.size_bytes for out in here))
 
 
 class RemoteExecutor:
@@ -264,12 +275,12 @@ class RemoteExecutor:
             phases["execute"] = time.monotonic() - t
         t = time.monotonic()
         kept = kept_in_cas(self.cfg) if keep_natives else None
-        stdout, stderr = fetch_outputs(self.cas, result, prepared, kept)
+        fetched = fetch_outputs(self.cas, result, prepared, kept)
         phases["download"] = time.monotonic() - t
         return RemoteRun(
             exit_code=result.exit_code,
-            stdout=stdout,
-            stderr=stderr,
+            stdout=fetched.stdout,
+            stderr=fetched.stderr,
             cache_hit=cache_hit,
             bytes_uploaded=uploaded,
             input_bytes=prepared.tree.file_bytes,

@@ -562,7 +562,7 @@ def remote_link(cfg: RemoteConfig, lld: str, args: Sequence[str], cwd: Path) -> 
             with _upload_turn(cwd):
                 uploaded = executor.cas.upload({d: s for d, s in blobs.items() if d not in kept})
             result = executor.execute(prepared.built.action_digest)
-        stdout, stderr = fetch_outputs(executor.cas, result, prepared)  # outputs written only on success
+        stdout, stderr, *_ = fetch_outputs(executor.cas, result, prepared)  # outputs written only on success
         if result.exit_code == 0:
             respell_listings(files, cwd)
         return LinkRun(result.exit_code, files.respell(stdout), files.respell(stderr), hit, uploaded,

@@ -127,6 +127,16 @@ def test_one_proxy_serves_every_action_and_a_fresh_directory_from_the_cache(
     assert status.get("refused", 0) == 0
     # Inputs shared by the second directory's actions were never asked about again: the proxy knew them.
     assert status["rpc_FindMissingBlobs"] <= 5 and status["cas_known_blobs"] > 0, status
+    assert status["outputs_already_here"] == 0, status
+    # Run again where its object already lies (a rerun to the same object): nothing is brought down or touched.
+    native = program.native(thin_program.MODULES[0])
+    before = native.stat().st_mtime_ns
+    run = run_client(program, thin_program.MODULES[0], cluster.endpoint, env)
+    assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
+    again = the_proxy(env)
+    assert again["outputs_already_here"] == 1 and again["bytes_already_here"] == native.stat().st_size, again
+    assert again["bytes_downloaded"] == status["bytes_downloaded"] and native.stat().st_mtime_ns == before, again
+    check_outputs(program, ref)
     sock = Path(status["socket"])
     assert sock.stat().st_mode & 0o777 == 0o600 and proxy_dir.stat().st_mode & 0o777 == 0o700
 

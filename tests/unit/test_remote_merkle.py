@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -65,17 +69,59 @@ def test_action_digest_depends_on_salt_and_platform_but_not_property_order() -> 
     assert action.build(salted).action_digest != action.build(spec).action_digest
 
 
-def test_outputs_are_replaced_atomically_and_only_when_changed(tmp_path: Path) -> None:
-    from goma_ext.remote.client import _write_atomically
+class _ReadsCounted:
+    """The CAS part fetch_outputs uses: the blobs it holds, and every read asked of it."""
+
+    def __init__(self, *blobs: bytes) -> None:
+        self.blobs = {Digest.of_bytes(b): b for b in blobs}
+        self.asked: list[list[Digest]] = []
+
+    def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
+        wanted = list(digests)
+        self.asked.append(wanted)
+        return {d: self.blobs[d] for d in wanted}
+
+
+def _result(out: str, data: bytes, stderr: bytes = b"") -> re_pb2.ActionResult:
+    result = re_pb2.ActionResult(exit_code=0)
+    result.output_files.add(path=out, digest=Digest.of_bytes(data).to_proto())
+    if stderr:
+        result.stderr_digest.CopyFrom(Digest.of_bytes(stderr).to_proto())
+    return result
+
+
+def test_an_output_already_here_is_neither_fetched_nor_touched(tmp_path: Path) -> None:
+    """The restat case of an incremental build: a backend reruns (its index changed) to the same object. Its bytes
+    are not downloaded, and the file keeps its mtime; anything else at the destination is replaced, never
+    followed or read blocking."""
+    from goma_ext.remote.client import fetch_outputs
 
     out = tmp_path / "obj" / "x.o"
-    _write_atomically(out, b"one", executable=False)
+    prepared = cast(Any, SimpleNamespace(outputs=("obj/x.o",), destinations=(out,)))
+    cas = _ReadsCounted(b"one", b"warning: x\n")
+    got = fetch_outputs(cast(Any, cas), _result("obj/x.o", b"one", b"warning: x\n"), prepared)
+    assert out.read_bytes() == b"one" and got.stderr == b"warning: x\n" and got.kept_outputs == 0
     first = out.stat().st_mtime_ns
-    _write_atomically(out, b"one", executable=False)
-    assert out.stat().st_mtime_ns == first  # unchanged content keeps its mtime (ninja restat)
-    _write_atomically(out, b"two!", executable=True)
-    assert out.read_bytes() == b"two!" and out.stat().st_mode & 0o111
-    assert sorted(p.name for p in out.parent.iterdir()) == ["x.o"]
+    got = fetch_outputs(cast(Any, cas), _result("obj/x.o", b"one", b"warning: x\n"), prepared)
+    assert cas.asked[-1] == [Digest.of_bytes(b"warning: x\n")]  # the stream only: the object is here
+    assert (got.kept_outputs, got.kept_bytes, got.stderr) == (1, 3, b"warning: x\n")
+    assert out.stat().st_mtime_ns == first
+    for planted in ("link", "fifo", "same size"):
+        out.unlink()
+        target = tmp_path / "elsewhere"
+        target.write_bytes(b"one")
+        if planted == "link":
+            out.symlink_to(target)
+        elif planted == "fifo":
+            os.mkfifo(out)
+        else:
+            out.write_bytes(b"two")
+        got = fetch_outputs(cast(Any, cas), _result("obj/x.o", b"one"), prepared)
+        assert got.kept_outputs == 0 and cas.asked[-1] == [Digest.of_bytes(b"one")], planted
+        assert not out.is_symlink() and out.read_bytes() == b"one" and target.read_bytes() == b"one", planted
+    cas = _ReadsCounted(b"two!")
+    fetch_outputs(cast(Any, cas), _result("obj/x.o", b"two!"), prepared)
+    assert out.read_bytes() == b"two!" and sorted(p.name for p in out.parent.iterdir()) == ["x.o"]
 
 
 @pytest.mark.parametrize("path", ["../../../../etc/cron.d/x", "..", "../", "obj/../../..", "/etc/passwd"])
