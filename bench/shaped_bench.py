@@ -7,11 +7,15 @@ without rate limit or delay), per `remote.download` mode (--downloads) and per g
 `gzip` is the cluster's `--compression gzip` and the client's `remote.compression: gzip`), each against a cluster of
 its own, so each starts cold, two builds, each of the whole example with every backend remote:
 - `clean`: a new build directory against the cold cluster (its CAS learns the compiler too: `toolchain: inputs`);
-- `fresh`: another new build directory, every backend an action-cache hit.
+- `fresh`: another new build directory, every backend an action-cache hit;
+- `edit`: the `fresh` directory again after a body edit in a file many modules import from (the subject's
+  `edit_body`): the backends that import from it rerun remotely, and most give the object they gave before.
 Printed per build: wall, remote actions, bytes down and up at the client's end of the link (all traffic), the
 proxy's CAS payload down and up, the natives' size as they lie in the build directory (stand-ins under
 `minimal`), the final binaries' sizes as lld wrote them (exe.unstripped/, which the strip here reads) and as
-stripped, and bytes down / linked binaries (the goal for build-without-the-bytes is ≤ 1.05).
+stripped, and bytes down / linked binaries (the goal for build-without-the-bytes is ≤ 1.05). For `edit`: the
+natives the edit changed (their bytes are what an incremental build needs), and the outputs the proxy left as
+they were because they already held the object (not downloaded).
 """
 
 from __future__ import annotations
@@ -48,8 +52,13 @@ def _proxy(net: ShapedNet, env: dict[str, str], *args: str) -> str:
 
 def _payload(net: ShapedNet, env: dict[str, str]) -> dict[str, int]:
     found = json.loads(_proxy(net, env, "status", "--json") or "[]")
-    return {"down": sum(int(s.get("bytes_downloaded", 0)) for s in found),
-            "up": sum(int(s.get("bytes_uploaded", 0)) for s in found)}
+    return {k: sum(int(s.get(field, 0)) for s in found) for k, field in (
+        ("down", "bytes_downloaded"), ("up", "bytes_uploaded"), ("outputs_here", "outputs_already_here"),
+        ("bytes_here", "bytes_already_here"))}
+
+
+def _natives(out: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (out / "gn-thinlto").glob("*/native/**/*.o")}
 
 
 def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
@@ -65,16 +74,23 @@ def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
 
 def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, env: dict[str, str],
            link: str, download: str, tag: str, compression: str) -> dict[str, Any]:
-    remove(out)
-    variants.configure(Variant.REMOTE, out, subject.root, subject.gn_args, endpoint, download=download,
-                       compression=compression)
+    before: dict[Path, bytes] = {}
+    if tag == "edit":  # the directory built last, after the edit
+        before = _natives(out)
+        subject.edit_body()
+    else:
+        remove(out)
+        variants.configure(Variant.REMOTE, out, subject.root, subject.gn_args, endpoint, download=download,
+                           compression=compression)
     wire0, payload0 = net.counters(), _payload(net, env)
     s = run([*net.exec_client(), "ninja", "-C", str(out)], env=env)
     wire1, payload1 = net.counters(), _payload(net, env)
     checked = subjects.check(subject, out)
     rep = cluster_tool.report(out)
     links = stats.report(out, LINK_STATS_LOG)  # remote final links (minimal): their CAS payload down and up
-    natives = sum(p.stat().st_size for p in (out / "gn-thinlto").glob("*/native/**/*.o"))
+    after = _natives(out)
+    natives = sum(len(b) for b in after.values())
+    changed = [b for p, b in after.items() if before.get(p) != b] if tag == "edit" else []
     linked, final = _final_bytes(out, subject.root)
     row = {"link": link, "download": download, "compression": compression, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
            "remote_executions": rep["remote_executions"], "cache_hits": rep["cache_hits"],
@@ -83,7 +99,11 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
            "payload_up": payload1["up"] - payload0["up"],
            "link_payload_down": links["bytes_downloaded"], "link_payload_up": links["bytes_uploaded"],
            "remote_links": links["runs"], "natives_bytes": natives, "linked_binaries_bytes": linked,
-           "final_binaries_bytes": final, "checked": checked}
+           "final_binaries_bytes": final, "checked": checked,
+           "outputs_already_here": payload1["outputs_here"] - payload0["outputs_here"],
+           "bytes_already_here": payload1["bytes_here"] - payload0["bytes_here"]}
+    if tag == "edit":  # under `minimal` the natives are stand-ins: what changed is the digests they name
+        row.update(natives_changed=len(changed), natives_changed_bytes=sum(len(b) for b in changed))
     row["down_vs_linked_binaries"] = round(row["wire_down"] / linked, 3) if linked else None
     payload = row["payload_down"] + row["link_payload_down"]
     row["payload_down_vs_linked_binaries"] = round(payload / linked, 3) if linked else None
@@ -140,8 +160,8 @@ def main(argv: Sequence[str]) -> int:
             state = work / "cluster"
             try:
                 endpoint = net.start_cluster(state, args.workers, venv, compression)
-                for tag in ("clean", "fresh"):
-                    rows.append(_build(net, subject, work / f"out_{tag}", endpoint, {**os.environ, **env}, link,
+                for tag, out in (("clean", "out_clean"), ("fresh", "out_fresh"), ("edit", "out_fresh")):
+                    rows.append(_build(net, subject, work / out, endpoint, {**os.environ, **env}, link,
                                        download, tag, compression))
             finally:
                 _proxy(net, {**os.environ, **env}, "stop")
@@ -160,6 +180,16 @@ def main(argv: Sequence[str]) -> int:
                    round(r["natives_bytes"] / 1e6, 2), round(r["linked_binaries_bytes"] / 1e6, 2),
                    round(r["final_binaries_bytes"] / 1e6, 2), r["down_vs_linked_binaries"],
                    r["payload_down_vs_linked_binaries"]] for r in rows]))
+    edits = [r for r in rows if r["build"] == "edit"]
+    if edits:
+        print("after the edit: the backends' CAS payload down against the natives the edit changed")
+        print(render(["link", "download", "compression", "actions", "executed", "natives changed", "changed MB",
+                      "outputs already here", "MB already here", "backends' CAS MB down", "down / changed"],
+                     [[r["link"], r["download"], r["compression"], r["actions"], r["remote_executions"],
+                       r["natives_changed"], round(r["natives_changed_bytes"] / 1e6, 3), r["outputs_already_here"],
+                       round(r["bytes_already_here"] / 1e6, 3), round(r["payload_down"] / 1e6, 3),
+                       round(r["payload_down"] / r["natives_changed_bytes"], 2) if r["natives_changed_bytes"]
+                       else None] for r in edits]))
     data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads,
                 compressions=compressions, rows=rows)
     print(f"results: {results.write(args.results, args.name, data)}")

@@ -185,6 +185,7 @@ def run_launched(
         dwo, module = os.path.join(stage, "native.dwo"), os.path.join(stage, "optimized.bc")
         for path in (index, native, dwo, module):  # a killed step's leftovers; the launcher writes new ones
             remove_if_exists(path)
+        _stage_previous(_dests(job, job.output, job.dwo), _dests(job, native, dwo))
         if job.index:
             write_new(index, read_regular(job.index)[0])
         try:
@@ -210,6 +211,22 @@ def run_launched(
     record(log, CacheEvent.MISS, key, job.output)
     record(log, CacheEvent.REMOTE, content, job.output)  # ties the output to the launcher's record (trace)
     return 0
+
+
+def _stage_previous(outputs: dict[str, str], staged: dict[str, str]) -> None:
+    """Copy the objects this edge wrote last time (not stand-ins) to where the remote action writes: a backend
+    that reruns because its index changed mostly gives the object it gave before, and the remote client then
+    finds the bytes in place and does not download them (goma_ext.remote.client.fetch_outputs). A copy, not a
+    link: whatever the action writes there never reaches the build's own output."""
+    from thinlto_base import remote_stub
+
+    for kind, path in outputs.items():
+        try:
+            data = read_regular(path)[0]
+        except OSError:
+            continue
+        if not remote_stub.is_stub_bytes(data):
+            write_new(staged[kind], data)
 
 
 def launch(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from gn_thinlto.steps.backend import run
 from gn_thinlto.steps.backend_log import read_stats
 from gn_thinlto.steps.step_args import StepArgs, parse_args
 from thinlto_base.keys import BackendJob, cache_key, content_key
+from thinlto_base import remote_stub
 from thinlto_base.store import CacheStore
 
 
@@ -98,6 +99,36 @@ def test_launched_jobs_run_once_under_a_path_named_by_their_content(
     assert f"-fthinlto-index={stage}/index.thinlto.bc" in launched[0] and str(tmp_path / "a.o") in launched[0]
     assert (tmp_path / "app/a.native.o").read_bytes() == (tmp_path / "tool/a.native.o").read_bytes() == b"native(BITCODE)"
     assert sorted(p.name for p in (tmp_path / stage).iterdir()) == [".lock"]
+
+
+def test_a_launched_rerun_finds_its_previous_object_staged(
+    tmp_path: Path, compiler: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend that reruns because its index changed: the object it wrote last time is copied where the remote
+    action writes, so the remote client finds the bytes in place and brings nothing down. A stand-in is not
+    staged, and what the action writes there never reaches the build's output through a link."""
+    monkeypatch.chdir(tmp_path)
+    launcher = tmp_path / "launcher"  # records what lay at -o when it started, then runs the command
+    launcher.write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done\nshift\n'
+                        'for a in "$@"; do [ "$prev" = -o ] && { cat "$a" 2>/dev/null || echo none; } '
+                        f'>> {tmp_path}/staged; prev="$a"; done\nexec "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "a.o").write_bytes(b"BITCODE")
+    job = _job(compiler, tmp_path, "app")
+    out, remote = Path(job.output), [str(launcher), "--remote", "x", "--"]
+    assert run(job, CacheStore(tmp_path / "cache"), tmp_path / "log", remote) == 0
+    os.utime(out, (1, 1))
+    Path(job.index).write_bytes(b"INDEX 2")  # the rerun: another content key, the same object
+    assert run(job, CacheStore(tmp_path / "cache"), tmp_path / "log", remote) == 0
+    Path(job.index).write_bytes(b"INDEX 3")
+    out.write_bytes(remote_stub.Stub("ab" * 32, 9, False, "grpc://h:1", "").text())
+    assert run(job, CacheStore(tmp_path / "cache"), tmp_path / "log", remote) == 0
+    assert (tmp_path / "staged").read_text() == "none\nnative(BITCODE)none\n"
+    out.write_bytes(b"native(BITCODE)")
+    os.utime(out, (1, 1))
+    Path(job.index).write_bytes(b"INDEX 4")
+    assert run(job, CacheStore(tmp_path / "cache"), tmp_path / "log", remote) == 0
+    assert out.read_bytes() == b"native(BITCODE)" and out.stat().st_mtime == 1  # restat: unchanged
 
 
 def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler: Path) -> None:
