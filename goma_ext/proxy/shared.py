@@ -6,7 +6,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +31,8 @@ from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.toolchain import ToolchainCache
 
 T = TypeVar("T")
+A = TypeVar("A")
+R = TypeVar("R")
 MEMO_LIMIT = 500_000  # hashed files remembered; the memo starts over beyond this
 # A file changed less than this before it was hashed may change again within the same (coarse) timestamp tick,
 # leaving its stat identity as it was: such digests are not remembered (git's "racy" rule).
@@ -74,33 +76,29 @@ class DigestMemo:
         return digest
 
 
-class UploadBatcher:
-    """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared RPCs.
+class Rounds(Generic[A, R]):
+    """Merges the requests of concurrent callers into shared rounds. One thread runs, as one call of ROUND,
+    whatever callers asked while the previous round was in flight; ROUND gives each request its result, in
+    order, or an exception for that caller alone. If ROUND raises, every caller of the round gets the error."""
 
-    One thread flushes: whatever actions asked while the previous FindMissingBlobs/BatchUpdateBlobs round was
-    in flight goes out together in the next one. Each caller learns the bytes its own blobs added."""
-
-    def __init__(self, cas: Cas) -> None:
-        self._cas = cas
+    def __init__(self, name: str, round_fn: Callable[[list[A]], list[R | BaseException]]) -> None:
+        self._name = name
+        self._round = round_fn
         self._cond = threading.Condition()
-        self._pending: list[tuple[Mapping[Digest, BlobSource], Future[int]]] = []
+        self._pending: list[tuple[A, Future[R]]] = []
         self._thread: threading.Thread | None = None
-        self.flushes = 0
+        self.rounds = 0
         self.requests = 0
 
-    def ensure(self, blobs: Mapping[Digest, BlobSource]) -> int:
-        done: Future[int] = Future()
+    def ask(self, request: A) -> R:
+        done: Future[R] = Future()
         with self._cond:
-            self._pending.append((blobs, done))
+            self._pending.append((request, done))
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="cas-uploads", daemon=True)
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
             self._cond.notify()
         return done.result()
-
-    def forget_present(self) -> None:
-        with self._cond:
-            self._cas.forget_present()
 
     def _loop(self) -> None:
         while True:
@@ -108,22 +106,98 @@ class UploadBatcher:
                 while not self._pending:
                     self._cond.wait()
                 batch, self._pending = self._pending, []
-            merged: dict[Digest, BlobSource] = {}
-            for blobs, _ in batch:
-                merged.update(blobs)
             try:
-                sent = self._cas.upload_missing(merged)
-            except BaseException as e:  # handed to every waiting action
+                results = self._round([request for request, _ in batch])
+            except BaseException as e:  # handed to every waiting caller
                 for _, done in batch:
                     done.set_exception(e)
                 continue
-            self.flushes += 1
+            self.rounds += 1
             self.requests += len(batch)
-            claimed: set[Digest] = set()
-            for blobs, done in batch:
-                mine = {d for d in blobs if d in sent and d not in claimed}
-                claimed |= mine
-                done.set_result(sum(d.size for d in mine))
+            for (_, done), result in zip(batch, results, strict=True):
+                if isinstance(result, BaseException):
+                    done.set_exception(result)
+                else:
+                    done.set_result(result)
+
+
+class UploadBatcher:
+    """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared
+    FindMissingBlobs/BatchUpdateBlobs rounds (Rounds). Each caller learns the bytes its own blobs added."""
+
+    def __init__(self, cas: Cas) -> None:
+        self._cas = cas
+        self._rounds: Rounds[Mapping[Digest, BlobSource], int] = Rounds("cas-uploads", self._round)
+
+    @property
+    def flushes(self) -> int:
+        return self._rounds.rounds
+
+    @property
+    def requests(self) -> int:
+        return self._rounds.requests
+
+    def ensure(self, blobs: Mapping[Digest, BlobSource]) -> int:
+        return self._rounds.ask(blobs)
+
+    def forget_present(self) -> None:
+        self._cas.forget_present()
+
+    def _round(self, asks: list[Mapping[Digest, BlobSource]]) -> list[int | BaseException]:
+        merged: dict[Digest, BlobSource] = {}
+        for blobs in asks:
+            merged.update(blobs)
+        sent = self._cas.upload_missing(merged)
+        claimed: set[Digest] = set()
+        added: list[int | BaseException] = []
+        for blobs in asks:
+            mine = {d for d in blobs if d in sent and d not in claimed}
+            claimed |= mine
+            added.append(sum(d.size for d in mine))
+        return added
+
+
+class ReadBatcher:
+    """Reads blobs for the actions' outputs, merging the small blobs of concurrent actions into shared
+    BatchReadBlobs rounds (Rounds); a blob too large for a batch is streamed by its caller. A round that fails
+    is read again per caller, so one action's lost blob fails that action alone. What fetch_outputs needs of
+    a CAS (client.BlobReader)."""
+
+    def __init__(self, cas: Cas) -> None:
+        self._cas = cas
+        self._rounds: Rounds[list[Digest], dict[Digest, bytes]] = Rounds("cas-reads", self._round)
+
+    @property
+    def rounds(self) -> int:
+        return self._rounds.rounds
+
+    @property
+    def requests(self) -> int:
+        return self._rounds.requests
+
+    def find_missing(self, digests: Iterable[Digest]) -> set[Digest]:
+        return self._cas.find_missing(digests)
+
+    def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
+        wanted = set(digests)
+        small = sorted(d for d in wanted if d.size and self._cas.fits_batch(d))
+        out = self._rounds.ask(small) if small else {}
+        return out | self._cas.read_many(wanted - set(small))
+
+    def _round(self, asks: list[list[Digest]]) -> list[dict[Digest, bytes] | BaseException]:
+        try:
+            got = self._cas.read_many({d for ask in asks for d in ask})
+            return [{d: got[d] for d in ask} for ask in asks]
+        except RemoteError:
+            if len(asks) == 1:
+                raise
+        results: list[dict[Digest, bytes] | BaseException] = []
+        for ask in asks:
+            try:
+                results.append(self._cas.read_many(ask))
+            except RemoteError as e:
+                results.append(e)
+        return results
 
 
 class Inflight(Generic[T]):
@@ -206,15 +280,16 @@ class SharedRemote:
         self._lock = threading.Lock()
         self._executor: RemoteExecutor | None = None
         self._uploads: UploadBatcher | None = None
+        self._reads: ReadBatcher | None = None
         self._down: tuple[float, str] | None = None
         self.outputs_already_here = 0  # outputs not downloaded: their destination held their bytes
         self.bytes_already_here = 0
 
-    def connect(self) -> tuple[RemoteExecutor, UploadBatcher]:
+    def connect(self) -> tuple[RemoteExecutor, UploadBatcher, ReadBatcher]:
         """The executor, created on first use (Capabilities asked once); fails fast while the server is down."""
         with self._lock:
-            if self._executor is not None and self._uploads is not None:
-                return self._executor, self._uploads
+            if self._executor is not None and self._uploads is not None and self._reads is not None:
+                return self._executor, self._uploads, self._reads
             if self._down is not None and time.monotonic() < self._down[0]:
                 raise RemoteError(f"server marked unreachable in the last {DOWN_HOLD_S:.0f} s ({self._down[1]})",
                                   temporary=True, code="UNAVAILABLE")
@@ -225,7 +300,8 @@ class SharedRemote:
                 raise
             self._down = None
             self._uploads = UploadBatcher(self._executor.cas)
-            return self._executor, self._uploads
+            self._reads = ReadBatcher(self._executor.cas)
+            return self._executor, self._uploads, self._reads
 
     def close(self) -> None:
         with self._lock:
@@ -239,7 +315,7 @@ class SharedRemote:
 
     def run(self, req: ActionRequest) -> ActionAnswer:
         """Look the action up, else upload what the CAS lacks and execute it; write its outputs under req.cwd."""
-        executor, uploads = self.connect()
+        executor, uploads, reads = self.connect()
         cfg = replace(self.cfg, exec_root=req.exec_root, cache_salt=req.cache_salt,
                       execute_timeout_s=req.execute_timeout_s, queue_timeout_s=req.queue_timeout_s,
                       toolchain=req.toolchain, base_system=req.base_system, platform=req.platform,
@@ -254,7 +330,7 @@ class SharedRemote:
             got, joined = self.inflight.once(prepared.built.action_digest,
                                              lambda: self._obtain(executor, uploads, prepared, cfg))
             t = time.monotonic()
-            fetched = fetch_outputs(executor.cas, got.result, prepared, kept_in_cas(cfg))
+            fetched = fetch_outputs(reads, got.result, prepared, kept_in_cas(cfg))
         except RemoteError as e:
             self._note_failure(e)
             raise
@@ -299,10 +375,11 @@ class SharedRemote:
                    files_hashed=self.digests.misses, file_hash_hits=self.digests.hits,
                    joined_in_flight=self.inflight.joined)
         with self._lock:
-            executor, uploads = self._executor, self._uploads
-        if executor is not None and uploads is not None:
+            executor, uploads, reads = self._executor, self._uploads, self._reads
+        if executor is not None and uploads is not None and reads is not None:
             out.update({f"rpc_{k}": v for k, v in sorted(executor.cas.calls.items())})
-            out.update(upload_rounds=uploads.flushes, upload_requests=uploads.requests,
+            out.update(upload_rounds=uploads.flushes, upload_requests=uploads.requests, read_rounds=reads.rounds,
+                       read_requests=reads.requests,
                        cas_known_blobs=executor.cas.known_present, bytes_uploaded=executor.cas.bytes_uploaded,
                        bytes_downloaded=executor.cas.bytes_downloaded)
         return out

@@ -1,17 +1,19 @@
-"""The proxy's shared state in isolation: in-flight de-duplication, merged CAS uploads, the file digest memo."""
+"""The proxy's shared state in isolation: in-flight de-duplication, merged CAS uploads and reads, the file digest
+memo."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import cast
 
-from goma_ext.proxy.shared import DigestMemo, Inflight, UploadBatcher
+from goma_ext.proxy.shared import DigestMemo, Inflight, ReadBatcher, UploadBatcher
 from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.digest import Digest
+from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.merkle import BlobSource
 
 
@@ -84,6 +86,49 @@ def test_concurrent_uploads_share_rounds_and_each_blob_is_counted_once() -> None
         t.join(10)
     assert batcher.requests == 20 and batcher.flushes == len(cas.rounds) < 20
     assert sum(sent) == sum(d.size for d in cas.present)  # the shared blob is attributed to one action only
+
+
+class _SlowReads:
+    """Stands in for the CAS client's reads: each round takes a while; LOST blobs are not there."""
+
+    def __init__(self, lost: set[Digest]) -> None:
+        self.rounds: list[set[Digest]] = []
+        self.lost = lost
+
+    def fits_batch(self, digest: Digest) -> bool:
+        return digest.size < 100
+
+    def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
+        wanted = set(digests)
+        self.rounds.append(wanted)
+        time.sleep(0.05)
+        if wanted & self.lost:
+            raise RemoteError(f"BatchReadBlobs {min(wanted & self.lost)}: NOT_FOUND", temporary=True)
+        return {d: str(int(d.size)).encode() for d in wanted}
+
+
+def test_concurrent_reads_share_rounds_and_a_lost_blob_fails_its_action_alone() -> None:
+    lost = _digest(7)
+    cas = _SlowReads({lost})
+    reads = ReadBatcher(cast(Cas, cas))
+    got: dict[int, object] = {}
+
+    def one(i: int) -> None:
+        try:
+            got[i] = reads.read_many([_digest(i), _digest(0), Digest("ab" * 32, 500)])
+        except RemoteError as e:
+            got[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(1, 21)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert isinstance(got.pop(7), RemoteError)
+    assert all(isinstance(r, dict) and set(r) == {_digest(i), _digest(0), Digest("ab" * 32, 500)}
+               for i, r in got.items()), got
+    assert reads.requests == 20 and reads.rounds < 20
+    assert all(Digest("ab" * 32, 500) not in r or r == {Digest("ab" * 32, 500)} for r in cas.rounds)  # streamed alone
 
 
 def test_digest_memo_hashes_a_file_once_until_it_changes(tmp_path: Path) -> None:
