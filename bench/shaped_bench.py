@@ -61,6 +61,20 @@ def _natives(out: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in (out / "gn-thinlto").glob("*/native/**/*.o")}
 
 
+def _mb(n: int | None) -> float | None:
+    return None if n is None else round(n / 1e6, 3)
+
+
+def _reports(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The build directory's remote backends and remote final links so far (their stats logs)."""
+    return cluster_tool.report(out), stats.report(out, LINK_STATS_LOG)
+
+
+def _since(now: dict[str, Any], then: dict[str, Any] | None) -> dict[str, Any]:
+    """NOW's counts less THEN's: an edit build's own, in a directory built before."""
+    return now if then is None else {k: v - then.get(k, 0) if isinstance(v, int) else v for k, v in now.items()}
+
+
 def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
     """(the binaries as lld wrote them, as stripped here): a link's output is exe.unstripped/NAME or
     lib.unstripped/NAME where GN's toolchain strips a copy."""
@@ -75,8 +89,9 @@ def _final_bytes(out: Path, root: Path) -> tuple[int, int]:
 def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, env: dict[str, str],
            link: str, download: str, tag: str, compression: str) -> dict[str, Any]:
     before: dict[Path, bytes] = {}
+    earlier = None
     if tag == "edit":  # the directory built last, after the edit
-        before = _natives(out)
+        before, earlier = _natives(out), _reports(out)
         subject.edit_body()
     else:
         remove(out)
@@ -86,8 +101,9 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
     s = run([*net.exec_client(), "ninja", "-C", str(out)], env=env)
     wire1, payload1 = net.counters(), _payload(net, env)
     checked = subjects.check(subject, out)
-    rep = cluster_tool.report(out)
-    links = stats.report(out, LINK_STATS_LOG)  # remote final links (minimal): their CAS payload down and up
+    # the backends, and the remote final links (minimal) with their CAS payload down and up
+    now = _reports(out)
+    rep, links = _since(now[0], earlier and earlier[0]), _since(now[1], earlier and earlier[1])
     after = _natives(out)
     natives = sum(len(b) for b in after.values())
     changed = [b for p, b in after.items() if before.get(p) != b] if tag == "edit" else []
@@ -103,7 +119,8 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
            "outputs_already_here": payload1["outputs_here"] - payload0["outputs_here"],
            "bytes_already_here": payload1["bytes_here"] - payload0["bytes_here"]}
     if tag == "edit":  # under `minimal` the natives are stand-ins: what changed is the digests they name
-        row.update(natives_changed=len(changed), natives_changed_bytes=sum(len(b) for b in changed))
+        row.update(natives_changed=len(changed),
+                   natives_changed_bytes=sum(len(b) for b in changed) if download == "all" else None)
     row["down_vs_linked_binaries"] = round(row["wire_down"] / linked, 3) if linked else None
     payload = row["payload_down"] + row["link_payload_down"]
     row["payload_down_vs_linked_binaries"] = round(payload / linked, 3) if linked else None
@@ -186,8 +203,8 @@ def main(argv: Sequence[str]) -> int:
         print(render(["link", "download", "compression", "actions", "executed", "natives changed", "changed MB",
                       "outputs already here", "MB already here", "backends' CAS MB down", "down / changed"],
                      [[r["link"], r["download"], r["compression"], r["actions"], r["remote_executions"],
-                       r["natives_changed"], round(r["natives_changed_bytes"] / 1e6, 3), r["outputs_already_here"],
-                       round(r["bytes_already_here"] / 1e6, 3), round(r["payload_down"] / 1e6, 3),
+                       r["natives_changed"], _mb(r["natives_changed_bytes"]), r["outputs_already_here"],
+                       _mb(r["bytes_already_here"]), _mb(r["payload_down"]),
                        round(r["payload_down"] / r["natives_changed_bytes"], 2) if r["natives_changed_bytes"]
                        else None] for r in edits]))
     data = dict(ctx, command=command, rate_mbit=args.rate_mbit, rtt_ms=args.rtt_ms, downloads=downloads,

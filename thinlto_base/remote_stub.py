@@ -11,6 +11,7 @@ step (python -S) tests for it.
 from __future__ import annotations
 
 import os
+import stat
 
 from thinlto_base import safefs
 
@@ -77,13 +78,22 @@ def parse(data: bytes) -> Stub | None:
     return Stub(hash_, int(size), executable, endpoint, instance)
 
 
-def read_stub(path: str | os.PathLike[str]) -> Stub | None:
-    """PATH's record if it is a stand-in (None for any other file, or none)."""
+def read_stub(path: str | os.PathLike[str], follow_links: bool = True) -> Stub | None:
+    """PATH's record if it is a stand-in (None for any other file, or none). Never blocks: a FIFO or a device is
+    not one. Without FOLLOW_LINKS, a symbolic link is not one either."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        with open(path, "rb") as f:
-            head = f.read(MAX_STUB_BYTES + 1)
+        fd = os.open(path, flags)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, MAX_STUB_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return parse(head)
 
 
@@ -93,5 +103,6 @@ def kept_remote(path: str) -> bool:
 
 
 def holds(path: str | os.PathLike[str], stub: Stub) -> bool:
-    """Whether PATH is a stand-in for STUB's digest, or already holds the object's bytes."""
-    return safefs.holds(path, stub.hash, stub.size) or read_stub(path) == stub
+    """Whether PATH is a stand-in for STUB's digest, or already holds the object's bytes (a regular file, not
+    through a link; never blocking)."""
+    return safefs.holds(path, stub.hash, stub.size) or read_stub(path, follow_links=False) == stub

@@ -38,7 +38,7 @@ from thinlto_base.fsutil import (
     write_if_changed,
 )
 from thinlto_base.keys import BackendJob, cache_key, content_key
-from thinlto_base.safefs import open_nofollow, read_regular, write_new
+from thinlto_base.safefs import create_exclusive, open_nofollow, read_regular, write_new
 from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 from thinlto_base.trust import Trust
 
@@ -185,10 +185,10 @@ def run_launched(
         dwo, module = os.path.join(stage, "native.dwo"), os.path.join(stage, "optimized.bc")
         for path in (index, native, dwo, module):  # a killed step's leftovers; the launcher writes new ones
             remove_if_exists(path)
-        _stage_previous(_dests(job, job.output, job.dwo), _dests(job, native, dwo))
         if job.index:
             write_new(index, read_regular(job.index)[0])
         try:
+            _stage_previous(_dests(job, job.output, job.dwo), _dests(job, native, dwo))
             rc = run_commands(job, job.relocated(index, native), job.split_dwarf_args(dwo), module, launcher,
                               runner)
             if rc != 0:
@@ -217,16 +217,28 @@ def _stage_previous(outputs: dict[str, str], staged: dict[str, str]) -> None:
     """Copy the objects this edge wrote last time (not stand-ins) to where the remote action writes: a backend
     that reruns because its index changed mostly gives the object it gave before, and the remote client then
     finds the bytes in place and does not download them (goma_ext.remote.client.fetch_outputs). A copy, not a
-    link: whatever the action writes there never reaches the build's own output."""
+    link: whatever the action writes there never reaches the build's own output. Best effort: a copy that
+    fails is removed, and the action writes its own."""
     from thinlto_base import remote_stub
 
     for kind, path in outputs.items():
         try:
-            data = read_regular(path)[0]
+            src = open_nofollow(path, os.O_RDONLY)
         except OSError:
             continue
-        if not remote_stub.is_stub_bytes(data):
-            write_new(staged[kind], data)
+        try:
+            if remote_stub.is_stub_bytes(os.pread(src, remote_stub.MAX_STUB_BYTES + 1, 0)):
+                continue
+            dst = create_exclusive(staged[kind])
+            try:
+                while os.sendfile(dst, src, None, 1 << 30):
+                    pass
+            finally:
+                os.close(dst)
+        except OSError:
+            remove_if_exists(staged[kind])
+        finally:
+            os.close(src)
 
 
 def launch(argv: list[str]) -> int:

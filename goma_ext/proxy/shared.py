@@ -95,8 +95,13 @@ class Rounds(Generic[A, R]):
         with self._cond:
             self._pending.append((request, done))
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                try:
+                    thread.start()
+                except BaseException:
+                    self._pending.pop()
+                    raise
+                self._thread = thread
             self._cond.notify()
         return done.result()
 
@@ -108,34 +113,43 @@ class Rounds(Generic[A, R]):
                 batch, self._pending = self._pending, []
             try:
                 results = self._round([request for request, _ in batch])
+                if len(results) != len(batch):
+                    raise RuntimeError(f"{self._name}: {len(results)} results for {len(batch)} requests")
             except BaseException as e:  # handed to every waiting caller
                 for _, done in batch:
                     done.set_exception(e)
                 continue
             self.rounds += 1
             self.requests += len(batch)
-            for (_, done), result in zip(batch, results, strict=True):
+            for (_, done), result in zip(batch, results):
                 if isinstance(result, BaseException):
                     done.set_exception(result)
                 else:
                     done.set_result(result)
 
 
-class UploadBatcher:
-    """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared
-    FindMissingBlobs/BatchUpdateBlobs rounds (Rounds). Each caller learns the bytes its own blobs added."""
+class _Batched(Generic[A, R]):
+    """A CAS client's calls of one kind made in Rounds; its figures for `goma-ext proxy status`."""
 
-    def __init__(self, cas: Cas) -> None:
+    def __init__(self, cas: Cas, name: str, round_fn: Callable[[list[A]], list[R | BaseException]]) -> None:
         self._cas = cas
-        self._rounds: Rounds[Mapping[Digest, BlobSource], int] = Rounds("cas-uploads", self._round)
+        self._rounds: Rounds[A, R] = Rounds(name, round_fn)
 
     @property
-    def flushes(self) -> int:
+    def rounds(self) -> int:
         return self._rounds.rounds
 
     @property
     def requests(self) -> int:
         return self._rounds.requests
+
+
+class UploadBatcher(_Batched[Mapping[Digest, BlobSource], int]):
+    """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared
+    FindMissingBlobs/BatchUpdateBlobs rounds (Rounds). Each caller learns the bytes its own blobs added."""
+
+    def __init__(self, cas: Cas) -> None:
+        super().__init__(cas, "cas-uploads", self._round)
 
     def ensure(self, blobs: Mapping[Digest, BlobSource]) -> int:
         return self._rounds.ask(blobs)
@@ -157,23 +171,19 @@ class UploadBatcher:
         return added
 
 
-class ReadBatcher:
+class _ReadAlone(Exception):
+    """A merged read round lost a blob: each of its callers reads its own blobs again, in its own thread."""
+
+
+class ReadBatcher(_Batched[list[Digest], dict[Digest, bytes]]):
     """Reads blobs for the actions' outputs, merging the small blobs of concurrent actions into shared
-    BatchReadBlobs rounds (Rounds); a blob too large for a batch is streamed by its caller. A round that fails
-    is read again per caller, so one action's lost blob fails that action alone. What fetch_outputs needs of
-    a CAS (client.BlobReader)."""
+    BatchReadBlobs rounds (Rounds); a blob too large for a batch is streamed by its caller. When a round finds a
+    blob missing (NOT_FOUND), each of its callers reads its own blobs again, so one action's lost blob fails that
+    action alone; any other failure (the server away, a deadline) fails the round's callers at once. What
+    fetch_outputs needs of a CAS (client.BlobReader)."""
 
     def __init__(self, cas: Cas) -> None:
-        self._cas = cas
-        self._rounds: Rounds[list[Digest], dict[Digest, bytes]] = Rounds("cas-reads", self._round)
-
-    @property
-    def rounds(self) -> int:
-        return self._rounds.rounds
-
-    @property
-    def requests(self) -> int:
-        return self._rounds.requests
+        super().__init__(cas, "cas-reads", self._round)
 
     def find_missing(self, digests: Iterable[Digest]) -> set[Digest]:
         return self._cas.find_missing(digests)
@@ -181,23 +191,20 @@ class ReadBatcher:
     def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
         wanted = set(digests)
         small = sorted(d for d in wanted if d.size and self._cas.fits_batch(d))
-        out = self._rounds.ask(small) if small else {}
+        try:
+            out = self._rounds.ask(small) if small else {}
+        except _ReadAlone:
+            out = self._cas.read_many(small)
         return out | self._cas.read_many(wanted - set(small))
 
     def _round(self, asks: list[list[Digest]]) -> list[dict[Digest, bytes] | BaseException]:
         try:
             got = self._cas.read_many({d for ask in asks for d in ask})
-            return [{d: got[d] for d in ask} for ask in asks]
-        except RemoteError:
-            if len(asks) == 1:
-                raise
-        results: list[dict[Digest, bytes] | BaseException] = []
-        for ask in asks:
-            try:
-                results.append(self._cas.read_many(ask))
-            except RemoteError as e:
-                results.append(e)
-        return results
+        except RemoteError as e:
+            if len(asks) > 1 and e.code == "NOT_FOUND":
+                return [_ReadAlone() for _ in asks]
+            raise
+        return [{d: got[d] for d in ask} for ask in asks]
 
 
 class Inflight(Generic[T]):
@@ -378,7 +385,7 @@ class SharedRemote:
             executor, uploads, reads = self._executor, self._uploads, self._reads
         if executor is not None and uploads is not None and reads is not None:
             out.update({f"rpc_{k}": v for k, v in sorted(executor.cas.calls.items())})
-            out.update(upload_rounds=uploads.flushes, upload_requests=uploads.requests, read_rounds=reads.rounds,
+            out.update(upload_rounds=uploads.rounds, upload_requests=uploads.requests, read_rounds=reads.rounds,
                        read_requests=reads.requests,
                        cas_known_blobs=executor.cas.known_present, bytes_uploaded=executor.cas.bytes_uploaded,
                        bytes_downloaded=executor.cas.bytes_downloaded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,18 @@ def test_holds_is_the_same_stand_in_or_the_object_itself(tmp_path: Path) -> None
     assert remote_stub.holds(path, stub)
     path.write_bytes(b"other bytes of size 19"[:19])
     assert not remote_stub.holds(path, stub)
+    (tmp_path / "stand-in").write_bytes(stub.text())
+    path.unlink()
+    path.symlink_to(tmp_path / "stand-in")  # a link is not the output's own file, whatever it names
+    assert not remote_stub.holds(path, stub) and remote_stub.read_stub(path) == stub
+    path.unlink()
+    os.mkfifo(path)  # neither check blocks on a FIFO
+    answers: list[object] = []
+    thread = threading.Thread(target=lambda: answers.extend(
+        [remote_stub.holds(path, stub), remote_stub.read_stub(path)]), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert answers == [False, None]
 
 
 def test_the_setting_is_checked_and_carried() -> None:

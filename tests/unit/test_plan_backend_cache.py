@@ -131,6 +131,26 @@ def test_a_launched_rerun_finds_its_previous_object_staged(
     assert out.read_bytes() == b"native(BITCODE)" and out.stat().st_mtime == 1  # restat: unchanged
 
 
+def test_staging_the_previous_object_is_best_effort(tmp_path: Path) -> None:
+    """Whatever lies at the output (a FIFO, a link, nothing) or at the stage (a late write of an abandoned
+    action), staging neither fails the step nor blocks; a copy it could not make is not left behind."""
+    from gn_thinlto.steps.backend import _stage_previous
+
+    out, staged = tmp_path / "x.o", tmp_path / "native.o"
+    os.mkfifo(out)
+    (tmp_path / "y.o").symlink_to(tmp_path / "elsewhere.o")
+    (tmp_path / "elsewhere.o").write_bytes(b"OBJECT")
+    _stage_previous({"o": str(out), "dwo": str(tmp_path / "y.o")}, {"o": str(staged), "dwo": str(tmp_path / "s.dwo")})
+    assert not staged.exists() and not (tmp_path / "s.dwo").exists()
+    out.unlink()
+    out.write_bytes(b"OBJECT")
+    staged.write_bytes(b"LATE")
+    _stage_previous({"o": str(out)}, {"o": str(staged)})
+    assert not staged.exists()
+    _stage_previous({"o": str(out)}, {"o": str(staged)})
+    assert staged.read_bytes() == b"OBJECT" and not staged.samefile(out)
+
+
 def test_without_the_cache_every_job_runs_the_compiler(tmp_path: Path, compiler: Path) -> None:
     """`backend_cache: false` (sharing off): identical jobs of two links both compile; outputs still restat."""
     (tmp_path / "a.o").write_bytes(b"BITCODE")

@@ -84,16 +84,18 @@ def test_concurrent_uploads_share_rounds_and_each_blob_is_counted_once() -> None
         t.start()
     for t in threads:
         t.join(10)
-    assert batcher.requests == 20 and batcher.flushes == len(cas.rounds) < 20
+    assert batcher.requests == 20 and batcher.rounds == len(cas.rounds) < 20
     assert sum(sent) == sum(d.size for d in cas.present)  # the shared blob is attributed to one action only
 
 
 class _SlowReads:
-    """Stands in for the CAS client's reads: each round takes a while; LOST blobs are not there."""
+    """Stands in for the CAS client's reads: each round takes a while; LOST blobs are not there (NOT_FOUND), and
+    with DOWN every read fails as a server that is away does."""
 
-    def __init__(self, lost: set[Digest]) -> None:
+    def __init__(self, lost: set[Digest], down: bool = False) -> None:
         self.rounds: list[set[Digest]] = []
         self.lost = lost
+        self.down = down
 
     def fits_batch(self, digest: Digest) -> bool:
         return digest.size < 100
@@ -102,33 +104,52 @@ class _SlowReads:
         wanted = set(digests)
         self.rounds.append(wanted)
         time.sleep(0.05)
+        if self.down:
+            raise RemoteError("BatchReadBlobs: UNAVAILABLE", temporary=True, code="UNAVAILABLE")
         if wanted & self.lost:
-            raise RemoteError(f"BatchReadBlobs {min(wanted & self.lost)}: NOT_FOUND", temporary=True)
+            raise RemoteError(f"BatchReadBlobs {min(wanted & self.lost)}: NOT_FOUND", temporary=True,
+                              code="NOT_FOUND")
         return {d: str(int(d.size)).encode() for d in wanted}
+
+
+LARGE = Digest("ab" * 32, 500)  # beyond _SlowReads' batch size: streamed by its caller
+
+
+def _read_concurrently(reads: ReadBatcher, callers: int) -> dict[int, object]:
+    got: dict[int, object] = {}
+
+    def one(i: int) -> None:
+        try:
+            got[i] = reads.read_many([_digest(i), _digest(0), LARGE])
+        except RemoteError as e:
+            got[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(1, callers + 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return got
 
 
 def test_concurrent_reads_share_rounds_and_a_lost_blob_fails_its_action_alone() -> None:
     lost = _digest(7)
     cas = _SlowReads({lost})
     reads = ReadBatcher(cast(Cas, cas))
-    got: dict[int, object] = {}
-
-    def one(i: int) -> None:
-        try:
-            got[i] = reads.read_many([_digest(i), _digest(0), Digest("ab" * 32, 500)])
-        except RemoteError as e:
-            got[i] = e
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(1, 21)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    got = _read_concurrently(reads, 20)
     assert isinstance(got.pop(7), RemoteError)
-    assert all(isinstance(r, dict) and set(r) == {_digest(i), _digest(0), Digest("ab" * 32, 500)}
-               for i, r in got.items()), got
-    assert reads.requests == 20 and reads.rounds < 20
-    assert all(Digest("ab" * 32, 500) not in r or r == {Digest("ab" * 32, 500)} for r in cas.rounds)  # streamed alone
+    assert all(isinstance(r, dict) and set(r) == {_digest(i), _digest(0), LARGE} for i, r in got.items()), got
+    assert reads.requests <= 20 and reads.rounds < 20
+    assert any(lost in r and len(r) > 2 for r in cas.rounds)  # the lost blob was in a round with others' blobs
+    assert all(LARGE not in r or r == {LARGE} for r in cas.rounds)
+
+
+def test_a_server_away_fails_a_read_round_at_once_without_reading_again_per_action() -> None:
+    cas = _SlowReads(set(), down=True)
+    got = _read_concurrently(ReadBatcher(cast(Cas, cas)), 10)
+    assert len(got) == 10 and all(isinstance(r, RemoteError) and r.code == "UNAVAILABLE" for r in got.values())
+    merged = [r for r in cas.rounds if r != {LARGE}]
+    assert len(merged) < 10  # no round per action after a failed one
 
 
 def test_digest_memo_hashes_a_file_once_until_it_changes(tmp_path: Path) -> None:
