@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from goma_ext.reapi.cas import Cas
+from goma_ext.reapi.cas import BATCH_OVERHEAD, Cas
 from goma_ext.reapi.digest import Digest
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.merkle import BlobSource
@@ -37,6 +37,7 @@ MEMO_LIMIT = 500_000  # hashed files remembered; the memo starts over beyond thi
 # A file changed less than this before it was hashed may change again within the same (coarse) timestamp tick,
 # leaving its stat identity as it was: such digests are not remembered (git's "racy" rule).
 RACY_NS = 100_000_000
+READ_ROUNDS_IN_FLIGHT = 8  # output reads: BatchReadBlobs rounds at once (a long round trip wants several)
 DOWN_HOLD_S = 30.0  # after UNAVAILABLE, answer at once for this long instead of retrying per action
 
 
@@ -77,16 +78,25 @@ class DigestMemo:
 
 
 class Rounds(Generic[A, R]):
-    """Merges the requests of concurrent callers into shared rounds. One thread runs, as one call of ROUND,
-    whatever callers asked while the previous round was in flight; ROUND gives each request its result, in
-    order, or an exception for that caller alone. If ROUND raises, every caller of the round gets the error."""
+    """Merges the requests of concurrent callers into shared rounds. A round is one call of ROUND on whatever
+    callers asked while the rounds before it were in flight; ROUND gives each request its result, in order, or
+    an exception for that caller alone. If ROUND raises, every caller of the round gets the error.
 
-    def __init__(self, name: str, round_fn: Callable[[list[A]], list[R | BaseException]]) -> None:
+    Up to THREADS rounds are in flight at once (a thread is started when none is free). With WEIGH, a round takes
+    requests up to LIMIT of their weight (always at least one), leaving the rest to the next free thread: on a
+    link with a long round trip, several reads of one RPC each keep it busy where one large round would not."""
+
+    def __init__(self, name: str, round_fn: Callable[[list[A]], list[R | BaseException]], threads: int = 1,
+                 weigh: Callable[[A], int] | None = None, limit: int = 0) -> None:
         self._name = name
         self._round = round_fn
+        self._max_threads = threads
+        self._weigh = weigh
+        self._limit = limit
         self._cond = threading.Condition()
         self._pending: list[tuple[A, Future[R]]] = []
-        self._thread: threading.Thread | None = None
+        self._threads = 0
+        self._idle = 0
         self.rounds = 0
         self.requests = 0
 
@@ -94,23 +104,43 @@ class Rounds(Generic[A, R]):
         done: Future[R] = Future()
         with self._cond:
             self._pending.append((request, done))
-            if self._thread is None:
-                thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+            if self._idle == 0 and self._threads < self._max_threads:
+                thread = threading.Thread(target=self._loop, name=f"{self._name}-{self._threads}", daemon=True)
                 try:
                     thread.start()
                 except BaseException:
-                    self._pending.pop()
-                    raise
-                self._thread = thread
+                    if self._threads == 0:  # nothing would ever serve it
+                        self._pending.pop()
+                        raise
+                else:
+                    self._threads += 1
             self._cond.notify()
         return done.result()
+
+    def _take(self) -> list[tuple[A, Future[R]]]:
+        """The next round's requests (the lock held)."""
+        if self._weigh is None:
+            batch, self._pending = self._pending, []
+            return batch
+        total, n = 0, 0
+        for request, _ in self._pending:
+            total += self._weigh(request)
+            if n and total > self._limit:
+                break
+            n += 1
+        batch, self._pending = self._pending[:n], self._pending[n:]
+        return batch
 
     def _loop(self) -> None:
         while True:
             with self._cond:
+                self._idle += 1
                 while not self._pending:
                     self._cond.wait()
-                batch, self._pending = self._pending, []
+                self._idle -= 1
+                batch = self._take()
+                if self._pending:
+                    self._cond.notify()  # the rest is another free thread's
             try:
                 results = self._round([request for request, _ in batch])
                 if len(results) != len(batch):
@@ -119,8 +149,9 @@ class Rounds(Generic[A, R]):
                 for _, done in batch:
                     done.set_exception(e)
                 continue
-            self.rounds += 1
-            self.requests += len(batch)
+            with self._cond:
+                self.rounds += 1
+                self.requests += len(batch)
             for (_, done), result in zip(batch, results):
                 if isinstance(result, BaseException):
                     done.set_exception(result)
@@ -131,9 +162,9 @@ class Rounds(Generic[A, R]):
 class _Batched(Generic[A, R]):
     """A CAS client's calls of one kind made in Rounds; its figures for `goma-ext proxy status`."""
 
-    def __init__(self, cas: Cas, name: str, round_fn: Callable[[list[A]], list[R | BaseException]]) -> None:
+    def __init__(self, cas: Cas, rounds: Rounds[A, R]) -> None:
         self._cas = cas
-        self._rounds: Rounds[A, R] = Rounds(name, round_fn)
+        self._rounds = rounds
 
     @property
     def rounds(self) -> int:
@@ -149,7 +180,7 @@ class UploadBatcher(_Batched[Mapping[Digest, BlobSource], int]):
     FindMissingBlobs/BatchUpdateBlobs rounds (Rounds). Each caller learns the bytes its own blobs added."""
 
     def __init__(self, cas: Cas) -> None:
-        super().__init__(cas, "cas-uploads", self._round)
+        super().__init__(cas, Rounds("cas-uploads", self._round))
 
     def ensure(self, blobs: Mapping[Digest, BlobSource]) -> int:
         return self._rounds.ask(blobs)
@@ -177,13 +208,15 @@ class _ReadAlone(Exception):
 
 class ReadBatcher(_Batched[list[Digest], dict[Digest, bytes]]):
     """Reads blobs for the actions' outputs, merging the small blobs of concurrent actions into shared
-    BatchReadBlobs rounds (Rounds); a blob too large for a batch is streamed by its caller. When a round finds a
+    BatchReadBlobs rounds (Rounds) of at most one batch each, up to READ_ROUNDS_IN_FLIGHT at once; a blob too
+    large for a batch is streamed by its caller. When a round finds a
     blob missing (NOT_FOUND), each of its callers reads its own blobs again, so one action's lost blob fails that
     action alone; any other failure (the server away, a deadline) fails the round's callers at once. What
     fetch_outputs needs of a CAS (client.BlobReader)."""
 
-    def __init__(self, cas: Cas) -> None:
-        super().__init__(cas, "cas-reads", self._round)
+    def __init__(self, cas: Cas, threads: int = READ_ROUNDS_IN_FLIGHT) -> None:
+        super().__init__(cas, Rounds("cas-reads", self._round, threads,
+                                     lambda ask: sum(d.size + BATCH_OVERHEAD for d in ask), cas.max_batch_bytes))
 
     def find_missing(self, digests: Iterable[Digest]) -> set[Digest]:
         return self._cas.find_missing(digests)

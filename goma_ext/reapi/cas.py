@@ -64,6 +64,10 @@ class Cas:
     def _resource(self, tail: str) -> str:
         return f"{self._instance}/{tail}" if self._instance else tail
 
+    @property
+    def max_batch_bytes(self) -> int:
+        return self._limits.max_batch_bytes
+
     def fits_batch(self, digest: Digest) -> bool:
         return digest.size + BATCH_OVERHEAD <= self._limits.max_batch_bytes
 
