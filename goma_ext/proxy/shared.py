@@ -6,13 +6,13 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from goma_ext.reapi.cas import BATCH_OVERHEAD, Cas
+from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.digest import Digest
 from goma_ext.reapi.errors import RemoteError
 from goma_ext.reapi.merkle import BlobSource
@@ -31,13 +31,10 @@ from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.toolchain import ToolchainCache
 
 T = TypeVar("T")
-A = TypeVar("A")
-R = TypeVar("R")
 MEMO_LIMIT = 500_000  # hashed files remembered; the memo starts over beyond this
 # A file changed less than this before it was hashed may change again within the same (coarse) timestamp tick,
 # leaving its stat identity as it was: such digests are not remembered (git's "racy" rule).
 RACY_NS = 100_000_000
-READ_ROUNDS_IN_FLIGHT = 8  # output reads: BatchReadBlobs rounds at once (a long round trip wants several)
 DOWN_HOLD_S = 30.0  # after UNAVAILABLE, answer at once for this long instead of retrying per action
 
 
@@ -77,167 +74,61 @@ class DigestMemo:
         return digest
 
 
-class Rounds(Generic[A, R]):
-    """Merges the requests of concurrent callers into shared rounds. A round is one call of ROUND on whatever
-    callers asked while the rounds before it were in flight; ROUND gives each request its result, in order, or
-    an exception for that caller alone. If ROUND raises, every caller of the round gets the error.
+class UploadBatcher:
+    """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared RPCs.
 
-    Up to THREADS rounds are in flight at once (a thread is started when none is free). With WEIGH, a round takes
-    requests up to LIMIT of their weight (always at least one), leaving the rest to the next free thread: on a
-    link with a long round trip, several reads of one RPC each keep it busy where one large round would not."""
+    One thread flushes: whatever actions asked while the previous FindMissingBlobs/BatchUpdateBlobs round was
+    in flight goes out together in the next one. Each caller learns the bytes its own blobs added."""
 
-    def __init__(self, name: str, round_fn: Callable[[list[A]], list[R | BaseException]], threads: int = 1,
-                 weigh: Callable[[A], int] | None = None, limit: int = 0) -> None:
-        self._name = name
-        self._round = round_fn
-        self._max_threads = threads
-        self._weigh = weigh
-        self._limit = limit
+    def __init__(self, cas: Cas) -> None:
+        self._cas = cas
         self._cond = threading.Condition()
-        self._pending: list[tuple[A, Future[R]]] = []
-        self._threads = 0
-        self._idle = 0
-        self.rounds = 0
+        self._pending: list[tuple[Mapping[Digest, BlobSource], Future[int]]] = []
+        self._thread: threading.Thread | None = None
+        self.flushes = 0
         self.requests = 0
 
-    def ask(self, request: A) -> R:
-        done: Future[R] = Future()
+    def ensure(self, blobs: Mapping[Digest, BlobSource]) -> int:
+        done: Future[int] = Future()
         with self._cond:
-            self._pending.append((request, done))
-            if self._idle == 0 and self._threads < self._max_threads:
-                thread = threading.Thread(target=self._loop, name=f"{self._name}-{self._threads}", daemon=True)
+            self._pending.append((blobs, done))
+            if self._thread is None:
+                thread = threading.Thread(target=self._loop, name="cas-uploads", daemon=True)
                 try:
                     thread.start()
-                except BaseException:
-                    if self._threads == 0:  # nothing would ever serve it
-                        self._pending.pop()
-                        raise
-                else:
-                    self._threads += 1
+                except BaseException:  # nothing would ever serve it; the next caller tries again
+                    self._pending.pop()
+                    raise
+                self._thread = thread
             self._cond.notify()
         return done.result()
 
-    def _take(self) -> list[tuple[A, Future[R]]]:
-        """The next round's requests (the lock held)."""
-        if self._weigh is None:
-            batch, self._pending = self._pending, []
-            return batch
-        total, n = 0, 0
-        for request, _ in self._pending:
-            total += self._weigh(request)
-            if n and total > self._limit:
-                break
-            n += 1
-        batch, self._pending = self._pending[:n], self._pending[n:]
-        return batch
+    def forget_present(self) -> None:
+        with self._cond:
+            self._cas.forget_present()
 
     def _loop(self) -> None:
         while True:
             with self._cond:
-                self._idle += 1
                 while not self._pending:
                     self._cond.wait()
-                self._idle -= 1
-                batch = self._take()
-                if self._pending:
-                    self._cond.notify()  # the rest is another free thread's
+                batch, self._pending = self._pending, []
+            merged: dict[Digest, BlobSource] = {}
+            for blobs, _ in batch:
+                merged.update(blobs)
             try:
-                results = self._round([request for request, _ in batch])
-                if len(results) != len(batch):
-                    raise RuntimeError(f"{self._name}: {len(results)} results for {len(batch)} requests")
-            except BaseException as e:  # handed to every waiting caller
+                sent = self._cas.upload_missing(merged)
+            except BaseException as e:  # handed to every waiting action
                 for _, done in batch:
                     done.set_exception(e)
                 continue
-            with self._cond:
-                self.rounds += 1
-                self.requests += len(batch)
-            for (_, done), result in zip(batch, results):
-                if isinstance(result, BaseException):
-                    done.set_exception(result)
-                else:
-                    done.set_result(result)
-
-
-class _Batched(Generic[A, R]):
-    """A CAS client's calls of one kind made in Rounds; its figures for `goma-ext proxy status`."""
-
-    def __init__(self, cas: Cas, rounds: Rounds[A, R]) -> None:
-        self._cas = cas
-        self._rounds = rounds
-
-    @property
-    def rounds(self) -> int:
-        return self._rounds.rounds
-
-    @property
-    def requests(self) -> int:
-        return self._rounds.requests
-
-
-class UploadBatcher(_Batched[Mapping[Digest, BlobSource], int]):
-    """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared
-    FindMissingBlobs/BatchUpdateBlobs rounds (Rounds). Each caller learns the bytes its own blobs added."""
-
-    def __init__(self, cas: Cas) -> None:
-        super().__init__(cas, Rounds("cas-uploads", self._round))
-
-    def ensure(self, blobs: Mapping[Digest, BlobSource]) -> int:
-        return self._rounds.ask(blobs)
-
-    def forget_present(self) -> None:
-        self._cas.forget_present()
-
-    def _round(self, asks: list[Mapping[Digest, BlobSource]]) -> list[int | BaseException]:
-        merged: dict[Digest, BlobSource] = {}
-        for blobs in asks:
-            merged.update(blobs)
-        sent = self._cas.upload_missing(merged)
-        claimed: set[Digest] = set()
-        added: list[int | BaseException] = []
-        for blobs in asks:
-            mine = {d for d in blobs if d in sent and d not in claimed}
-            claimed |= mine
-            added.append(sum(d.size for d in mine))
-        return added
-
-
-class _ReadAlone(Exception):
-    """A merged read round lost a blob: each of its callers reads its own blobs again, in its own thread."""
-
-
-class ReadBatcher(_Batched[list[Digest], dict[Digest, bytes]]):
-    """Reads blobs for the actions' outputs, merging the small blobs of concurrent actions into shared
-    BatchReadBlobs rounds (Rounds) of at most one batch each, up to READ_ROUNDS_IN_FLIGHT at once; a blob too
-    large for a batch is streamed by its caller. When a round finds a
-    blob missing (NOT_FOUND), each of its callers reads its own blobs again, so one action's lost blob fails that
-    action alone; any other failure (the server away, a deadline) fails the round's callers at once. What
-    fetch_outputs needs of a CAS (client.BlobReader)."""
-
-    def __init__(self, cas: Cas, threads: int = READ_ROUNDS_IN_FLIGHT) -> None:
-        super().__init__(cas, Rounds("cas-reads", self._round, threads,
-                                     lambda ask: sum(d.size + BATCH_OVERHEAD for d in ask), cas.max_batch_bytes))
-
-    def find_missing(self, digests: Iterable[Digest]) -> set[Digest]:
-        return self._cas.find_missing(digests)
-
-    def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]:
-        wanted = set(digests)
-        small = sorted(d for d in wanted if d.size and self._cas.fits_batch(d))
-        try:
-            out = self._rounds.ask(small) if small else {}
-        except _ReadAlone:
-            out = self._cas.read_many(small)
-        return out | self._cas.read_many(wanted - set(small))
-
-    def _round(self, asks: list[list[Digest]]) -> list[dict[Digest, bytes] | BaseException]:
-        try:
-            got = self._cas.read_many({d for ask in asks for d in ask})
-        except RemoteError as e:
-            if len(asks) > 1 and e.code == "NOT_FOUND":
-                return [_ReadAlone() for _ in asks]
-            raise
-        return [{d: got[d] for d in ask} for ask in asks]
+            self.flushes += 1
+            self.requests += len(batch)
+            claimed: set[Digest] = set()
+            for blobs, done in batch:
+                mine = {d for d in blobs if d in sent and d not in claimed}
+                claimed |= mine
+                done.set_result(sum(d.size for d in mine))
 
 
 class Inflight(Generic[T]):
@@ -320,16 +211,15 @@ class SharedRemote:
         self._lock = threading.Lock()
         self._executor: RemoteExecutor | None = None
         self._uploads: UploadBatcher | None = None
-        self._reads: ReadBatcher | None = None
         self._down: tuple[float, str] | None = None
         self.outputs_already_here = 0  # outputs not downloaded: their destination held their bytes
         self.bytes_already_here = 0
 
-    def connect(self) -> tuple[RemoteExecutor, UploadBatcher, ReadBatcher]:
+    def connect(self) -> tuple[RemoteExecutor, UploadBatcher]:
         """The executor, created on first use (Capabilities asked once); fails fast while the server is down."""
         with self._lock:
-            if self._executor is not None and self._uploads is not None and self._reads is not None:
-                return self._executor, self._uploads, self._reads
+            if self._executor is not None and self._uploads is not None:
+                return self._executor, self._uploads
             if self._down is not None and time.monotonic() < self._down[0]:
                 raise RemoteError(f"server marked unreachable in the last {DOWN_HOLD_S:.0f} s ({self._down[1]})",
                                   temporary=True, code="UNAVAILABLE")
@@ -340,8 +230,7 @@ class SharedRemote:
                 raise
             self._down = None
             self._uploads = UploadBatcher(self._executor.cas)
-            self._reads = ReadBatcher(self._executor.cas)
-            return self._executor, self._uploads, self._reads
+            return self._executor, self._uploads
 
     def close(self) -> None:
         with self._lock:
@@ -355,7 +244,7 @@ class SharedRemote:
 
     def run(self, req: ActionRequest) -> ActionAnswer:
         """Look the action up, else upload what the CAS lacks and execute it; write its outputs under req.cwd."""
-        executor, uploads, reads = self.connect()
+        executor, uploads = self.connect()
         cfg = replace(self.cfg, exec_root=req.exec_root, cache_salt=req.cache_salt,
                       execute_timeout_s=req.execute_timeout_s, queue_timeout_s=req.queue_timeout_s,
                       toolchain=req.toolchain, base_system=req.base_system, platform=req.platform,
@@ -370,7 +259,7 @@ class SharedRemote:
             got, joined = self.inflight.once(prepared.built.action_digest,
                                              lambda: self._obtain(executor, uploads, prepared, cfg))
             t = time.monotonic()
-            fetched = fetch_outputs(reads, got.result, prepared, kept_in_cas(cfg))
+            fetched = fetch_outputs(executor.cas, got.result, prepared, kept_in_cas(cfg))
         except RemoteError as e:
             self._note_failure(e)
             raise
@@ -415,11 +304,10 @@ class SharedRemote:
                    files_hashed=self.digests.misses, file_hash_hits=self.digests.hits,
                    joined_in_flight=self.inflight.joined)
         with self._lock:
-            executor, uploads, reads = self._executor, self._uploads, self._reads
-        if executor is not None and uploads is not None and reads is not None:
+            executor, uploads = self._executor, self._uploads
+        if executor is not None and uploads is not None:
             out.update({f"rpc_{k}": v for k, v in sorted(executor.cas.calls.items())})
-            out.update(upload_rounds=uploads.rounds, upload_requests=uploads.requests, read_rounds=reads.rounds,
-                       read_requests=reads.requests,
+            out.update(upload_rounds=uploads.flushes, upload_requests=uploads.requests,
                        cas_known_blobs=executor.cas.known_present, bytes_uploaded=executor.cas.bytes_uploaded,
                        bytes_downloaded=executor.cas.bytes_downloaded)
         return out

@@ -64,11 +64,7 @@ class Cas:
     def _resource(self, tail: str) -> str:
         return f"{self._instance}/{tail}" if self._instance else tail
 
-    @property
-    def max_batch_bytes(self) -> int:
-        return self._limits.max_batch_bytes
-
-    def fits_batch(self, digest: Digest) -> bool:
+    def _fits_batch(self, digest: Digest) -> bool:
         return digest.size + BATCH_OVERHEAD <= self._limits.max_batch_bytes
 
     def _rpc(self, method: Callable[..., Any], request: object, timeout: float) -> Any:
@@ -118,11 +114,11 @@ class Cas:
             return set()
         missing = self.find_missing(todo)
         self._present.update(d for d in todo if d not in missing)
-        small = sorted(d for d in missing if self.fits_batch(d))
+        small = sorted(d for d in missing if self._fits_batch(d))
         for batch in self._batches(small):
             self._batch_update({d: todo[d].read() for d in batch})
             self.calls["BatchUpdateBlobs"] += 1
-        for d in sorted(d for d in missing if not self.fits_batch(d)):
+        for d in sorted(d for d in missing if not self._fits_batch(d)):
             self._write_stream(d, todo[d])
             self.calls["ByteStream.Write"] += 1
         self._present.update(missing)
@@ -217,7 +213,7 @@ class Cas:
         """Fetch and verify blobs: batched when small, streamed when large."""
         wanted = sorted(set(digests))
         out: dict[Digest, bytes] = {d: b"" for d in wanted if d.size == 0}
-        small = [d for d in wanted if d.size and self.fits_batch(d)]
+        small = [d for d in wanted if d.size and self._fits_batch(d)]
         for batch in self._batches(small):
             req = re_pb2.BatchReadBlobsRequest(instance_name=self._instance, digests=[d.to_proto() for d in batch])
             read = functools.partial(self._rpc, self._cas.BatchReadBlobs, req)
@@ -247,7 +243,7 @@ class Cas:
     def read_into(self, digest: Digest, f: BinaryIO) -> None:
         """Fetch DIGEST's blob into F (from its start, truncated first); a large one streamed and hashed as it
         comes, never whole in memory. DigestMismatchError unless it is exactly the blob."""
-        if digest.size == 0 or self.fits_batch(digest):
+        if digest.size == 0 or self._fits_batch(digest):
             data = self.read(digest)
             f.seek(0)
             f.truncate()

@@ -6,10 +6,10 @@ import os
 import posixpath
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from goma_ext.reapi import action as action_mod
 from goma_ext.reapi import capabilities, execution, retry
@@ -166,14 +166,6 @@ def kept_in_cas(cfg: RemoteConfig) -> tuple[str, str] | None:
     return (cfg.endpoint, cfg.instance) if cfg.download == "minimal" else None
 
 
-class BlobReader(Protocol):
-    """What fetch_outputs needs of a CAS: a Cas, or the proxy's ReadBatcher in front of one."""
-
-    def read_many(self, digests: Iterable[Digest]) -> dict[Digest, bytes]: ...
-
-    def find_missing(self, digests: Iterable[Digest]) -> set[Digest]: ...
-
-
 class Fetched(NamedTuple):
     """What fetch_outputs brought: the streams, and the outputs it left as they were because their destination
     already held their bytes (count and bytes, not downloaded)."""
@@ -184,7 +176,7 @@ class Fetched(NamedTuple):
     kept_bytes: int = 0
 
 
-def fetch_outputs(cas: BlobReader, result: re_pb2.ActionResult, prepared: PreparedAction,
+def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedAction,
                   kept: tuple[str, str] | None = None) -> Fetched:
     """Download streams and output files (all verified) and only then replace the outputs on disk, each at its
     confined destination below the exec root. An output whose destination already holds its bytes (a regular
