@@ -96,9 +96,10 @@ def read_regular(name: str, dir_fd: int | None = None, cap: int = 1 << 32) -> tu
         os.close(fd)
 
 
-def holds(name: str | os.PathLike[str], sha256: str, size: int) -> bool:
-    """Whether NAME is a regular file (not through a link) of SIZE bytes hashing to SHA256 (lowercase hex). A
-    missing file, a link, a FIFO or any error is False: the caller then writes the bytes itself."""
+def holds(name: str | os.PathLike[str], sha256: str, size: int, executable: bool = False) -> bool:
+    """Whether NAME is a regular file (not through a link) of SIZE bytes hashing to SHA256 (lowercase hex), and
+    executable by its owner when EXECUTABLE. A missing file, a link, a FIFO or any error is False: the caller then
+    writes the bytes itself."""
     import hashlib
 
     try:
@@ -107,7 +108,10 @@ def holds(name: str | os.PathLike[str], sha256: str, size: int) -> bool:
         return False
     with os.fdopen(fd, "rb") as f:
         try:
-            return os.fstat(fd).st_size == size and hashlib.file_digest(f, "sha256").hexdigest() == sha256
+            st = os.fstat(fd)
+            if st.st_size != size or (executable and not st.st_mode & stat.S_IXUSR):
+                return False
+            return hashlib.file_digest(f, "sha256").hexdigest() == sha256
         except OSError:
             return False
 

@@ -196,7 +196,7 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
             digest = Digest.from_proto(files[out].digest)
             if kept is not None and remote_stub.kept_remote(out):
                 stubs[out] = remote_stub.Stub(digest.hash, digest.size, files[out].is_executable, *kept)
-            elif safefs.holds(dest, digest.hash, digest.size):
+            elif safefs.holds(dest, digest.hash, digest.size, files[out].is_executable):
                 here.add(out)
             else:
                 wanted[out] = digest

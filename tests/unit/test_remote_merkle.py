@@ -129,6 +129,9 @@ def test_an_output_already_here_is_neither_fetched_nor_touched(tmp_path: Path) -
     result.output_files[0].is_executable = True
     fetch_outputs(cast(Any, cas), result, prepared)
     assert out.read_bytes() == b"two!" and out.stat().st_mode & 0o111
+    out.chmod(0o644)  # the bytes, but not the executable a remote link's binary must be: written again
+    assert fetch_outputs(cast(Any, cas), result, prepared).kept_outputs == 0 and out.stat().st_mode & 0o111
+    assert fetch_outputs(cast(Any, cas), result, prepared).kept_outputs == 1
     assert sorted(p.name for p in out.parent.iterdir()) == ["x.o"]
 
 
