@@ -99,7 +99,8 @@ def read_regular(name: str, dir_fd: int | None = None, cap: int = 1 << 32) -> tu
 def holds(name: str | os.PathLike[str], sha256: str, size: int, executable: bool = False) -> bool:
     """Whether NAME is a regular file (not through a link) of SIZE bytes hashing to SHA256 (lowercase hex), and
     executable by its owner when EXECUTABLE. A missing file, a link, a FIFO or any error is False: the caller then
-    writes the bytes itself."""
+    writes the bytes itself. The mode is checked one way only: a file that holds the bytes keeps the mode it has
+    (an executable bit a non-executable output need not have, 0700 where a new file would get 0755)."""
     import hashlib
 
     try:

@@ -306,7 +306,7 @@ class SharedRemote:
         with self._lock:
             executor, uploads = self._executor, self._uploads
         if executor is not None and uploads is not None:
-            out.update({f"rpc_{k}": v for k, v in sorted(executor.cas.calls.items())})
+            out.update({f"rpc_{k}": v for k, v in sorted(executor.cas.rpc_counts().items())})
             out.update(upload_rounds=uploads.flushes, upload_requests=uploads.requests,
                        cas_known_blobs=executor.cas.known_present, bytes_uploaded=executor.cas.bytes_uploaded,
                        bytes_downloaded=executor.cas.bytes_downloaded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -60,6 +61,20 @@ class Cas:
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
         self.calls: Counter[str] = Counter()  # RPCs made, by method (the proxy's stats)
+        self._count_lock = threading.Lock()
+
+    def _count(self, call: str = "", uploaded: int = 0, downloaded: int = 0) -> None:
+        """The status figures, kept by every thread that uses this client (the proxy's actions, its uploader)."""
+        with self._count_lock:
+            if call:
+                self.calls[call] += 1
+            self.bytes_uploaded += uploaded
+            self.bytes_downloaded += downloaded
+
+    def rpc_counts(self) -> dict[str, int]:
+        """RPCs made so far, by method."""
+        with self._count_lock:
+            return dict(self.calls)
 
     def _resource(self, tail: str) -> str:
         return f"{self._instance}/{tail}" if self._instance else tail
@@ -95,7 +110,7 @@ class Cas:
             )
             find = functools.partial(self._rpc, self._cas.FindMissingBlobs, req)
             resp = retry.call("FindMissingBlobs", find, self._policy)
-            self.calls["FindMissingBlobs"] += 1
+            self._count("FindMissingBlobs")
             asked = set(chunk)
             for d in resp.missing_blob_digests:
                 digest = Digest.from_proto(d)
@@ -117,12 +132,12 @@ class Cas:
         small = sorted(d for d in missing if self._fits_batch(d))
         for batch in self._batches(small):
             self._batch_update({d: todo[d].read() for d in batch})
-            self.calls["BatchUpdateBlobs"] += 1
+            self._count("BatchUpdateBlobs")
         for d in sorted(d for d in missing if not self._fits_batch(d)):
             self._write_stream(d, todo[d])
-            self.calls["ByteStream.Write"] += 1
+            self._count("ByteStream.Write")
         self._present.update(missing)
-        self.bytes_uploaded += sum(d.size for d in missing)
+        self._count(uploaded=sum(d.size for d in missing))
         return missing
 
     def forget_present(self) -> None:
@@ -218,7 +233,7 @@ class Cas:
             req = re_pb2.BatchReadBlobsRequest(instance_name=self._instance, digests=[d.to_proto() for d in batch])
             read = functools.partial(self._rpc, self._cas.BatchReadBlobs, req)
             resp = retry.call("BatchReadBlobs", read, self._policy)
-            self.calls["BatchReadBlobs"] += 1
+            self._count("BatchReadBlobs")
             for r in resp.responses:
                 digest = Digest.from_proto(r.digest)
                 if digest not in batch:
@@ -233,8 +248,8 @@ class Cas:
         for d in wanted:
             if d not in out:
                 out[d] = self._read_stream(d)
-                self.calls["ByteStream.Read"] += 1
-        self.bytes_downloaded += sum(d.size for d in wanted)
+                self._count("ByteStream.Read")
+        self._count(downloaded=sum(d.size for d in wanted))
         return out
 
     def read(self, digest: Digest) -> bytes:
@@ -250,7 +265,7 @@ class Cas:
             f.write(data)
         else:
             self._stream_into(digest, f)
-            self.bytes_downloaded += digest.size
+            self._count(downloaded=digest.size)
         f.flush()
 
     def _read_stream(self, digest: Digest) -> bytes:

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
+import pytest
+
 from goma_ext.proxy.shared import DigestMemo, Inflight, UploadBatcher
 from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.digest import Digest
@@ -84,6 +86,25 @@ def test_concurrent_uploads_share_rounds_and_each_blob_is_counted_once() -> None
         t.join(10)
     assert batcher.requests == 20 and batcher.flushes == len(cas.rounds) < 20
     assert sum(sent) == sum(d.size for d in cas.present)  # the shared blob is attributed to one action only
+
+
+def test_an_upload_thread_that_cannot_start_strands_no_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller whose thread start failed gets the error; the next caller starts the thread and is served."""
+    cas = _SlowCas()
+    batcher = UploadBatcher(cast(Cas, cas))
+    start = threading.Thread.start
+    failed: list[bool] = []
+
+    def once_failing(self: threading.Thread) -> None:
+        if not failed:
+            failed.append(True)
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", once_failing)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        batcher.ensure({_digest(1): BlobSource(data=b"1")})
+    assert batcher.ensure({_digest(2): BlobSource(data=b"2")}) == 1 and cas.rounds == [{_digest(2)}]
 
 
 def test_digest_memo_hashes_a_file_once_until_it_changes(tmp_path: Path) -> None:
