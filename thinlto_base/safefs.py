@@ -117,6 +117,17 @@ def holds(name: str | os.PathLike[str], sha256: str, size: int, executable: bool
             return False
 
 
+COPY_CHUNK = 1 << 20
+
+
+def copy_fd(src: int, dst: int) -> None:
+    """Copy src's bytes to dst (both regular files, offsets at 0)."""
+    while True:
+        n = os.sendfile(dst, src, None, COPY_CHUNK)
+        if n == 0:
+            return
+
+
 def create_exclusive(name: str, dir_fd: int | None = None, mode: int = 0o666) -> int:
     """A new file NAME opened for writing: never an existing file, never through a link."""
     return _open_nofollow(name, CREATE_FLAGS, mode, dir_fd=dir_fd)

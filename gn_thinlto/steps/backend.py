@@ -38,7 +38,7 @@ from thinlto_base.fsutil import (
     write_if_changed,
 )
 from thinlto_base.keys import BackendJob, cache_key, content_key
-from thinlto_base.safefs import create_exclusive, open_nofollow, read_regular, write_new
+from thinlto_base.safefs import copy_fd, create_exclusive, open_nofollow, read_regular, write_new
 from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 from thinlto_base.trust import Trust
 
@@ -231,8 +231,7 @@ def _stage_previous(outputs: dict[str, str], staged: dict[str, str]) -> None:
                 continue
             dst = create_exclusive(staged[kind])
             try:
-                while os.sendfile(dst, src, None, 1 << 30):
-                    pass
+                copy_fd(src, dst)
             finally:
                 os.close(dst)
         except OSError:

@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from goma_ext.worker.errors import bad_path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-COPY_CHUNK = 1 << 20
 
 
 def components(rel: str, what: str) -> list[str]:
@@ -111,14 +110,6 @@ def open_regular(root_fd: int, rel: str, what: str) -> int | None:
         os.close(fd)
         raise bad_path(f"{what} {rel!r} is not a regular file")
     return fd
-
-
-def copy_fd(src: int, dst: int) -> None:
-    """Copy src's bytes to dst (both regular files, offsets at 0)."""
-    while True:
-        n = os.sendfile(dst, src, None, COPY_CHUNK)
-        if n == 0:
-            return
 
 
 def chown_dirs(root_fd: int, uid: int, gid: int) -> None:

@@ -37,6 +37,7 @@ from goma_ext.worker.inputtree import (
     resolve_link,
     too_large,
 )
+from thinlto_base import safefs
 
 MAX_DEPTH = 64
 DEFAULT_TREE_BOUNDS = TreeBounds(nodes=500_000, file_bytes=32 << 30, depth=MAX_DEPTH)
@@ -263,7 +264,7 @@ class _Placer:
         try:
             dst = _create(path, executable)  # copied without the fork lock: a large file takes a while
             try:
-                beneath.copy_fd(src, dst)
+                safefs.copy_fd(src, dst)
             finally:
                 os.close(dst)
             forks_passed()

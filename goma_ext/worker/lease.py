@@ -33,6 +33,7 @@ from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.inputtree import Deadline, TreeBounds, check_digest, check_message_size, too_large
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
 from goma_ext.worker.sandbox import ExecFailed, Isolation, StreamTooLarge
+from thinlto_base import safefs
 
 DEFAULT_TIMEOUT_S = 600
 PATH_MAX, NAME_MAX = 4096, 255  # Linux's, for a path and for one of its names
@@ -109,7 +110,7 @@ def _own_copy(root_fd: int, out: str, uid: int, gid: int) -> None:
                 dst = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                               dir_fd=dir_fd)
                 try:
-                    beneath.copy_fd(src, dst)
+                    safefs.copy_fd(src, dst)
                     os.fchmod(dst, mode)
                     os.fchown(dst, uid, gid)
                 finally:
