@@ -57,8 +57,13 @@ def _payload(net: ShapedNet, env: dict[str, str]) -> dict[str, int]:
         ("bytes_here", "bytes_already_here"))}
 
 
+def _native_files(out: Path) -> list[Path]:
+    return list((out / "gn-thinlto").glob("*/native/**/*.o"))
+
+
 def _natives(out: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in (out / "gn-thinlto").glob("*/native/**/*.o")}
+    """The natives' bytes (for the edit's comparison)."""
+    return {p: p.read_bytes() for p in _native_files(out)}
 
 
 def _mb(n: int | None) -> float | None:
@@ -104,9 +109,8 @@ def _build(net: ShapedNet, subject: subjects.Subject, out: Path, endpoint: str, 
     # the backends, and the remote final links (minimal) with their CAS payload down and up
     now = _reports(out)
     rep, links = _since(now[0], earlier and earlier[0]), _since(now[1], earlier and earlier[1])
-    after = _natives(out)
-    natives = sum(len(b) for b in after.values())
-    changed = [b for p, b in after.items() if before.get(p) != b] if tag == "edit" else []
+    natives = sum(p.stat().st_size for p in _native_files(out))
+    changed = [b for p, b in _natives(out).items() if before.get(p) != b] if tag == "edit" else []
     linked, final = _final_bytes(out, subject.root)
     row = {"link": link, "download": download, "compression": compression, "build": tag, "wall_s": round(s.wall_s, 1), "actions": rep["runs"],
            "remote_executions": rep["remote_executions"], "cache_hits": rep["cache_hits"],
