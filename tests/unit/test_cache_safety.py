@@ -12,7 +12,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from gn_thinlto.cli import cache as cache_cli
 from gn_thinlto.steps.backend_log import CacheEvent, record
+from tests.bounded import returns_within
 from thinlto_base.fsutil import sweep_temporaries, write_if_changed
 from thinlto_base.policy import CachePolicy
 from thinlto_base.prune import STALE_TMP_S, prune, prune_if_due
@@ -46,12 +46,7 @@ def _blob(store: CacheStore, data: bytes = DATA) -> Path:
 
 def _fetch_with_timeout(store: CacheStore, dest: Path, seconds: float = 10) -> bool:
     """fetch_outputs in a thread: a reader that blocks (on a FIFO) fails the test instead of hanging it."""
-    result: list[bool] = []
-    thread = threading.Thread(target=lambda: result.append(fetch_outputs(store, KEY, {"o": str(dest)})), daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert result, "fetch_outputs blocked"
-    return result[0]
+    return returns_within(lambda: fetch_outputs(store, KEY, {"o": str(dest)}), seconds)
 
 
 def test_entries_are_written_0644_and_name_their_key(tmp_path: Path) -> None:

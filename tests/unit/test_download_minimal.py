@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from goma_ext.reapi.errors import RemoteConfigError
 from goma_ext.remote.config import RemoteConfig, download_from_flags, load_config
 from goma_ext.remote.fetch import FetchError, materialize
 from goma_ext.remote.remote_link import ABS_DIR, Unlinkable, gnu_quote, gnu_split, link_files
+from tests.bounded import returns_within
 from thinlto_base import remote_stub
 from thinlto_base import store as store_module
 from thinlto_base.keys import BackendJob, cache_key
@@ -56,12 +56,7 @@ def test_holds_is_the_same_stand_in_or_the_object_itself(tmp_path: Path) -> None
     assert not remote_stub.holds(path, stub) and remote_stub.read_stub(path) == stub
     path.unlink()
     os.mkfifo(path)  # neither check blocks on a FIFO
-    answers: list[object] = []
-    thread = threading.Thread(target=lambda: answers.extend(
-        [remote_stub.holds(path, stub), remote_stub.read_stub(path)]), daemon=True)
-    thread.start()
-    thread.join(10)
-    assert answers == [False, None]
+    assert returns_within(lambda: (remote_stub.holds(path, stub), remote_stub.read_stub(path))) == (False, None)
 
 
 def test_the_setting_is_checked_and_carried() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +16,7 @@ from goma_ext.reapi.errors import InputError
 from goma_ext.reapi.merkle import build_input_tree
 from goma_ext.reapi.proto import re_pb2
 from goma_ext.remote.client import check_arguments, exec_relative
+from tests.bounded import returns_within
 
 
 def _tree(root: Path) -> None:
@@ -95,7 +95,7 @@ def test_an_output_already_here_is_neither_fetched_nor_touched(tmp_path: Path) -
     """The restat case of an incremental build: a backend reruns (its index changed) to the same object. Its bytes
     are not downloaded, and the file keeps its mtime; anything else at the destination is replaced, never
     followed or read blocking."""
-    from goma_ext.remote.client import Fetched, fetch_outputs
+    from goma_ext.remote.client import fetch_outputs
 
     out = tmp_path / "obj" / "x.o"
     prepared = cast(Any, SimpleNamespace(outputs=("obj/x.o",), destinations=(out,)))
@@ -117,12 +117,8 @@ def test_an_output_already_here_is_neither_fetched_nor_touched(tmp_path: Path) -
             os.mkfifo(out)
         else:
             out.write_bytes(b"two")
-        fetched: list[Fetched] = []  # in a thread: a check that blocked on the FIFO fails the test, not hangs it
-        thread = threading.Thread(target=lambda: fetched.append(
-            fetch_outputs(cast(Any, cas), _result("obj/x.o", b"one"), prepared)), daemon=True)
-        thread.start()
-        thread.join(10)
-        assert fetched and fetched[0].kept_outputs == 0 and cas.asked[-1] == [Digest.of_bytes(b"one")], planted
+        got = returns_within(lambda: fetch_outputs(cast(Any, cas), _result("obj/x.o", b"one"), prepared))
+        assert got.kept_outputs == 0 and cas.asked[-1] == [Digest.of_bytes(b"one")], planted
         assert not out.is_symlink() and out.read_bytes() == b"one" and target.read_bytes() == b"one", planted
     cas = _ReadsCounted(b"two!")
     result = _result("obj/x.o", b"two!")
