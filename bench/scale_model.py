@@ -37,7 +37,7 @@ Assumptions (the numbers are options; all are printed with the results):
    shard's share when the jobs' command lines (all distinct in a build) are hashed over the shards as the client
    hashes them (proxy_protocol.shard_of). The build directory's step servers ([lean]) likewise: bound = jobs ×
    their CPU per action / step servers. Both counts default to what `auto` picks on the build machine's cores
-   (one proxy per 4 cores, one step server per 8), and the client bound (5) counts the proxies' CPU too.
+   (one proxy per 2 cores, one step server per 4), and the client bound (5) counts the proxies' CPU too.
 7. The backend phase takes the largest of the list-scheduling makespan, the proxy and step-server bounds and the
    client bound: they overlap, they do not add up. The bound that dominates is the largest of five lower bounds:
    remote cores (total job time / cores), the longest single job, the proxy, the step server, the client CPU.
@@ -153,8 +153,8 @@ class Shape:
     product_modules: int = 35_000
     test_backends: int = 5_000
     build_cores: int = 32
-    proxy_shards: int = 8  # `auto` on 32 cores (goma_ext.remote.proxy_protocol.default_shards)
-    step_servers: int = 4  # `auto` on 32 cores (gn_thinlto.steps.step_args.default_servers)
+    proxy_shards: int = 16  # `auto` on 32 cores (goma_ext.remote.proxy_protocol.default_shards)
+    step_servers: int = 8  # `auto` on 32 cores (gn_thinlto.steps.step_args.default_servers)
 
     @property
     def backend_jobs(self) -> int:
@@ -489,8 +489,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--product-modules", type=int, default=Shape.product_modules)
     p.add_argument("--test-backends", type=int, default=Shape.test_backends)
     p.add_argument("--build-cores", type=int, default=Shape.build_cores)
-    p.add_argument("--proxy-shards", type=int, help="proxy shards (default: auto on --build-cores, one per 4)")
-    p.add_argument("--step-servers", type=int, help="step servers (default: auto on --build-cores, one per 8)")
+    p.add_argument("--proxy-shards", type=int, help="proxy shards (default: auto on --build-cores, one per 2)")
+    p.add_argument("--step-servers", type=int, help="step servers (default: auto on --build-cores, one per 4)")
     p.add_argument("--factors", type=_floats, default=[1.0, 3.0], help="compile-time factors (default: 1,3)")
     p.add_argument("--cores", type=_ints, default=[100, 1000], help="remote cores of the table (default: 100,1000)")
     p.add_argument("--seed", type=int, default=1, help="seed of the compile-time sample")

@@ -18,7 +18,7 @@ Example (every key optional):
     cache_trusted_writers: [ci-bot]  # whose cache entries your builds use besides yours and root's
     backend_cache: true           # false: every backend edge ninja runs runs the compiler (no sharing)
     step_server: true             # false: each backend edge runs the Python step itself (no launcher, no server)
-    step_servers: auto            # step servers per build directory: auto (one per 8 cores, 1-8) or 1-16
+    step_servers: auto            # step servers per build directory: auto (one per 4 cores, 1-8) or 1-16
     remote:                       # run backends over REAPI (schema: goma_ext.remote.config; README "Remote")
       endpoint: grpc://127.0.0.1:8980
     lto_partitions: auto          # the regular-LTO module's code generation: auto, off, or a number of edges

@@ -62,9 +62,9 @@ def socket_path(step_command: Sequence[str], state_dir: str) -> str:
 SERVERS_ENV = "GN_THINLTO_STEP_SERVER"  # the launcher tells the Python step which server's socket it chose
 MAX_SERVERS = 16
 # `auto`: one step server per this many cores, at most AUTO_SERVERS. A server is one Python process (the GIL), a few
-# ms of CPU per remote action: at 1,000 remote cores a 64-core machine needs 6 or more (docs/benchmarks.md, "The
-# scale model with shards").
-CORES_PER_SERVER = 8
+# ms of CPU per remote action: at 1,000 remote cores a build directory needs 6 or more, on a 32-core machine as on a
+# 64-core one (docs/benchmarks.md, "The scale model with shards").
+CORES_PER_SERVER = 4
 AUTO_SERVERS = 8
 
 

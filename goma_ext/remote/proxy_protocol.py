@@ -52,10 +52,11 @@ SILENCE_ENV = "GOMA_EXT_PROXY_TIMEOUT"  # seconds without a frame before a clien
 DEFAULT_SILENCE_S = 20.0
 SHARDS_ENV = "GOMA_EXT_PROXY_SHARDS"  # proxy processes per endpoint; default from the machine (default_shards)
 # One proxy per this many cores. A shard is one Python process (the GIL): at a few ms of CPU per executed action,
-# one serves a few hundred actions a second. A remote build leaves its own cores mostly idle during the backend
-# phase, so up to a quarter of them may go to proxies: at 1,000 remote cores a 64-core machine needs 12 or more
+# one serves a few hundred actions a second, and 1,000 remote cores ask for 12 or more. A remote build leaves its own
+# cores mostly idle during the backend phase, and a shard spends CPU only on the actions it serves, so up to half of
+# them may be proxies: all the shards together use about a third of a 32-core machine's cores at that rate
 # (docs/benchmarks.md, "The scale model with shards").
-CORES_PER_SHARD = 4
+CORES_PER_SHARD = 2
 MAX_SHARDS = 16
 HUNG_HOLD_S = 30.0  # after a hung proxy, later clients run locally for this long instead of waiting too
 # (NAME, DEFAULT, MEANING) for docs/reference/environment.md.

@@ -30,13 +30,15 @@ def test_shard_count_from_the_environment_else_the_machine(monkeypatch: pytest.M
     assert wire.shard_count({wire.SHARDS_ENV: "3"}) == 3
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert wire.shard_count({}) == 1
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    assert wire.shard_count({}) == 2
     monkeypatch.setattr("os.cpu_count", lambda: 32)
-    assert wire.shard_count({}) == 8
+    assert wire.shard_count({}) == 16
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     assert wire.shard_count({}) == 16
     monkeypatch.setattr("os.cpu_count", lambda: 512)
     assert wire.shard_count({}) == wire.MAX_SHARDS
-    assert wire.default_shards(8) == 2
+    assert wire.default_shards(8) == 4
     for bad in ("0", "17", "two", "-1"):
         with pytest.raises(ValueError):
             wire.shard_count({wire.SHARDS_ENV: bad})
@@ -64,6 +66,6 @@ def test_the_full_client_picks_the_shard_the_thin_client_picks(tmp_path: Path) -
 
 
 def test_auto_step_servers_follow_the_machine() -> None:
-    """[scale] `step_servers: auto`: one per 8 cores, 1 to 8 (at 1,000 remote cores a 64-core machine needs 6 or
+    """[scale] `step_servers: auto`: one per 4 cores, 1 to 8 (at 1,000 remote cores a build directory needs 6 or
     more: docs/benchmarks.md, "The scale model with shards")."""
-    assert [default_servers(n) for n in (1, 2, 8, 16, 32, 64, 512)] == [1, 1, 1, 2, 4, 8, 8]
+    assert [default_servers(n) for n in (1, 2, 4, 8, 16, 32, 64, 512)] == [1, 1, 1, 2, 4, 8, 8, 8]
