@@ -172,3 +172,39 @@ def unlink_quiet(name: str, dir_fd: int | None = None) -> None:
         os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
         pass
+
+
+def unsafe_dir(path: str | os.PathLike[str]) -> str | None:
+    """Why PATH is not a directory that only this user (and root) can change, or None when it is one: PATH itself a
+    directory, not a link, of this effective user and writable by no one else; every directory above it (after
+    resolving links) root's or this user's, and writable by others only with the sticky bit (as /tmp is), so no one
+    else can rename or replace what lies below. A root-side step that creates, chmods or removes things under
+    PATH by path is then safe from other local users. PATH itself may not be a link (its parent may be)."""
+    euid = os.geteuid()
+    absolute = os.path.abspath(path)
+    real = os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+    try:
+        st = os.lstat(real)
+    except OSError as e:
+        return e.strerror or str(e)
+    if not stat.S_ISDIR(st.st_mode):
+        return "a link, not a directory" if stat.S_ISLNK(st.st_mode) else "not a directory"
+    if st.st_uid != euid:
+        return f"owned by uid {st.st_uid}, not by uid {euid}"
+    if st.st_mode & 0o022:
+        return f"writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    parent = os.path.dirname(real)
+    while True:
+        try:
+            st = os.lstat(parent)
+        except OSError as e:
+            return f"{parent}: {e.strerror or e}"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{parent} is not a directory"
+        if st.st_uid not in (0, euid):
+            return f"{parent} is owned by uid {st.st_uid}, who could replace what lies below it"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return f"{parent} is writable by others without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})"
+        if parent == "/":
+            return None
+        parent = os.path.dirname(parent)

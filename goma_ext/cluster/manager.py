@@ -461,6 +461,9 @@ def start(spec: ClusterSpec) -> ClusterState:
     and workers; `server`: PostgreSQL, redis, BuildGrid and the CAS cleanup; `worker`: workers only."""
     (spec.state / "logs").mkdir(parents=True, exist_ok=True)
     st = load(spec.state) or _initial_state(spec)
+    if st.sandbox_dir:
+        sandbox_dir, owned = sandboxing.reusable_sandbox_dir(spec.state, st.sandbox_dir, st.sandbox_dir_owned)
+        st = replace(st, sandbox_dir=sandbox_dir, sandbox_dir_owned=owned)
     if st.host_role is not spec.role:
         raise ClusterError(f"{spec.state} holds a --role {st.role} host; start it with --role {st.role} "
                            "(or use another --state)")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from goma_ext.cluster.postgres import ClusterError
 from goma_ext.worker.cli import DEFAULT_RUNNER
+from thinlto_base import safefs
 
 
 def ensure_runner(name: str | None) -> str | None:
@@ -55,3 +56,15 @@ def choose_sandbox_dir(state: Path) -> tuple[Path, bool]:
     made = Path(tempfile.mkdtemp(prefix="goma-ext-sandboxes-"))
     os.chmod(made, 0o711)
     return made, True
+
+
+def reusable_sandbox_dir(state: Path, path: str, owned: bool) -> tuple[str, bool]:
+    """The sandbox directory a restarted cluster uses: PATH as it was, unless the cluster made it in the temp dir
+    (OWNED) and it is now gone or no longer a private directory of ours. After a reboot emptied the temp dir,
+    anyone could make a directory under the old, known name, with links in it that the worker's clean-up of
+    stale boxes would follow as root; so such a directory is never taken back, and a new one is made."""
+    if not owned or safefs.unsafe_dir(path) is None:
+        return path, owned
+    made, made_owned = choose_sandbox_dir(state)
+    return str(made.resolve()), made_owned
+

@@ -26,6 +26,7 @@ from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.lease import probe, remove_box
 from goma_ext.worker.policy import Allowlist, Offer, PlatformError
 from goma_ext.worker.sandbox import BASE_ROOT_MOUNT_POINTS, DEFAULT_RO_PATHS, Isolation, IsolationMode, Limits, RunAs
+from thinlto_base import safefs
 
 # Bare names are looked up on PATH; /usr/lib/llvm-N/bin/clang{,++} serve actions whose argv[0] is `clang`/`clang++`.
 DEFAULT_COMPILERS = tuple(
@@ -234,7 +235,18 @@ def _sandbox_base(args: argparse.Namespace) -> Path:
     except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
         flag = "--sandbox-dir" if args.sandbox_dir else "--work-dir"
         raise WorkerConfigError(f"{flag} {shown(given)}: {reason(e) if isinstance(e, OSError) else e}") from None
+    _check_private(base, "--sandbox-dir" if args.sandbox_dir else "--work-dir")
     return base
+
+
+def _check_private(path: Path, flag: str) -> None:
+    """The worker creates, chmods and removes boxes below PATH as its own user (root, usually): refused unless no
+    other user can change PATH or replace a directory above it (a directory planted in /tmp under a name the
+    worker will use would make it remove whatever that directory's links lead to)."""
+    why = safefs.unsafe_dir(path)
+    if why is not None:
+        raise WorkerConfigError(f"{flag} {shown(path)}: {why}; the worker removes and creates files there, so only "
+                                "its own user may be able to change it")
 
 
 def _check_isolation(args: argparse.Namespace) -> Isolation:
@@ -275,6 +287,7 @@ def _serve_one(args: argparse.Namespace, cfg: RemoteConfig) -> int:
     try:
         s.work_dir.mkdir(parents=True, exist_ok=True)
         sandboxes.mkdir(mode=0o711, exist_ok=True)
+        _check_private(sandboxes, "--sandbox-dir" if args.sandbox_dir else "--work-dir")
         os.chmod(sandboxes, 0o711)
         stale_sandboxes = list(sandboxes.iterdir())
     except OSError as e:

@@ -47,3 +47,104 @@ def test_a_state_dir_the_runner_cannot_reach_gets_a_private_0711_sandbox_dir(tmp
         assert sandboxing.searchable_by_others(made)
     finally:
         shutil.rmtree(made)
+
+
+NOBODY = 65534
+
+
+def test_unsafe_dir_takes_only_a_directory_no_one_else_can_change(tmp_path: Path) -> None:
+    from thinlto_base.safefs import unsafe_dir
+
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    assert unsafe_dir(mine) is None
+    (tmp_path / "link").symlink_to(mine)
+    assert unsafe_dir(tmp_path / "link") == "a link, not a directory"
+    (mine / "sub").mkdir(mode=0o700)
+    assert unsafe_dir(tmp_path / "link" / "sub") is None  # a link above PATH is resolved, then checked
+    os.chmod(mine, 0o770)
+    assert "writable by others (mode 770)" in (unsafe_dir(mine) or "")
+    os.chmod(mine, 0o700)
+    (tmp_path / "file").write_text("")
+    assert unsafe_dir(tmp_path / "file") == "not a directory"
+    assert unsafe_dir(tmp_path / "missing") is not None
+    open_parent = tmp_path / "open"
+    (open_parent / "below").mkdir(parents=True, mode=0o700)
+    os.chmod(open_parent, 0o777)
+    assert "writable by others without the sticky bit" in (unsafe_dir(open_parent / "below") or "")
+    os.chmod(open_parent, 0o1777)  # as /tmp is: no one else can rename what is ours in it
+    assert unsafe_dir(open_parent / "below") is None
+
+
+@as_root
+def test_a_directory_under_another_users_directory_is_refused(tmp_path: Path) -> None:
+    from thinlto_base.safefs import unsafe_dir
+
+    theirs = tmp_path / "theirs"
+    (theirs / "ours").mkdir(parents=True, mode=0o700)
+    os.chown(theirs, NOBODY, NOBODY)
+    assert "owned by uid 65534, who could replace what lies below it" in (unsafe_dir(theirs / "ours") or "")
+    assert "owned by uid 65534, not by uid 0" in (unsafe_dir(theirs) or "")
+
+
+def _worker(*args: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "goma_ext.cli", "worker", "--remote", "grpc://127.0.0.1:9",
+                           "--isolation", "none", "--bot-id", "bot", *args],
+                          capture_output=True, text=True, check=False, timeout=60)
+
+
+@as_root
+def test_the_worker_refuses_a_sandbox_dir_another_user_planted_and_touches_nothing_behind_it(tmp_path: Path) -> None:
+    """[harden] After a reboot empties /tmp, anyone can make a directory under the name a root cluster's sandbox
+    directory had, with a link named after a bot in it: the worker's clean-up of stale boxes would chmod the link's
+    target and remove everything in it, as root."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    (victim / "precious").write_text("keep me")
+    planted = tmp_path / "planted"
+    planted.mkdir(mode=0o755)
+    (planted / "bot-0").symlink_to(victim)
+    os.lchown(planted / "bot-0", NOBODY, NOBODY)
+    os.chown(planted, NOBODY, NOBODY)
+    for extra in ((), ("--index", "0")):
+        proc = _worker("--work-dir", str(tmp_path / "work"), "--sandbox-dir", str(planted), *extra)
+        assert proc.returncode != 0
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--sandbox-dir" in lines[0] and "owned by uid 65534" in lines[0], proc.stderr
+        assert (victim / "precious").read_text() == "keep me" and stat.S_IMODE(victim.stat().st_mode) == 0o755
+    # a bot directory that is a link, in a base of root's own (only root could have made it; refused all the same)
+    base = tmp_path / "base"
+    base.mkdir(mode=0o711)
+    (base / "bot-0").symlink_to(victim)
+    proc = _worker("--work-dir", str(tmp_path / "work"), "--sandbox-dir", str(base), "--index", "0")
+    assert proc.returncode != 0 and "a link, not a directory" in proc.stderr, proc.stderr
+    assert (victim / "precious").read_text() == "keep me" and stat.S_IMODE(victim.stat().st_mode) == 0o755
+
+
+@as_root
+def test_a_restarted_cluster_never_takes_back_a_sandbox_dir_it_made_once_it_is_gone_or_not_its_own(
+        tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir(mode=0o700)
+    state = hidden / "state"
+    made, owned = sandboxing.choose_sandbox_dir(state)
+    again: list[str] = []
+    try:
+        assert sandboxing.reusable_sandbox_dir(state, str(made), owned) == (str(made), True)  # still ours: kept
+        os.rmdir(made)  # a reboot emptied the temp dir ...
+        made.mkdir(mode=0o755)
+        os.chown(made, NOBODY, NOBODY)  # ... and someone made a directory under its name
+        path, owned_again = sandboxing.reusable_sandbox_dir(state, str(made), owned)
+        again.append(path)
+        assert owned_again and path != str(made) and Path(path).stat().st_uid == 0
+        os.rmdir(made)
+        path, _ = sandboxing.reusable_sandbox_dir(state, str(made), owned)  # gone: a new one too
+        again.append(path)
+        assert path != str(made) and Path(path).is_dir()
+        assert sandboxing.reusable_sandbox_dir(state, str(tmp_path / "given"), False) == (str(tmp_path / "given"),
+                                                                                         False)
+    finally:
+        for p in (made, *map(Path, again)):
+            shutil.rmtree(p, ignore_errors=True)
