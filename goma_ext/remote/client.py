@@ -180,8 +180,10 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
                   kept: tuple[str, str] | None = None) -> Fetched:
     """Download streams and output files (all verified) and only then replace the outputs on disk, each at its
     confined destination below the exec root. An output whose destination already holds its bytes (a regular
-    file of that digest) is neither downloaded nor touched: ninja's restat sees it unchanged, and an incremental
-    build's backends that rerun to the same object bring nothing down. With KEPT (`download: minimal`: endpoint
+    file of that digest) is not downloaded, only given a new modification time, as the compiler or linker would
+    have given it by writing it: a ninja rule without restat (a link) would otherwise run again at every build.
+    An incremental build's backends that rerun to the same object bring nothing down (the backend step copies
+    the staged object to the edge's output only when it changed, so restat still stops there). With KEPT (`download: minimal`: endpoint
     and instance), native objects are not downloaded: a stand-in naming the digest takes their place
     (thinlto_base.remote_stub)."""
     outputs = prepared.outputs
@@ -217,8 +219,10 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
             stub = stubs.get(out)
             if out in wanted:
                 _write_atomically(dest, blobs[wanted[out]], files[out].is_executable)
-            elif stub is not None and not remote_stub.holds(dest, stub):  # the object's bytes already here stay
+            elif stub is not None and not remote_stub.holds(dest, stub):
                 _write_atomically(dest, stub.text(), False)
+            else:  # its bytes (or the object's) already here: a new mtime, never through a link planted since
+                os.utime(dest, follow_symlinks=False)
     return Fetched(stdout, stderr, len(here), sum(files[out].digest.size_bytes for out in here))
 
 
