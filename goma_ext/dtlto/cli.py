@@ -13,6 +13,7 @@ passes on.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import os
 import shlex
@@ -147,6 +148,8 @@ def settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
         raise GomaExtError(f"dtlto.cache_trusted_writers: expected a list of user names or uids, got {writers!r}")
     stats_log = _path(args.stats_log or dtlto.get("stats_log") or DTLTO_STATS_LOG, "--stats-log", False)
     cfg = load_config(remote, env, {"endpoint": args.remote, "instance": args.instance})
+    if cfg is not None:  # lld links the objects in its own process: they must come down (never stand-ins)
+        cfg = dataclasses.replace(cfg, download="all")
     return Settings(
         remote=cfg, cache=CacheStore(cache, Trust([str(w) for w in writers])), cache_policy=policy,
         slots=Slots(_path(args.slots_dir or dtlto.get("slots_dir") or default_dir(), "--slots-dir", True), jobs),
