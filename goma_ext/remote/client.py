@@ -183,9 +183,9 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
     file of that digest) is not downloaded, only given a new modification time, as the compiler or linker would
     have given it by writing it: a ninja rule without restat (a link) would otherwise run again at every build.
     An incremental build's backends that rerun to the same object bring nothing down (the backend step copies
-    the staged object to the edge's output only when it changed, so restat still stops there). With KEPT (`download: minimal`: endpoint
-    and instance), native objects are not downloaded: a stand-in naming the digest takes their place
-    (thinlto_base.remote_stub)."""
+    the staged object to the edge's output only when it changed, so restat still stops there). With KEPT
+    (`download: minimal`: endpoint and instance), native objects are not downloaded: a stand-in naming the
+    digest takes their place (thinlto_base.remote_stub)."""
     outputs = prepared.outputs
     files = {f.path: f for f in result.output_files}
     wanted: dict[str, Digest] = {}

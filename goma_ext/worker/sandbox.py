@@ -78,6 +78,9 @@ class ExecFailed(GomaExtError):
         self.text_busy = text_busy
 
 
+SHM_BYTES = 64 << 20  # the sandbox's /dev/shm (POSIX shared memory and semaphores), a tmpfs like /tmp
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-action limits; 0 means unlimited. The first five are the action's rlimits and wall time; the rest bound
@@ -166,6 +169,9 @@ def bwrap_argv(
     args += ["--ro-bind", str(iso.base_root), "/"] if iso.base_root else _ro_args(iso.ro_paths)
     tmp_size = ["--size", str(iso.limits.tmp_bytes)] if iso.limits.tmp_bytes else []
     args += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]  # /tmp: private, bounded
+    # --dev's /dev is a tmpfs the action could fill (half the RAM, beyond --memory's reach): read-only, with a small
+    # /dev/shm of its own (the devices stay writable: they are bind mounts of the host's /dev/null and the like)
+    args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     if exe is not None and not any(exe.is_relative_to(p) for p in iso.ro_paths if not os.path.islink(p)):
         args += ["--ro-bind", str(exe), str(exe)]  # an allow-listed program outside the system paths
     args += ["--bind", str(root), INPUT_ROOT]

@@ -95,14 +95,30 @@ def test_reading_a_root_only_file_fails(attacker: Attacker, path: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["../../../../../../etc/gx-escape-{}.o", "/etc/gx-escape-{}.o",
-                                    "../../../../../../tmp/gx-escape-{}.o", "/tmp/gx-escape-{}.o"])
+                                    "../../../../../../tmp/gx-escape-{}.o", "/tmp/gx-escape-{}.o",
+                                    "/dev/gx-escape-{}.o", "/dev/shm/gx-escape-{}.o"])
 def test_writing_outside_the_input_root_leaves_no_file(attacker: Attacker, source: Path, target: str) -> None:
     target = target.format(os.getpid())
     host = Path("/") / os.path.normpath(target).lstrip("./")
     out = attacker.send(["clang-19", "-c", "a.c", "-o", target], {"a.c": source})
-    if host.parts[1] == "etc":  # read-only in the sandbox: the compiler fails
+    if host.parts[1] == "etc" or host.parent == Path("/dev"):  # read-only in the sandbox: the compiler fails
         assert out["exit_code"] != 0 and "Read-only file system" in out["stderr"], out
-    assert not host.exists()  # /tmp in the sandbox is a private tmpfs: the file there vanished with it
+    assert not host.exists()  # /tmp and /dev/shm in the sandbox are private tmpfs: the file there vanished with it
+
+
+def test_filling_dev_shm_stops_at_its_size(attacker: Attacker, tmp_path: Path) -> None:
+    """/dev/shm is a tmpfs of the sandbox's own, bounded (--dev's /dev is half the RAM, which --memory does not
+    count): writing past its size fails with ENOSPC instead of taking the host's memory."""
+    from goma_ext.worker.sandbox import SHM_BYTES
+
+    # a few hundred bytes that the preprocessor expands to 80 MB: 1,000 characters 80,000 times
+    blow = "".join(f"#define {n} {' '.join([p] * k)}\n" for n, p, k in (("B", "A", 10), ("C", "B", 10),
+                                                                      ("D", "C", 10), ("E", "D", 10), ("F", "E", 8)))
+    src = attacker.put("blow.c", f'#define A "{"x" * 1000}"\n{blow}F\n'.encode())
+    assert 80_000 * 1000 > SHM_BYTES
+    out = attacker.send(["clang-19", "-E", "-P", "blow.c", "-o", "/dev/shm/blow.i"], {"blow.c": src}, outputs=())
+    assert out["exit_code"] != 0, out
+    assert "No space left on device" in out["stderr"] or "Read-only file system" in out["stderr"], out["stderr"][-500:]
 
 
 def test_a_plugin_runs_unprivileged_and_its_background_process_dies_with_the_lease(

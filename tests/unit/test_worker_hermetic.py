@@ -38,7 +38,7 @@ def test_a_base_root_is_the_sandbox_root_and_no_host_path_is_bound(tmp_path: Pat
     assert argv[argv.index("--tmpfs") - 2:argv.index("--tmpfs") + 2] == ["--size", str(1 << 30), "--tmpfs", "/tmp"]
     assert argv[argv.index("--chdir") + 1] == "/b/out/x"
     assert argv[argv.index("LD_LIBRARY_PATH") + 1] == "l" and sandbox.TOOL_DIR not in " ".join(argv)
-    assert argv[argv.index("--remount-ro"):] == [
+    assert argv[argv.index("--json-status-fd") - 2:] == [
         "--remount-ro", "/", "--json-status-fd", "7", "--", "../../tc/bin/clang", "-c", "a.c"]
 
 

@@ -24,6 +24,7 @@ from goma_ext.worker.lease import execute_lease, hand_over, probe, remove_box
 from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.sandbox import (
     NOT_ISOLATED,
+    SHM_BYTES,
     Isolation,
     IsolationMode,
     Limits,
@@ -66,7 +67,11 @@ def test_sandbox_command_line_is_closed_by_default(tmp_path: Path) -> None:
                       {"LANG": "C", "PATH": "/usr/bin"}, 9)
     for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--clearenv"):
         assert flag in argv
-    tail = argv[argv.index("--remount-ro"):]
+    # a bounded /tmp, /dev read-only but for a small /dev/shm of the sandbox's own; / read-only last
+    dev = argv.index("--dev")
+    assert argv[dev:dev + 12] == ["--dev", "/dev", "--size", argv[dev + 3], "--tmpfs", "/tmp", "--size",
+                                  str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    tail = argv[argv.index("--json-status-fd") - 2:]
     assert tail == ["--remount-ro", "/", "--json-status-fd", "9", "--", "clang-19", "-c", "a.c"]
     binds = {argv[i + 1] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind")}
     assert binds <= {"/usr", "/etc/ld.so.cache", str(tmp_path)} and not {"/", "/root", "/home", "/etc"} & binds
