@@ -17,9 +17,11 @@ from thinlto_base import safefs
 
 MAGIC = b"!<gn-thinlto remote output>\n"
 MAX_STUB_BYTES = 4096  # a stand-in is a few hundred bytes; a larger file is never one
-# What `minimal` keeps in the CAS: native objects and their split-DWARF files. Anything else an action writes
-# (the optimized module of a two-step backend, which the next action reads) comes down.
-STUB_SUFFIXES = (".o", ".dwo")
+# What `minimal` keeps in the CAS: native objects, which only the (remote) final link reads. Anything else an
+# action writes comes down: the optimized module of a two-step backend (the next action reads it), and the
+# split-DWARF .dwo files, which a link command's local post-link steps read (Chromium's `llvm-dwp` after the link).
+STUB_SUFFIXES = (".o",)
+FETCH_SUFFIXES = (".o", ".dwo")  # what `goma-ext fetch DIR` looks at: .dwo stand-ins of builds before 2026-12-07
 _HEX = frozenset("0123456789abcdef")
 
 

@@ -160,7 +160,7 @@ def _expand(paths: Iterable[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(remote_stub.STUB_SUFFIXES))
+            out += sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(remote_stub.FETCH_SUFFIXES))
         else:
             out.append(p)
     return out

@@ -24,6 +24,7 @@ from goma_ext.remote.config import DEFAULT_STATS_LOG
 from tests.builds import Build, copy_without_backends
 from tests.conftest import FISSION_ARGS
 from tests.remote.conftest import INSTANCE, Cluster
+from thinlto_base import remote_stub
 
 JOBS = "6"
 
@@ -119,16 +120,23 @@ def test_example_builds_remotely_byte_identical_then_from_the_cache(cluster: Clu
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("download", ["all", "minimal"])
 def test_split_dwarf_backends_bring_their_dwo_files_back(cluster: Cluster, tmp_path: Path, salt: str,
-                                                         example_fission: Build) -> None:
+                                                         example_fission: Build, download: str) -> None:
     """[chromium] -gsplit-dwarf on the link line with remote backends: each remote action declares its .dwo as
     an output, so the object and its .dwo come back, equal to a local build's, and the binary's skeleton
-    units name files that exist. (calc alone: every backend is the same kind of action.) The local build is the
-    run's (`example_fission`), whose compiles the remote build's copy starts from."""
+    units name files that exist. Under `download: minimal` too, where the objects stay in the CAS: a link
+    command's local post-link steps (Chromium's llvm-dwp) read the .dwo files. (calc alone: every backend is the
+    same kind of action.) The local build is the run's (`example_fission`), whose compiles the remote build's
+    copy starts from."""
     local = example_fission.out
     remote_b = copy_without_backends(example_fission, tmp_path / "remote")
-    _gen(remote_b, cluster.endpoint, "--args", FISSION_ARGS)
+    config = tmp_path / "gn_thinlto.yaml"
+    config.write_text(f"remote:\n  download: {download}\n")
+    _gen(remote_b, cluster.endpoint, "--args", FISSION_ARGS, "--config", str(config))
     _ninja(remote_b.out, salt + "-fission", targets=("calc",))
+    natives = [p.read_bytes() for p in (remote_b.out / "gn-thinlto").glob("calc/native/**/*.o")]
+    assert natives and all(remote_stub.is_stub_bytes(n) == (download == "minimal") for n in natives)
     remote = remote_b.out
     summary = stats.report(remote)
     assert summary["runs"] > 10 and summary["remote_executions"] == summary["runs"], summary
