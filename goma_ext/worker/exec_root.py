@@ -134,13 +134,15 @@ def materialise(
 
     sandbox.mkdir(mode=0o700, exist_ok=True)
     walk(root, sandbox, "")
-    for link, target, _rel in links:
+    for n, (link, target, _rel) in enumerate(links):
+        if n % DEADLINE_EVERY == 0:
+            deadline.check("creating the input symlinks")
         if posixpath.isabs(target):
             raise bad_path(f"input symlink {_rel} -> {target} is absolute")
         os.symlink(target, link)
     look = disk_lookup(sandbox)
     for _link, target, rel in links:  # every link in place first: a chain resolves through the others
-        resolve_link(rel, target, look)
+        resolve_link(rel, target, look, deadline)
     placer = _Placer(sandbox, cache, share)
     missing: dict[Digest, list[tuple[Path, bool]]] = {}
     for n, (path, d, executable) in enumerate(files):

@@ -70,6 +70,7 @@ class Deadline:
 
 
 NO_DEADLINE = Deadline()
+LINK_STEPS_PER_CHECK = 4096  # path components resolved between two looks at the deadline
 
 
 def check_name(name: str) -> str:
@@ -195,18 +196,23 @@ def disk_lookup(root: Path) -> Lookup:
     return look
 
 
-def resolve_link(link: str, target: str, look: Lookup) -> str:
+def resolve_link(link: str, target: str, look: Lookup, deadline: Deadline = NO_DEADLINE) -> str:
     """Where the symlink at `link` (relative to the tree's top) leads, resolved as the kernel resolves a path: one
     component at a time, `..` taken physically (after a link, from the directory the link led to), links inside the
     target followed (at most MAX_LINK_HOPS). A missing component is taken as it is (the action may create it).
-    Refused: an absolute target, and any resolution that leaves the tree."""
+    Refused: an absolute target, and any resolution that leaves the tree. One link may take tens of thousands of
+    steps (hops of 4 KB targets), so the action's DEADLINE is looked at as it goes."""
     where = f"input symlink {link} -> {target}"
     current = [n for n in posixpath.dirname(link).split("/") if n]  # the link's own directory: real directories
     pending = list(reversed(target.split("/")))
     if target.startswith("/"):
         raise bad_path(f"{where} is absolute (this worker refuses absolute symlinks)")
     hops = 1
+    steps = 0
     while pending:
+        steps += 1
+        if steps % LINK_STEPS_PER_CHECK == 0:
+            deadline.check("checking the input symlinks")
         name = pending.pop()
         if name in ("", "."):
             continue

@@ -354,3 +354,27 @@ def test_executables_published_while_other_threads_fork_run_without_etxtbsy(tmp_
         for t in forkers:
             t.join()
     assert busy == []
+
+
+def test_resolving_costly_input_links_stops_at_the_deadline(tmp_path: Path) -> None:
+    """[harden] A client's tree of links whose targets climb `x/..` hundreds of times through a chain of 40 links
+    costs the worker ~10,000 steps a link, and a few hundred thousand such links fit the node bound: hours of
+    worker time. Checking them stops at the action's deadline, as creating and fetching the tree does."""
+    import time
+
+    from goma_ext.reapi.errors import RemoteError
+    from goma_ext.worker.inputtree import Deadline
+    from tests import input_trees
+
+    hops = 39  # with the link that leads into the chain: 40 hops, the most the kernel follows
+    links: dict[str, object] = {f"l{i}": ("link", "x/../" * 250 + f"l{i + 1}") for i in range(hops - 1)}
+    links[f"l{hops - 1}"] = ("link", "x")
+    links["x"] = {}
+    tree = {**links, **{f"d{k}": {f"m{j}": ("link", "../l0") for j in range(20)} for k in range(20)}}
+    blobs: dict[Digest, bytes] = {}
+    root = input_trees.build(tree, blobs.__setitem__)
+    cas = _DictCas(blobs)
+    began = time.monotonic()
+    with pytest.raises(RemoteError, match="timeout passed while checking the input symlinks") as e:
+        exec_root.materialise(cas, root, tmp_path / "s", deadline=Deadline(time.monotonic() + 0.3))  # type: ignore[arg-type]
+    assert e.value.code == "DEADLINE_EXCEEDED" and time.monotonic() - began < 5
