@@ -214,6 +214,34 @@ def test_fetch_removes_stand_ins_the_cas_cannot_give_back(tmp_path: Path) -> Non
     assert materialize([other], base).not_stubs == [os.fspath(other)]
 
 
+def test_fetch_never_puts_an_object_over_a_file_that_changed_since_it_read_the_stand_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`goma-ext fetch` beside a running build: a backend that renames its new output into place while the fetch
+    writes the old stand-in's object keeps its output (the object would be a stale one, which the link would use
+    and ninja would take as up to date)."""
+    from goma_ext.remote import fetch
+
+    path = tmp_path / "n.o"
+    path.write_bytes(STUB.text())
+    os.utime(path, ns=(5, 5))
+    fetch._write(os.fspath(path), STUB, ELF)  # nothing meanwhile: replaced, with the stand-in's mtime
+    assert path.read_bytes() == ELF and path.stat().st_mtime_ns == 5
+    path.write_bytes(STUB.text())
+    new = STUB.text().replace(H.encode(), b"cd" * 32)
+    real_utime = os.utime
+
+    def backend_renames_its_output_meanwhile(p: object, *args: object, **kwargs: object) -> None:
+        real_utime(p, *args, **kwargs)  # type: ignore[arg-type]
+        if str(p).endswith(".tmp"):
+            (tmp_path / "new.tmp2").write_bytes(new)
+            os.replace(tmp_path / "new.tmp2", path)
+
+    monkeypatch.setattr(fetch.os, "utime", backend_renames_its_output_meanwhile)
+    fetch._write(os.fspath(path), STUB, ELF)
+    monkeypatch.undo()
+    assert path.read_bytes() == new and sorted(p.name for p in tmp_path.iterdir()) == ["n.o"]
+
+
 def test_fetch_sends_credentials_only_to_the_configured_server(tmp_path: Path) -> None:
     """A stand-in is a file in a build directory: whoever wrote it must not make us send our token elsewhere."""
     path = tmp_path / "n.o"
