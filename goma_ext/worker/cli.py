@@ -123,6 +123,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                    help="output paths an action may declare (default: %(default)s; 0 = unlimited)")
     p.add_argument("--max-output-bytes", type=_size, default=lim.output_bytes, metavar="SIZE",
                    help="bytes of an action's outputs together (default: 16G; 0 = unlimited)")
+    p.add_argument("--min-free-disk", type=_size, default=lim.free_disk_bytes, metavar="SIZE",
+                   help="free space the file system of --sandbox-dir keeps while actions run: an action that takes "
+                   "it below is killed and fails with RESOURCE_EXHAUSTED (default: 1G; 0 = no floor)")
+    p.add_argument("--min-free-inodes", type=int, default=lim.free_inodes, metavar="N",
+                   help="free inodes that file system keeps, likewise (default: %(default)s; 0 = no floor)")
     p.add_argument(
         "--file-cache", type=Path, metavar="DIR",
         help="worker-local cache of input files by digest, shared by the --count workers (default: "
@@ -223,7 +228,7 @@ def isolation_from_args(args: argparse.Namespace) -> Isolation:
                 raise WorkerConfigError(f"--isolation bwrap needs {tool} (Debian package {pkg}), not on PATH")
     limits = Limits(args.wall_time, args.cpu_time, args.memory, args.file_size, args.max_procs, args.tmp_size,
                     args.max_stream_bytes, args.max_input_nodes, args.max_input_bytes, args.max_input_depth,
-                    args.max_outputs, args.max_output_bytes)
+                    args.max_outputs, args.max_output_bytes, args.min_free_disk, args.min_free_inodes)
     return Isolation(mode, limits, _run_as(args), DEFAULT_RO_PATHS + tuple(args.ro_path), base_root=_base_root(args))
 
 

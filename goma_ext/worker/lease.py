@@ -32,7 +32,7 @@ from goma_ext.worker.filecache import FileCache
 from goma_ext.worker.forklock import FORK_LOCK
 from goma_ext.worker.inputtree import Deadline, TreeBounds, check_digest, check_message_size, too_large
 from goma_ext.worker.policy import NO_OFFER, Allowlist, Offer, is_input_program, requested
-from goma_ext.worker.sandbox import ExecFailed, Isolation, StreamTooLarge
+from goma_ext.worker.sandbox import ExecFailed, Exhausted, Isolation
 from thinlto_base import safefs
 
 DEFAULT_TIMEOUT_S = 600
@@ -334,7 +334,7 @@ def execute_lease(
         return LeaseOutcome(_status(code_pb2.OK, iso.note), result)
     except Refusal as e:
         return LeaseOutcome(_status(e.code, _with_note(f"goma-ext worker refused the action: {e}", iso)), None)
-    except StreamTooLarge as e:
+    except Exhausted as e:
         return LeaseOutcome(_status(code_pb2.RESOURCE_EXHAUSTED, _with_note(f"goma-ext worker: {e}", iso)), None)
     except ExecFailed as e:
         code = code_pb2.INVALID_ARGUMENT if exe is None else code_pb2.INTERNAL  # an uploaded program: its fault

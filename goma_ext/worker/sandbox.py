@@ -66,8 +66,16 @@ class SandboxError(GomaExtError):
     """The sandbox itself failed (bwrap could not set up, or the probe failed): never the action's fault."""
 
 
-class StreamTooLarge(GomaExtError):
-    """The action wrote more to stdout or stderr than the worker takes: it was killed (RESOURCE_EXHAUSTED)."""
+class Exhausted(GomaExtError):
+    """The action passed a bound of the worker's and was killed (RESOURCE_EXHAUSTED)."""
+
+
+class StreamTooLarge(Exhausted):
+    """The action wrote more to stdout or stderr than the worker takes."""
+
+
+class DiskLow(Exhausted):
+    """The file system of the action's input root fell below the free space (or inodes) the worker keeps."""
 
 
 class ExecFailed(GomaExtError):
@@ -98,6 +106,10 @@ class Limits:
     input_depth: int = 64
     outputs: int = 10_000  # declared output paths
     output_bytes: int = 16 * GIB  # the outputs found, together
+    # What the sandboxes' file system keeps free while an action runs (/b is on it, and a file's size is the only
+    # other bound): an action that takes it below is killed, before the host's other users of that disk suffer
+    free_disk_bytes: int = 1 * GIB
+    free_inodes: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -346,8 +358,9 @@ def run(
     """Run argv (argv[0] served by `exe`, or run as it is when None) in workdir under root; stdout/stderr go
     through unnamed files in `spool` (a directory only the worker can write). Raises RemoteError(DEADLINE_EXCEEDED)
     past `timeout`, RemoteError(CANCELLED) once `cancel` is set, StreamTooLarge when stdout or stderr passed the
-    limit, ExecFailed when the program could not be executed (after one retry on ETXTBSY), SandboxError when bwrap
-    could not start the command."""
+    limit, DiskLow when root's file system fell below the free space or inodes the worker keeps, ExecFailed when
+    the program could not be executed (after one retry on ETXTBSY), SandboxError when bwrap could not start the
+    command."""
     try:
         return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
     except ExecFailed as e:
@@ -355,6 +368,22 @@ def run(
             raise
     time.sleep(TEXT_BUSY_RETRY_S)
     return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
+
+
+def _disk_low(root: Path, limits: Limits) -> str:
+    """Why ROOT's file system is below the free space or inodes LIMITS keep (unprivileged users' share), or ""."""
+    try:
+        fs = os.statvfs(root)
+    except OSError:
+        return ""
+    free = fs.f_bavail * fs.f_frsize
+    if limits.free_disk_bytes and free < limits.free_disk_bytes:
+        return (f"the worker's disk has {free >> 20} MiB free, less than the {limits.free_disk_bytes >> 20} MiB it "
+                "keeps (--min-free-disk)")
+    if limits.free_inodes and fs.f_files and fs.f_favail < limits.free_inodes:  # f_files 0: no inode count (btrfs)
+        return (f"the worker's disk has {fs.f_favail} free inodes, fewer than the {limits.free_inodes} it keeps "
+                "(--min-free-inodes)")
+    return ""
 
 
 def _exec_failure(stderr: bytes) -> ExecFailed | None:
@@ -397,7 +426,7 @@ def _run_once(
                 for name, f in (("stdout", out), ("stderr", err)):
                     if cap and os.fstat(f.fileno()).st_size > cap:
                         return name
-                return ""
+                return _disk_low(root, iso.limits)
 
             with FORK_LOCK:  # held until the child has exec'd: it inherits no fd a writer has open (ETXTBSY)
                 proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode
@@ -420,9 +449,11 @@ def _run_once(
         raise RemoteError(f"action exceeded its {timeout:.0f} s timeout", temporary=True, code="DEADLINE_EXCEEDED")
     if stopped == "cancelled":
         raise RemoteError("action cancelled; every process of it was killed", temporary=True, code="CANCELLED")
-    if stopped:
+    if stopped in ("stdout", "stderr"):
         raise StreamTooLarge(f"the action wrote more than {cap} bytes to its {stopped} (the worker's "
                              "--max-stream-bytes) and was killed")
+    if stopped:
+        raise DiskLow(f"the action was killed: {stopped}")
     if iso.mode is IsolationMode.BWRAP and not _command_ran(status):
         failed = _exec_failure(stderr)
         if failed is not None:

@@ -25,6 +25,7 @@ from goma_ext.worker.policy import Allowlist
 from goma_ext.worker.sandbox import (
     NOT_ISOLATED,
     SHM_BYTES,
+    DiskLow,
     Isolation,
     IsolationMode,
     Limits,
@@ -141,6 +142,24 @@ def test_tmp_is_private_and_bounded(box: Path) -> None:
     done = run(iso, ["sh", "-c", "head -c 2000000 /dev/zero > /tmp/big; echo rc=$? >&2; ls -la /tmp >&2"], SH,
                box / "root", ".", {}, 30, box)
     assert b"rc=0" not in done.stderr and b"No space left" in done.stderr  # 1 MiB: /tmp's own bound
+
+
+@needs_bwrap
+def test_an_action_that_fills_the_disk_is_killed_at_the_floor(box: Path) -> None:
+    """[harden] /b is on the worker's disk and a file's size is the only other bound: an action that keeps
+    writing is killed once the file system's free space falls below what the worker keeps (here: 40 MiB less
+    than it has now), with RESOURCE_EXHAUSTED's error, and writes no further."""
+    fs = os.statvfs(box)
+    free = fs.f_bavail * fs.f_frsize
+    if free < 1 << 30:
+        pytest.skip(f"needs 1 GiB free on {box}'s file system")
+    iso = _sandboxed(free_disk_bytes=free - (40 << 20))
+    hand_over(box / "root", iso)
+    script = "i=0; while [ $i -lt 100 ]; do head -c 4194304 /dev/zero > f$i; i=$((i+1)); sleep 0.02; done; echo done"
+    with pytest.raises(DiskLow, match=r"the worker's disk has \d+ MiB free, less than the \d+ MiB it keeps"):
+        run(iso, ["sh", "-c", script], SH, box / "root", ".", {}, 60, box)
+    written = len(list((box / "root").glob("f*")))
+    assert 5 <= written < 100, written
 
 
 @needs_bwrap
