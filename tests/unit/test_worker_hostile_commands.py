@@ -86,6 +86,20 @@ def test_an_output_deeper_than_an_input_tree_may_be_is_refused(box: Path) -> Non
 
 
 @needs_bwrap
+def test_outputs_whose_parents_pass_the_node_bound_are_refused_before_any_work(box: Path) -> None:
+    """The worker makes every output's parents before the action starts: 10,000 outputs 63 levels deep would be
+    630,000 directories, beyond what an input tree may have. They count against --max-input-nodes."""
+    outputs = tuple(f"o{i}/" + "d/" * 30 + "x.o" for i in range(40))  # 40 × 31 = 1,240 directories
+    cas, digest, allow = _lease(("sh", "-c", "true"), outputs)
+    iso = sandbox.Isolation(sandbox.IsolationMode.BWRAP, sandbox.Limits(input_nodes=1000), _sandboxed().run_as)
+    outcome = execute_lease(cas, digest, allow, box.parent, iso)  # type: ignore[arg-type]
+    assert outcome.status.code == code_pb2.RESOURCE_EXHAUSTED and "more than 1000 directories" in outcome.status.message
+    assert sorted(p.name for p in box.parent.iterdir()) == [box.name]
+    outcome = execute_lease(cas, digest, allow, box.parent, _sandboxed())  # the default bound: made, and run
+    assert outcome.result is not None and outcome.result.exit_code == 0, outcome.status
+
+
+@needs_bwrap
 def test_a_tree_deeper_than_pythons_recursion_made_by_the_action_is_removed(box: Path) -> None:
     """The action makes 3,000 nested directories in its root; the lease completes and its box goes."""
     deep = "import os\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
