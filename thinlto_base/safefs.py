@@ -193,7 +193,14 @@ def unsafe_dir(path: str | os.PathLike[str]) -> str | None:
         return f"owned by uid {st.st_uid}, not by uid {euid}"
     if st.st_mode & 0o022:
         return f"writable by others (mode {stat.S_IMODE(st.st_mode):o})"
-    parent = os.path.dirname(real)
+    return unsafe_above(real)
+
+
+def unsafe_above(path: str | os.PathLike[str]) -> str | None:
+    """Why another user than root and this one could rename or replace PATH (a directory above it theirs, or open to
+    others without the sticky bit), or None. PATH's parent is resolved first."""
+    euid = os.geteuid()
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     while True:
         try:
             st = os.lstat(parent)

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 
 from goma_ext.cluster import acl, bgd_launch, procs, redis_server, roles, sandboxing, secretfiles, tokens
-from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir
+from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir, reusable_data_dir
 from goma_ext.cluster.roles import Role, parse_size, probe_host
 from goma_ext.cluster.server import (
     DEFAULT_POLL_S,
@@ -464,6 +464,8 @@ def start(spec: ClusterSpec) -> ClusterState:
     if st.sandbox_dir:
         sandbox_dir, owned = sandboxing.reusable_sandbox_dir(spec.state, st.sandbox_dir, st.sandbox_dir_owned)
         st = replace(st, sandbox_dir=sandbox_dir, sandbox_dir_owned=owned)
+    if st.pg_data:
+        st = replace(st, pg_data=reusable_data_dir(spec.state, st.pg_data, st.pg_user))
     if st.host_role is not spec.role:
         raise ClusterError(f"{spec.state} holds a --role {st.role} host; start it with --role {st.role} "
                            "(or use another --state)")

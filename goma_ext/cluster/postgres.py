@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import stat
 import subprocess
 import tempfile
 import urllib.parse
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.errors import GomaExtError
+from thinlto_base import safefs
 
 DB_NAME = "bgd"
 DB_USER = "bgd"
@@ -198,3 +200,22 @@ def choose_data_dir(state: Path) -> tuple[Path, str | None]:
     if probe.returncode == 0:
         return state / "postgres", RUN_AS_WHEN_ROOT
     return Path(tempfile.mkdtemp(prefix="goma-ext-pg-")), RUN_AS_WHEN_ROOT
+
+
+def reusable_data_dir(state: Path, path: str, user: str | None) -> str:
+    """The data directory a restarted cluster uses: PATH as it was, unless it is the temp-dir fallback and is now
+    gone or not a private directory of ours (root's or USER's). After a reboot emptied the temp dir, anyone could
+    make a directory under the old, known name: a new one is made instead (the data was gone anyway)."""
+    where = Path(path)
+    if not path or state.resolve() in where.resolve().parents:
+        return path
+    owners = {os.geteuid(), *([pwd.getpwnam(user).pw_uid] if user else [])}
+    try:
+        st = os.lstat(where)
+        ours = stat.S_ISDIR(st.st_mode) and st.st_uid in owners and not st.st_mode & 0o077
+    except OSError:
+        ours = False
+    if ours and safefs.unsafe_above(where) is None:
+        return path
+    return str(choose_data_dir(state)[0])
+

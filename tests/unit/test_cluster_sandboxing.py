@@ -148,3 +148,32 @@ def test_a_restarted_cluster_never_takes_back_a_sandbox_dir_it_made_once_it_is_g
     finally:
         for p in (made, *map(Path, again)):
             shutil.rmtree(p, ignore_errors=True)
+
+
+@as_root
+def test_a_restarted_cluster_never_takes_back_a_temp_postgres_dir_that_is_gone_or_not_its_own(tmp_path: Path) -> None:
+    """The PostgreSQL data directory's /tmp fallback has the same known name after a reboot emptied /tmp."""
+    from goma_ext.cluster.postgres import choose_data_dir, reusable_data_dir
+
+    try:
+        pg = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user (Debian package postgresql)")
+    hidden = tmp_path / "hidden"
+    hidden.mkdir(mode=0o700)
+    state = hidden / "state"
+    made, user = choose_data_dir(state)
+    again: list[str] = []
+    try:
+        assert user == "postgres" and not made.is_relative_to(hidden)
+        os.chown(made, pg.pw_uid, pg.pw_gid)
+        assert reusable_data_dir(state, str(made), user) == str(made)  # postgres's own, 0700: kept
+        os.chown(made, NOBODY, NOBODY)  # someone else's directory under the old name
+        again.append(reusable_data_dir(state, str(made), user))
+        os.rmdir(made)  # gone
+        again.append(reusable_data_dir(state, str(made), user))
+        assert all(p != str(made) and Path(p).is_dir() and Path(p).stat().st_uid == 0 for p in again)
+        assert reusable_data_dir(state, str(state / "postgres"), user) == str(state / "postgres")  # in STATE: as is
+    finally:
+        for p in (made, *map(Path, again)):
+            shutil.rmtree(p, ignore_errors=True)
