@@ -191,9 +191,28 @@ def unsafe_dir(path: str | os.PathLike[str]) -> str | None:
         return "a link, not a directory" if stat.S_ISLNK(st.st_mode) else "not a directory"
     if st.st_uid != euid:
         return f"owned by uid {st.st_uid}, not by uid {euid}"
-    if st.st_mode & 0o022:
+    if _writable_by_others(st):
         return f"writable by others (mode {stat.S_IMODE(st.st_mode):o})"
     return unsafe_above(real)
+
+
+def _writable_by_others(st: os.stat_result) -> bool:
+    """Writable by another user than its owner: by all, or by a group that someone else is in (a group of the owner's
+    own, as a umask of 002 with user private groups gives, is not others)."""
+    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid, st.st_uid)))
+
+
+def _private_group(gid: int, uid: int) -> bool:
+    """Whether UID is the only user in group GID (as a member, or with it as their primary group)."""
+    import grp
+    import pwd
+
+    try:
+        owner = pwd.getpwuid(uid).pw_name
+        members = grp.getgrgid(gid).gr_mem
+    except KeyError:
+        return False
+    return all(m == owner for m in members) and all(p.pw_uid == uid for p in pwd.getpwall() if p.pw_gid == gid)
 
 
 def unsafe_above(path: str | os.PathLike[str]) -> str | None:
@@ -210,7 +229,7 @@ def unsafe_above(path: str | os.PathLike[str]) -> str | None:
             return f"{parent} is not a directory"
         if st.st_uid not in (0, euid):
             return f"{parent} is owned by uid {st.st_uid}, who could replace what lies below it"
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        if _writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
             return f"{parent} is writable by others without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})"
         if parent == "/":
             return None

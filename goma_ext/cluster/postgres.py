@@ -206,10 +206,14 @@ def reusable_data_dir(state: Path, path: str, user: str | None) -> str:
     """The data directory a restarted cluster uses: PATH as it was, unless it is the temp-dir fallback and is now
     gone or not a private directory of ours (root's or USER's). After a reboot emptied the temp dir, anyone could
     make a directory under the old, known name: a new one is made instead (the data was gone anyway)."""
-    where = Path(path)
-    if not path or state.resolve() in where.resolve().parents:
+    where = Path(os.path.abspath(path))
+    if not path or where.is_relative_to(os.path.abspath(state)):  # lexically: a planted link is not followed
         return path
-    owners = {os.geteuid(), *([pwd.getpwnam(user).pw_uid] if user else [])}
+    owners = {os.geteuid()}
+    try:
+        owners |= {pwd.getpwnam(user).pw_uid} if user else set()
+    except KeyError:  # the user is gone: only a directory of ours is
+        pass
     try:
         st = os.lstat(where)
         ours = stat.S_ISDIR(st.st_mode) and st.st_uid in owners and not st.st_mode & 0o077

@@ -48,11 +48,11 @@ def searchable_by_others(path: Path) -> bool:
 
 
 def choose_sandbox_dir(state: Path) -> tuple[Path, bool]:
-    """STATE/sandboxes when the runner user can reach it, else a fresh 0711 directory in the temp dir (True: the
-    cluster owns it and removes it on destroy)."""
+    """STATE/sandboxes when the runner user can reach it (and, as root, no other user can change a directory above
+    it), else a fresh 0711 directory in the temp dir (True: the cluster owns it and removes it on destroy)."""
     inside = state / "sandboxes"
-    if os.geteuid() != 0 or searchable_by_others(state):
-        return inside, False
+    if os.geteuid() != 0 or (searchable_by_others(state) and safefs.unsafe_above(inside) is None):
+        return inside, False  # (as root, not below a directory another user could change: the worker refuses that)
     made = Path(tempfile.mkdtemp(prefix="goma-ext-sandboxes-"))
     os.chmod(made, 0o711)
     return made, True

@@ -222,7 +222,10 @@ def fetch_outputs(cas: Cas, result: re_pb2.ActionResult, prepared: PreparedActio
             elif stub is not None and not remote_stub.holds(dest, stub):
                 _write_atomically(dest, stub.text(), False)
             else:  # its bytes (or the object's) already here: a new mtime, never through a link planted since
-                os.utime(dest, follow_symlinks=False)
+                try:
+                    os.utime(dest, follow_symlinks=False)
+                except OSError:  # gone since, or not ours to touch: the bytes were right (a rerun at worst)
+                    pass
     return Fetched(stdout, stderr, len(here), sum(files[out].digest.size_bytes for out in here))
 
 

@@ -57,8 +57,8 @@ def _check_server(endpoint: str, instance: str, base: RemoteConfig) -> None:
                          "naming it, or build them again")
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns  # ctime: an inode number reused
 
 
 def _stand_in(path: str, stub: remote_stub.Stub) -> os.stat_result | None:

@@ -244,6 +244,20 @@ def _sandbox_base(args: argparse.Namespace) -> Path:
     return base
 
 
+def _check_work_dirs(args: argparse.Namespace) -> None:
+    """--work-dir and the file cache, made when missing and checked as the sandbox directory is: the worker writes
+    session files, chmods and hands out cached inputs there as its own user."""
+    for path, flag in ((args.work_dir, "--work-dir"),
+                       (args.file_cache or args.work_dir / "file-cache", "--file-cache" if args.file_cache else
+                        "--work-dir")):
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            real = path.resolve()
+        except (OSError, RuntimeError) as e:
+            raise WorkerConfigError(f"{flag} {shown(path)}: {reason(e) if isinstance(e, OSError) else e}") from None
+        _check_private(real, flag)
+
+
 def _check_private(path: Path, flag: str) -> None:
     """The worker creates, chmods and removes boxes below PATH as its own user (root, usually): refused unless no
     other user can change PATH or replace a directory above it (a directory planted in /tmp under a name the
@@ -282,6 +296,7 @@ def _remote(args: argparse.Namespace) -> RemoteConfig:
 
 def _serve_one(args: argparse.Namespace, cfg: RemoteConfig) -> int:
     bot_id = f"{args.bot_id}-{args.index}"
+    _check_work_dirs(args)
     sandboxes = _sandbox_base(args) / bot_id
     allow = Allowlist.from_programs(_compilers(args), args.input_programs)
     s = WorkerSettings(
@@ -380,5 +395,6 @@ def run(args: argparse.Namespace) -> int:
     args.bot_id = args.bot_id or socket.gethostname()
     if args.index is not None:
         return _serve_one(args, cfg)
+    _check_work_dirs(args)
     _check_isolation(args)  # once, before any child: refuse to start rather than run unisolated
     return _supervise(args)

@@ -142,6 +142,7 @@ def materialise(
         os.symlink(target, link)
     look = disk_lookup(sandbox)
     for _link, target, rel in links:  # every link in place first: a chain resolves through the others
+        deadline.check("checking the input symlinks")  # each link too: many short ones add up as well
         resolve_link(rel, target, look, deadline)
     placer = _Placer(sandbox, cache, share)
     missing: dict[Digest, list[tuple[Path, bool]]] = {}

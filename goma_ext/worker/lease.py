@@ -268,8 +268,10 @@ def _check_outputs(command: re_pb2.Command, limits: sandbox.Limits) -> dict[str,
     beneath.components(workdir, "working directory")
     depth = limits.input_depth or exec_root.MAX_DEPTH
     found = {}
-    parents: set[str] = set()  # the directories the worker makes for them count against the node bound, as the
-    # input tree's do: 10,000 outputs 63 levels deep would otherwise be 630,000 mkdirs before the action starts
+    # The directories the worker makes for them count against the node bound, as the input tree's do: 10,000
+    # outputs 63 levels deep would otherwise be 630,000 mkdirs before the action starts. Counted as a trie of
+    # (parent's number, name): a prefix's text is never copied (a 16 MiB Command's prefixes would be gigabytes).
+    parents: dict[tuple[int, str], int] = {}
     for out in outputs:
         rel = posixpath.join(workdir, out)
         exec_root.inside(Path("/"), rel, "output path")  # textual: '..' out of the tree, absolute
@@ -280,8 +282,9 @@ def _check_outputs(command: re_pb2.Command, limits: sandbox.Limits) -> dict[str,
             raise Refusal(f"output path {out!r} is deeper than {depth} directories or longer than the file system "
                           f"allows ({PATH_MAX} bytes, {NAME_MAX} a name)", code_pb2.INVALID_ARGUMENT)
         found[norm] = out
-        for i in range(1, len(parts)):
-            parents.add("/".join(parts[:i]))
+        node = 0
+        for name in parts[:-1]:
+            node = parents.setdefault((node, name), len(parents) + 1)
         if limits.input_nodes and len(parents) > limits.input_nodes:
             raise too_large(f"the action's output paths need more than {limits.input_nodes} directories (the "
                             "worker's --max-input-nodes)")

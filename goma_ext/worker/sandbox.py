@@ -370,18 +370,32 @@ def run(
     return _run_once(iso, argv, exe, root, workdir, env, timeout, spool, cancel)
 
 
-def _disk_low(root: Path, limits: Limits) -> str:
-    """Why ROOT's file system is below the free space or inodes LIMITS keep (unprivileged users' share), or ""."""
+def _free(root: Path) -> tuple[int, int] | None:
+    """Free bytes and inodes (unprivileged users' share) of ROOT's file system; None for one that counts neither
+    (ramfs, a tmpfs of size 0, some FUSE file systems report 0 blocks) or cannot be asked. Inodes: -1 when it
+    does not count them (btrfs)."""
     try:
         fs = os.statvfs(root)
     except OSError:
+        return None
+    if not fs.f_blocks:
+        return None
+    return fs.f_bavail * fs.f_frsize, fs.f_favail if fs.f_files else -1
+
+
+def _disk_low(root: Path, limits: Limits, before: tuple[int, int] | None) -> str:
+    """Why the action should stop: ROOT's file system is below the free space or inodes LIMITS keep, and has less
+    than when the action started (BEFORE: a disk that was already low, filled by someone else, kills no action that
+    writes nothing); "" otherwise."""
+    now = _free(root)
+    if now is None or before is None:
         return ""
-    free = fs.f_bavail * fs.f_frsize
-    if limits.free_disk_bytes and free < limits.free_disk_bytes:
+    (free, inodes), (free_before, inodes_before) = now, before
+    if limits.free_disk_bytes and free < limits.free_disk_bytes and free < free_before:
         return (f"the worker's disk has {free >> 20} MiB free, less than the {limits.free_disk_bytes >> 20} MiB it "
                 "keeps (--min-free-disk)")
-    if limits.free_inodes and fs.f_files and fs.f_favail < limits.free_inodes:  # f_files 0: no inode count (btrfs)
-        return (f"the worker's disk has {fs.f_favail} free inodes, fewer than the {limits.free_inodes} it keeps "
+    if limits.free_inodes and 0 <= inodes < limits.free_inodes and inodes < inodes_before:
+        return (f"the worker's disk has {inodes} free inodes, fewer than the {limits.free_inodes} it keeps "
                 "(--min-free-inodes)")
     return ""
 
@@ -420,13 +434,14 @@ def _run_once(
             cmd = list(argv)  # debugging only: no sandbox, no rlimits; argv[0] kept, `exe` runs
             popen_kw = {"executable": str(exe), "cwd": root / workdir, "env": dict(env)}
         # stdout and stderr: unnamed files in the worker's own directory (nothing at a path for anyone to open)
+        before = _free(root)
         with tempfile.TemporaryFile(dir=spool) as out, tempfile.TemporaryFile(dir=spool) as err:
 
             def over() -> str:
                 for name, f in (("stdout", out), ("stderr", err)):
                     if cap and os.fstat(f.fileno()).st_size > cap:
                         return name
-                return _disk_low(root, iso.limits)
+                return _disk_low(root, iso.limits, before)
 
             with FORK_LOCK:  # held until the child has exec'd: it inherits no fd a writer has open (ETXTBSY)
                 proc = subprocess.Popen(  # type: ignore[call-overload]  # the keyword set depends on the mode

@@ -118,7 +118,7 @@ def test_filling_dev_shm_stops_at_its_size(attacker: Attacker, tmp_path: Path) -
     assert 80_000 * 1000 > SHM_BYTES
     out = attacker.send(["clang-19", "-E", "-P", "blow.c", "-o", "/dev/shm/blow.i"], {"blow.c": src}, outputs=())
     assert out["exit_code"] != 0, out
-    assert "No space left on device" in out["stderr"] or "Read-only file system" in out["stderr"], out["stderr"][-500:]
+    assert "No space left on device" in out["stderr"], out["stderr"][-500:]  # writable, and bounded
 
 
 def test_a_plugin_runs_unprivileged_and_its_background_process_dies_with_the_lease(

@@ -62,8 +62,8 @@ def test_unsafe_dir_takes_only_a_directory_no_one_else_can_change(tmp_path: Path
     assert unsafe_dir(tmp_path / "link") == "a link, not a directory"
     (mine / "sub").mkdir(mode=0o700)
     assert unsafe_dir(tmp_path / "link" / "sub") is None  # a link above PATH is resolved, then checked
-    os.chmod(mine, 0o770)
-    assert "writable by others (mode 770)" in (unsafe_dir(mine) or "")
+    os.chmod(mine, 0o702)
+    assert "writable by others (mode 702)" in (unsafe_dir(mine) or "")
     os.chmod(mine, 0o700)
     (tmp_path / "file").write_text("")
     assert unsafe_dir(tmp_path / "file") == "not a directory"
@@ -74,6 +74,30 @@ def test_unsafe_dir_takes_only_a_directory_no_one_else_can_change(tmp_path: Path
     assert "writable by others without the sticky bit" in (unsafe_dir(open_parent / "below") or "")
     os.chmod(open_parent, 0o1777)  # as /tmp is: no one else can rename what is ours in it
     assert unsafe_dir(open_parent / "below") is None
+
+
+@as_root
+def test_a_group_writable_directory_is_refused_unless_the_group_is_the_owners_alone(tmp_path: Path) -> None:
+    """A umask of 002 with user private groups makes 0775 directories: safe when no one else is in the group."""
+    from thinlto_base.safefs import unsafe_dir
+
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o770)
+    os.chmod(shared, 0o770)
+    os.chown(shared, 0, NOBODY)  # nogroup: nobody's primary group, not root's alone
+    assert "writable by others (mode 770)" in (unsafe_dir(shared) or "")
+    private = tmp_path / "private"
+    private.mkdir()
+    os.chmod(private, 0o770)
+    lone = subprocess.run(["groupadd", "--system", f"gx-lone-{os.getpid()}"], capture_output=True, text=True)
+    assert lone.returncode == 0, lone.stderr
+    try:
+        import grp
+
+        os.chown(private, 0, grp.getgrnam(f"gx-lone-{os.getpid()}").gr_gid)  # a group no one is in
+        assert unsafe_dir(private) is None
+    finally:
+        subprocess.run(["groupdel", f"gx-lone-{os.getpid()}"], check=True)
 
 
 @as_root
@@ -114,6 +138,11 @@ def test_the_worker_refuses_a_sandbox_dir_another_user_planted_and_touches_nothi
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "--sandbox-dir" in lines[0] and "owned by uid 65534" in lines[0], proc.stderr
         assert (victim / "precious").read_text() == "keep me" and stat.S_IMODE(victim.stat().st_mode) == 0o755
+    # the work directory and the file cache likewise (session files, chmod, cached inputs handed out as root)
+    proc = _worker("--work-dir", str(planted))
+    assert proc.returncode != 0 and "--work-dir" in proc.stderr and "owned by uid 65534" in proc.stderr, proc.stderr
+    proc = _worker("--work-dir", str(tmp_path / "work"), "--file-cache", str(planted))
+    assert proc.returncode != 0 and "--file-cache" in proc.stderr and "owned by uid 65534" in proc.stderr, proc.stderr
     # a bot directory that is a link, in a base of root's own (only root could have made it; refused all the same)
     base = tmp_path / "base"
     base.mkdir(mode=0o711)
