@@ -200,6 +200,7 @@ def _seconds(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     try:
         state: Path = args.state.resolve()
+        manager.check_state(state)
         found = manager.load(state)  # a state directory that cannot even be looked at is one line, here
     except (OSError, RuntimeError) as e:  # RuntimeError: pathlib's symlink loop
         raise manager.ClusterError(f"--state {str(args.state)[:200]}: {getattr(e, 'strerror', None) or e}") from None

@@ -32,6 +32,7 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.names import ENV_VARS, TOKEN_ENV
 from goma_ext.worker.bots import SESSION_FILE
+from thinlto_base import safefs
 
 STATE_FILE = "cluster.json"
 SERVER_CONFIG = "buildgrid.yml"
@@ -456,10 +457,22 @@ def start_workers(st: ClusterState) -> ClusterState:
     return replace(st, worker_pid=pid)
 
 
+def check_state(state: Path) -> None:
+    """As root, STATE (when it exists) must be a directory only root can change: the cluster reads its settings
+    there (which program to run, as which user), writes its logs and secrets there, and removes what it names."""
+    if os.geteuid() != 0 or not os.path.lexists(state):
+        return
+    why = safefs.unsafe_dir(state)
+    if why is not None:
+        raise ClusterError(f"--state {state}: {why}; as root, the cluster trusts what it holds, so only root may be "
+                           "able to change it (give a --state of root's own)")
+
+
 def start(spec: ClusterSpec) -> ClusterState:
     """Start what the host's role runs (idempotent: running parts are left alone). `all`: PostgreSQL, BuildGrid
     and workers; `server`: PostgreSQL, redis, BuildGrid and the CAS cleanup; `worker`: workers only."""
     (spec.state / "logs").mkdir(parents=True, exist_ok=True)
+    check_state(spec.state)
     st = load(spec.state) or _initial_state(spec)
     if st.sandbox_dir:
         sandbox_dir, owned = sandboxing.reusable_sandbox_dir(spec.state, st.sandbox_dir, st.sandbox_dir_owned)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import yaml
 from goma_ext.cluster import bgd_launch
 from goma_ext.cluster.postgres import ClusterError
 from goma_ext.remote.identity import MATCH_PROPERTY_KEYS
+from thinlto_base import safefs
 
 BUILDGRID_REQUIREMENTS = ("buildgrid==0.4.4", "psycopg2-binary", "redis>=4.5.1")  # redis: !redis-action-cache
 # a module each requirement installs: a venv made before one was added gets it on the next start
@@ -72,9 +74,14 @@ def ensure_venv(venv: Path) -> Path:
     suite's workers, two `goma-ext cluster start`) take turns through a lock beside VENV, so one installs and
     the others find it installed."""
     bgd = venv / "bin" / "bgd"
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:  # root runs its python: no other user may be able to change it, or put one there
+        why = safefs.unsafe_dir(venv) if os.path.lexists(venv) else safefs.unsafe_above(venv)
+        if why is not None:
+            raise ClusterError(f"--server-venv {venv}: {why}; as root, the cluster runs BuildGrid from it, so only "
+                               "root may be able to change it")
     if bgd.exists() and not _missing_modules(venv):
         return bgd
-    venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / f".{venv.name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _install(venv, bgd)

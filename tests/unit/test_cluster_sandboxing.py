@@ -206,3 +206,31 @@ def test_a_restarted_cluster_never_takes_back_a_temp_postgres_dir_that_is_gone_o
     finally:
         for p in (made, *map(Path, again)):
             shutil.rmtree(p, ignore_errors=True)
+
+
+@as_root
+def test_a_root_cluster_refuses_a_state_or_server_venv_another_user_can_change(tmp_path: Path) -> None:
+    """[harden] As root, `cluster` reads which program to run (the server venv's python) and as which user from
+    STATE/cluster.json: a STATE another user owns, or can replace, would make root run their program."""
+    import sys
+
+    from goma_ext.cluster.postgres import ClusterError
+    from goma_ext.cluster.server import ensure_venv
+
+    theirs = tmp_path / "theirs"
+    (theirs / "cluster").mkdir(parents=True)
+    (theirs / "cluster" / "cluster.json").write_text('{"server_venv": "/home/them/venv", "run_as": "root"}')
+    for d in (theirs, theirs / "cluster"):
+        os.chown(d, NOBODY, NOBODY)
+    for command in ("status", "start", "stop"):
+        proc = subprocess.run([sys.executable, "-m", "goma_ext.cli", "cluster", command, "--state",
+                               str(theirs / "cluster")], capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and proc.stderr.count("\n") == 1, (command, proc.stderr)
+        assert "--state" in proc.stderr and "owned by uid 65534" in proc.stderr, (command, proc.stderr)
+    venv = theirs / "venv"
+    venv.mkdir()
+    os.chown(venv, NOBODY, NOBODY)
+    with pytest.raises(ClusterError, match="--server-venv .*owned by uid 65534"):
+        ensure_venv(venv)
+    with pytest.raises(ClusterError, match="--server-venv .*who could replace what lies below it"):
+        ensure_venv(theirs / "cluster" / "new-venv")
