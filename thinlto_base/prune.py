@@ -15,6 +15,7 @@ import time
 from thinlto_base.policy import CachePolicy, parse_policy
 from thinlto_base.safefs import open_dir, open_nofollow, read_regular, unlink_quiet
 from thinlto_base.store import AC_DIR, CAS_DIR, ENTRY_CAP
+from thinlto_base.trust import Trust, Untrusted
 
 STAMP = ".last-prune"
 LOCK = ".prune.lock"
@@ -132,9 +133,21 @@ def _size_limit(root: str, policy: CachePolicy, used: int) -> int:
     return min(limits) if limits else 0
 
 
-def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResult:
-    """Bring ROOT within POLICY now."""
+def _trusted(trust: Trust, st: os.stat_result) -> bool:
+    try:
+        trust.check(st)
+    except Untrusted:
+        return False
+    return True
+
+
+def prune(root: str, policy: CachePolicy, now: float | None = None, trust: Trust | None = None) -> PruneResult:
+    """Bring ROOT within POLICY now. An entry goes with the blobs it names only when TRUST (default: this user and
+    root) trusts its writer: in a cache others may write, anyone could plant an old entry naming another's blobs,
+    and the next prune, by a user allowed to remove them, would take those blobs with it. An untrusted entry is
+    removed alone (its blobs, if no trusted entry names them, go as unnamed blobs do)."""
     now = time.time() if now is None else now
+    trust = trust if trust is not None else Trust()
     result = PruneResult()
     root_fd = open_dir(root)
     try:
@@ -154,7 +167,7 @@ def prune(root: str, policy: CachePolicy, now: float | None = None) -> PruneResu
             too_many = policy.max_files and files > policy.max_files
             if not (expired or too_big or too_many):
                 break  # entries are in LRU order: every later one is newer and the limits hold
-            named = entry_blobs(root_fd, f)
+            named = entry_blobs(root_fd, f) if f.st is not None and _trusted(trust, f.st) else []
             f.remove(root_fd)
             used_bytes, files = used_bytes - size, files - 1
             result.entries_removed += 1
@@ -182,7 +195,7 @@ def _held_too_long(root_fd: int, policy: CachePolicy) -> bool:
     return time.time() - last > policy.interval_s + PRUNE_LOCK_PATIENCE_S
 
 
-def prune_if_due(root: str, policy_text: str) -> PruneResult | None:
+def prune_if_due(root: str, policy_text: str, trust: Trust | None = None) -> PruneResult | None:
     """Prune ROOT when the policy's interval has passed since the last prune and no other process is pruning (a
     prune lock held for over PRUNE_LOCK_PATIENCE_S past the interval is ignored); None when not due. Errors (a
     read-only cache, a planted link at the stamp or lock) are ignored: pruning is housekeeping."""
@@ -209,7 +222,7 @@ def prune_if_due(root: str, policy_text: str) -> PruneResult | None:
                     return None  # another prune runs: pruning twice at once only costs the work twice
             os.close(open_nofollow(STAMP, os.O_RDONLY | os.O_CREAT, dir_fd=root_fd))
             os.utime(STAMP, dir_fd=root_fd, follow_symlinks=False)
-            return prune(root, policy)
+            return prune(root, policy, trust=trust)
         finally:
             os.close(lock)
     except (OSError, ValueError):

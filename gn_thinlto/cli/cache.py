@@ -157,7 +157,7 @@ def verify(t: Target) -> list[str]:
 
 def trim(t: Target) -> list[str]:
     start = time.monotonic()
-    r = prune(str(t.cache), parse_policy(t.policy))
+    r = prune(str(t.cache), parse_policy(t.policy), trust=Trust(t.trusted))
     return [f"trimmed {t.cache} to {t.policy or 'LLVM defaults'}: removed {r.entries_removed} entries and "
             f"{r.blobs_removed} blobs ({r.bytes_removed / 2**20:.1f} MiB); kept {r.entries_kept} entries, "
             f"{r.bytes_kept / 2**20:.1f} MiB; {time.monotonic() - start:.2f} s"]

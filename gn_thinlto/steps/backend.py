@@ -69,7 +69,7 @@ def run(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launche
 def prune_due(store: CacheStore, policy: str) -> None:
     from thinlto_base.prune import prune_if_due  # a miss, never a hit, pays for pruning
 
-    prune_if_due(store.root, policy)
+    prune_if_due(store.root, policy, store.trust)
 
 
 def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launcher: Sequence[str],

@@ -191,7 +191,7 @@ class Distributor:
             from thinlto_base.prune import prune_if_due
 
             if self.settings.cache.root:
-                prune_if_due(self.settings.cache.root, self.settings.cache_policy)
+                prune_if_due(self.settings.cache.root, self.settings.cache_policy, self.settings.cache.trust)
         return 0
 
     def _largest_first(self) -> list[DistJob]:

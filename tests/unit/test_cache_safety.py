@@ -327,3 +327,24 @@ def test_the_backend_step_ends_bad_input_with_one_line(tmp_path: Path, case: str
         assert proc.returncode == 0 and all("warning: backend cache" in line for line in lines)
     else:
         assert proc.returncode == 2 and len(lines) == 1
+
+
+@root_only
+def test_an_untrusted_entry_that_prune_removes_takes_no_blob_with_it(tmp_path: Path) -> None:
+    """[harden] Anyone who may write the cache can plant an old entry naming another's blobs: the next prune, by
+    a user allowed to remove those blobs, took them with the planted entry, and every trusted entry naming them
+    became a miss. Prune removes an untrusted entry alone."""
+    from thinlto_base.policy import parse_policy
+
+    store = _stored(tmp_path)
+    planted_key = "cd" + "2" * 62
+    store.store(planted_key, {"o": DATA})  # names the very blob KEY's entry names
+    planted = store.entry_path(planted_key)
+    os.chown(planted, OTHER_UID, OTHER_UID)
+    os.utime(planted, (0, 0))  # expired under any policy
+    result = prune(store.root, parse_policy("prune_after=1h"))
+    assert result.entries_removed == 1 and result.blobs_removed == 0 and not Path(planted).exists()
+    assert _blob(store).exists() and fetch_outputs(store, KEY, {"o": str(tmp_path / "o")})
+    os.utime(store.entry_path(KEY), (0, 0))  # a trusted entry that expires still takes its blob
+    result = prune(store.root, parse_policy("prune_after=1h"))
+    assert (result.entries_removed, result.blobs_removed) == (1, 1) and not _blob(store).exists()
