@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
@@ -129,6 +130,7 @@ class ClusterState:
     worker_token_file: str | None = None
     bot_id: str | None = None
     migrated: str | None = None  # "SCRIPTS:REVISION": server.migrations and the revision they brought the database to
+    worker_socket: str | None = None  # `all`: the Unix socket BuildGrid serves this host's workers on
 
     @property
     def host_role(self) -> Role:
@@ -334,7 +336,7 @@ def _server_settings(st: ClusterState) -> ServerSettings:
         keepalive_s=st.keepalive_s, poll_s=st.poll_s, plaintext=st.plaintext, compression=st.compression,
         jwt_secret_file=st.auth_dir / secretfiles.JWT_SECRET if st.auth == Auth.JWT.value else None,
         acl_file=state / ACL_FILE if st.auth == Auth.JWT.value else None,
-        listen=st.listen, store=st.store,
+        listen=st.listen, store=st.store, unix_socket=Path(st.worker_socket) if st.worker_socket else None,
     )
 
 
@@ -433,11 +435,13 @@ def start_workers(st: ClusterState) -> ClusterState:
     state = Path(st.state)
     for old in (state / "workers").glob(f"*/{SESSION_FILE}"):
         old.unlink()
+    tls = st.ca_file if not st.worker_socket else None
     cmd = [
-        sys.executable, "-m", "goma_ext.cli", "worker", "--remote", st.endpoint, "--instance", st.instance,
-        *(["--ca-file", str(st.ca_file)] if st.ca_file else []),
-        *(["--client-cert", st.worker_cert] if st.ca_file and st.worker_cert else []),
-        *(["--client-key", st.worker_key] if st.ca_file and st.worker_key else []),
+        sys.executable, "-m", "goma_ext.cli", "worker", "--remote",
+        f"grpc://unix:{st.worker_socket}" if st.worker_socket else st.endpoint, "--instance", st.instance,
+        *(["--ca-file", str(tls)] if tls else []),
+        *(["--client-cert", st.worker_cert] if tls and st.worker_cert else []),
+        *(["--client-key", st.worker_key] if tls and st.worker_key else []),
         "--work-dir", str(state / "workers"), "--bot-id", st.bot_id or f"local-{Path(st.state).resolve().name}",
         "--count", str(st.workers),
     ]
@@ -455,6 +459,36 @@ def start_workers(st: ClusterState) -> ClusterState:
     pid = procs.spawn(cmd, state / "logs" / "workers.log", env=env)
     _wait_workers(st, pid)
     return replace(st, worker_pid=pid)
+
+
+WORKER_SOCKET = "bgd.sock"
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL; a longer STATE gets a short directory of its own
+
+
+def _own_worker_socket(st: ClusterState) -> ClusterState:
+    """An `all` host's workers reach BuildGrid on a Unix socket in a directory only the cluster's user can enter
+    (STATE/run, or a fresh one in the temp dir when that path is too long for a socket), never over a loopback
+    port: when BuildGrid is down, any local user may bind that port, and a worker reconnecting to it would send
+    them its token, with which they could take other users' actions and answer them. The directory is kept while
+    it is still a private one of ours; a new one (a reboot emptied the temp dir) restarts BuildGrid and the
+    workers, which must all use it."""
+    if not (st.host_role.runs_server and st.host_role.runs_workers):
+        return st
+    current = Path(st.worker_socket).parent if st.worker_socket else None
+    if current is not None and safefs.unsafe_dir(current) is None:
+        return st
+    run = Path(st.state) / "run"
+    if len(os.fsencode(run / WORKER_SOCKET)) <= SOCKET_PATH_MAX:
+        run.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(run, 0o700)
+        if safefs.unsafe_dir(run) is not None:
+            raise ClusterError(f"{run}: {safefs.unsafe_dir(run)}; the workers' socket must be in a directory of ours")
+    else:
+        run = Path(tempfile.mkdtemp(prefix="goma-ext-bgd-"))
+    procs.stop(st.worker_pid)
+    st = stop_server(replace(st, worker_pid=None, worker_socket=str(run / WORKER_SOCKET)))
+    st.save()
+    return st
 
 
 def check_state(state: Path) -> None:
@@ -479,6 +513,7 @@ def start(spec: ClusterSpec) -> ClusterState:
         st = replace(st, sandbox_dir=sandbox_dir, sandbox_dir_owned=owned)
     if st.pg_data:
         st = replace(st, pg_data=reusable_data_dir(spec.state, st.pg_data, st.pg_user))
+    st = _own_worker_socket(st)
     if st.host_role is not spec.role:
         raise ClusterError(f"{spec.state} holds a --role {st.role} host; start it with --role {st.role} "
                            "(or use another --state)")
@@ -583,6 +618,8 @@ def destroy(state: Path) -> None:
         shutil.rmtree(st.pg_data, ignore_errors=True)
     if st is not None and st.sandbox_dir and st.sandbox_dir_owned:
         shutil.rmtree(st.sandbox_dir, ignore_errors=True)
+    if st is not None and st.worker_socket and not Path(st.worker_socket).is_relative_to(st.state):
+        shutil.rmtree(Path(st.worker_socket).parent, ignore_errors=True)  # the temp dir of a long STATE
 
 
 def status(state: Path) -> dict[str, object]:

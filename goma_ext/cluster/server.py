@@ -67,6 +67,10 @@ class ServerSettings:
     # clients behind a slow link download less; the workers decompress too). Requests are decompressed whatever
     # this says.
     compression: str = "off"
+    # A plaintext channel on a Unix socket, for this host's own workers: in a directory only the cluster's user can
+    # enter, no other local user can take its place (a TCP port, when BuildGrid is down, anyone can bind, and a
+    # worker reconnecting to it would hand over its token)
+    unix_socket: Path | None = None
 
 
 def ensure_venv(venv: Path) -> Path:
@@ -185,6 +189,8 @@ def _channels(s: ServerSettings) -> list[object]:
     if s.tls_port is not None and (s.tls_cert is None or s.tls_key is None):
         raise ClusterError("a TLS port needs both a certificate and a key")
     channels: list[object] = []
+    if s.unix_socket is not None:
+        channels.append(_tag("!channel", {"address": f"unix:{s.unix_socket}", "insecure-mode": True}))
     for host in s.listen:
         if s.plaintext:
             channels.append(_tag("!channel", {"address": f"{_bracket(host)}:{s.port}", "insecure-mode": True}))

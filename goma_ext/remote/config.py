@@ -125,8 +125,10 @@ def _boolean(value: Any) -> bool:
 def is_loopback(target: str) -> bool:
     """Whether a gRPC target (HOST:PORT, [V6]:PORT, unix:PATH) stays on this machine, judged from its literal
     spelling: a DNS name other than localhost is not resolved (what it resolves to is not ours to trust)."""
-    if target.startswith(("unix:", "unix-abstract:")):
+    if target.startswith("unix:"):  # a socket file: its directory's permissions say who may serve it
         return True
+    if target.startswith("unix-abstract:"):  # no file, no permissions: any local user may have bound the name
+        return False
     host = target.rsplit(":", 1)[0] if target.count(":") == 1 or target.startswith("[") else target
     host = host.strip("[]").lower()
     if host == "localhost":

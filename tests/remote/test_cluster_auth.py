@@ -158,7 +158,9 @@ def test_with_tls_the_plaintext_port_is_not_listening(tls_only: manager.ClusterS
     info = manager.status(Path(st.state))
     assert info["plaintext_endpoint"] is None and info["tls_endpoint"] == st.endpoint
     assert str(info["capabilities"]).startswith("ok"), info
-    assert "insecure-mode: true" not in (Path(st.state) / "buildgrid.yml").read_text()
+    config = (Path(st.state) / "buildgrid.yml").read_text()
+    # the one plaintext channel is the workers' Unix socket, in a directory only the cluster's user can enter
+    assert config.count("insecure-mode: true") == 1 and f"address: unix:{st.worker_socket}" in config
 
 
 def test_tls_only_cluster_builds_with_its_workers_over_tls(
@@ -166,10 +168,81 @@ def test_tls_only_cluster_builds_with_its_workers_over_tls(
 ) -> None:
     st = tls_only
     workers = (Path(f"/proc/{st.worker_pid}/cmdline").read_bytes()).split(b"\0")
-    assert workers[workers.index(b"--remote") + 1].decode() == st.endpoint  # the workers' only way in is TLS
+    # the workers' way in is their private socket; a client's only way in is TLS
+    assert workers[workers.index(b"--remote") + 1].decode() == f"grpc://unix:{st.worker_socket}"
     token = st.token_file(tokens.Role.CLIENT)
     run = wrapper(program, program.backend("delta"), st.endpoint, salt, "--ca-file", str(st.tls_ca),
                   "--token-file", str(token))
     assert run.returncode == 0 and WARNING_PREFIX not in run.stderr, run.stderr
     assert [r.mode for r in records(program)] == [stats.Mode.REMOTE]
     assert program.native("delta").read_bytes() == ref["delta"]
+
+
+@pytest.fixture(scope="module")
+def plaintext_all(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.ClusterSpec]:
+    """A second `all` cluster without TLS (JWT, the default): one worker."""
+    base = tmp_path_factory.mktemp("plaintext-all")
+    reachable = Path(tempfile.mkdtemp(prefix="gx-plain-all-"))
+    os.chmod(reachable, 0o711)
+    spec = manager.ClusterSpec(
+        state=base / "state", workers=1, server_venv=Path(cluster.st.server_venv), instance=INSTANCE,
+        compilers=cluster.st.compilers, keepalive_s=20, poll_s=TEST_POLL_S,
+        run_as=cluster.runner.name if cluster.runner else None, sandbox_dir=reachable / "sandboxes",
+        worker_args=("--max-procs", "256", "--cpu-time", "120"),
+    )
+    try:
+        manager.start(spec)
+        yield spec
+    finally:
+        manager.destroy(base / "state")
+        shutil.rmtree(reachable, ignore_errors=True)
+
+
+def test_workers_never_send_their_token_to_whoever_took_buildgrids_port(plaintext_all: manager.ClusterSpec) -> None:
+    """[harden] An attacker's audit (2026-12-07): with BuildGrid down and its workers up (`cluster stop --role
+    server` on an `all` host, a crash), any local user could bind BuildGrid's loopback port, and the workers,
+    reconnecting every few seconds, sent it their token: with it, one could take other users' actions and
+    answer them into the shared action cache. The workers reach BuildGrid on a Unix socket in a 0700 directory
+    instead, and the port hears nothing from them."""
+    import socket
+    import threading
+    import time
+
+    st = manager.load(plaintext_all.state)
+    assert st is not None and st.worker_socket is not None and procs.alive(st.worker_pid)
+    run = Path(st.worker_socket).parent
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700 and run.stat().st_uid == os.geteuid()
+    manager.stop(plaintext_all.state, manager.Role.SERVER)  # BuildGrid down, the workers up and retrying
+    assert procs.alive(st.worker_pid) and not procs.port_open(st.port)
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", st.port))
+    squatter.listen()
+    heard: list[bytes] = []
+
+    def listen() -> None:
+        while True:
+            try:
+                conn, _ = squatter.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    heard.append(conn.recv(65536) or b"(connected)")
+                except OSError:
+                    heard.append(b"(connected)")
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    try:
+        time.sleep(8)  # the workers retry within 5 s
+    finally:
+        squatter.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone would leave the port bound by it)
+        squatter.close()
+        listener.join(5)
+    assert heard == [], heard[:1]
+    started = manager.start(plaintext_all)  # BuildGrid back: the workers find it on their socket
+    assert started.worker_pid == st.worker_pid and started.worker_socket == st.worker_socket
+    assert str(manager.status(plaintext_all.state)["capabilities"]).startswith("ok")
+
