@@ -23,14 +23,17 @@ def spawn(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None, 
 
 
 def alive(pid: int | None) -> bool:
+    """Whether PID is a live process of ours (this effective user's): a recorded pid that another user's process
+    has taken since (after a reboot, pids are handed out again) is not, so it is neither trusted to be our daemon
+    nor signalled."""
     if not pid:
         return False
     try:
+        if os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+            return False
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, FileNotFoundError, PermissionError):
         return False
-    except PermissionError:
-        return True
     try:  # a zombie child of ours counts as dead
         done, _ = os.waitpid(pid, os.WNOHANG)
         return done == 0

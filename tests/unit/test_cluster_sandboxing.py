@@ -8,6 +8,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,31 @@ def test_a_root_cluster_refuses_a_state_or_server_venv_another_user_can_change(t
         ensure_venv(venv)
     with pytest.raises(ClusterError, match="--server-venv .*who could replace what lies below it"):
         ensure_venv(theirs / "cluster" / "new-venv")
+
+
+@as_root
+def test_a_recorded_pid_another_users_process_took_is_not_ours_to_trust_or_signal() -> None:
+    """[harden] After a reboot pids are handed out again: a local user could hold the pid recorded for the
+    cluster's workers or CAS cleanup, so that `cluster start` never restarted them and `cluster stop` signalled
+    their process group."""
+    import sys
+
+    from goma_ext.cluster import procs
+
+    theirs = subprocess.Popen(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+                               sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        for _ in range(50):  # until setpriv has changed users
+            if Path(f"/proc/{theirs.pid}").stat().st_uid == NOBODY:
+                break
+            time.sleep(0.1)
+        assert not procs.alive(theirs.pid)
+        procs.stop(theirs.pid, grace_s=0.5)
+        assert theirs.poll() is None  # not signalled
+        ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        assert procs.alive(ours.pid)
+        procs.stop(ours.pid, grace_s=2)
+        assert ours.wait(5) is not None
+    finally:
+        theirs.kill()
+        theirs.wait()
