@@ -1,6 +1,6 @@
 """Pruning the backend cache to its policy (thinlto_base.policy): expired entries first, then the least recently used
-until the byte and file limits hold. An entry goes with its blobs; stale temporary files of writers that died
-mid-store go too.
+until the byte and file limits hold. An entry goes with its blobs (an untrusted writer's entry only with the blobs
+that writer owns); stale temporary files of writers that died mid-store go too.
 
 The backend step calls prune_if_due after a miss (never on a hit), at most once per prune_interval across
 every process sharing the cache (a timestamp file and a non-blocking lock); `gn-thinlto cache trim` calls
@@ -133,6 +133,22 @@ def _size_limit(root: str, policy: CachePolicy, used: int) -> int:
     return min(limits) if limits else 0
 
 
+def _owner(root_fd: int, f: CacheFile) -> int | None:
+    """F's owner (lstat, reached without following a link), or None when it cannot be looked at."""
+    try:
+        top_fd = open_dir(root_fd, f.top)
+        try:
+            fan_fd = open_dir(top_fd, f.fan)
+            try:
+                return os.stat(f.name, dir_fd=fan_fd, follow_symlinks=False).st_uid
+            finally:
+                os.close(fan_fd)
+        finally:
+            os.close(top_fd)
+    except OSError:
+        return None
+
+
 def _trusted(trust: Trust, st: os.stat_result) -> bool:
     try:
         trust.check(st)
@@ -142,10 +158,10 @@ def _trusted(trust: Trust, st: os.stat_result) -> bool:
 
 
 def prune(root: str, policy: CachePolicy, now: float | None = None, trust: Trust | None = None) -> PruneResult:
-    """Bring ROOT within POLICY now. An entry goes with the blobs it names only when TRUST (default: this user and
-    root) trusts its writer: in a cache others may write, anyone could plant an old entry naming another's blobs,
-    and the next prune, by a user allowed to remove them, would take those blobs with it. An untrusted entry is
-    removed alone (its blobs, if no trusted entry names them, go as unnamed blobs do)."""
+    """Bring ROOT within POLICY now. An entry goes with the blobs it names; one whose writer TRUST (default: this user
+    and root) does not trust, only with the blobs its writer owns: in a cache others may write, anyone could plant
+    an old entry naming another's blobs, and the next prune, by a user allowed to remove them, would take those
+    blobs with it."""
     now = time.time() if now is None else now
     trust = trust if trust is not None else Trust()
     result = PruneResult()
@@ -167,12 +183,16 @@ def prune(root: str, policy: CachePolicy, now: float | None = None, trust: Trust
             too_many = policy.max_files and files > policy.max_files
             if not (expired or too_big or too_many):
                 break  # entries are in LRU order: every later one is newer and the limits hold
-            named = entry_blobs(root_fd, f) if f.st is not None and _trusted(trust, f.st) else []
+            named = entry_blobs(root_fd, f)
+            writer = None if f.st is None or _trusted(trust, f.st) else f.st.st_uid  # None: any blob it names
             f.remove(root_fd)
             used_bytes, files = used_bytes - size, files - 1
             result.entries_removed += 1
             for digest, blob_size in named:
-                blob = blobs.pop(f"{digest}-{blob_size}", None)
+                key = f"{digest}-{blob_size}"
+                if key in blobs and writer is not None and _owner(root_fd, blobs[key][0]) != writer:
+                    continue  # another's blob, named by an entry we do not trust: not its to take
+                blob = blobs.pop(key, None)
                 if blob is not None:
                     blob[0].remove(root_fd)
                     used_bytes, files = used_bytes - blob[1], files - 1

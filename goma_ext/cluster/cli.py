@@ -43,7 +43,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="with --tls-cert: require client certificates (mTLS) signed by this CA; needs --worker-cert/--worker-key",
     )
     start.add_argument(
-        "--worker-cert", type=Path, help="client certificate the workers (and the cluster's own probe) present"
+        "--worker-cert", type=Path,
+        help="client certificate the cluster's own probe and status (and a worker host's workers) present; an all "
+        "host's own workers reach BuildGrid on a private Unix socket",
     )
     start.add_argument("--worker-key", type=Path, help="private key of --worker-cert")
     start.add_argument(

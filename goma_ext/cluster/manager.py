@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -21,6 +22,7 @@ from goma_ext.cluster.server import (
     PersistentStore,
     ServerSettings,
     Watermarks,
+    check_venv,
     ensure_venv,
     migrate,
     migrations,
@@ -478,17 +480,20 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
     if current is not None and safefs.unsafe_dir(current) is None:
         return st
     run = Path(st.state) / "run"
-    if len(os.fsencode(run / WORKER_SOCKET)) <= SOCKET_PATH_MAX:
+    # gRPC reads a socket's address as a URI: a path it would take apart (?, #, %) gets the short directory too
+    if len(os.fsencode(run / WORKER_SOCKET)) <= SOCKET_PATH_MAX and re.fullmatch(r"[\w./+-]+", str(run)):
         run.mkdir(mode=0o700, exist_ok=True)
         os.chmod(run, 0o700)
         if safefs.unsafe_dir(run) is not None:
             raise ClusterError(f"{run}: {safefs.unsafe_dir(run)}; the workers' socket must be in a directory of ours")
     else:
-        run = Path(tempfile.mkdtemp(prefix="goma-ext-bgd-"))
-    procs.stop(st.worker_pid)
-    st = stop_server(replace(st, worker_pid=None, worker_socket=str(run / WORKER_SOCKET)))
-    st.save()
-    return st
+        run = Path(tempfile.mkdtemp(prefix="goma-ext-bgd-", dir="/tmp"))
+    # only what is ours runs on with the old address: a pid recorded before a reboot may be anyone's process now
+    if procs.alive(st.worker_pid) and f"{Path(st.state) / 'workers'}".encode() in procs.cmdline(st.worker_pid):
+        procs.stop(st.worker_pid)
+    if st.server_serving:
+        st = stop_server(st)
+    return replace(st, worker_pid=None, server_pid=None, worker_socket=str(run / WORKER_SOCKET))
 
 
 def check_state(state: Path) -> None:
@@ -499,7 +504,8 @@ def check_state(state: Path) -> None:
     why = safefs.unsafe_dir(state)
     if why is not None:
         raise ClusterError(f"--state {state}: {why}; as root, the cluster trusts what it holds, so only root may be "
-                           "able to change it (give a --state of root's own)")
+                           "able to change it (give a --state of root's own; a cluster already running there: stop "
+                           "the pids in its cluster.json by hand)")
 
 
 def start(spec: ClusterSpec) -> ClusterState:
@@ -513,12 +519,14 @@ def start(spec: ClusterSpec) -> ClusterState:
         st = replace(st, sandbox_dir=sandbox_dir, sandbox_dir_owned=owned)
     if st.pg_data:
         st = replace(st, pg_data=reusable_data_dir(spec.state, st.pg_data, st.pg_user))
-    st = _own_worker_socket(st)
     if st.host_role is not spec.role:
         raise ClusterError(f"{spec.state} holds a --role {st.role} host; start it with --role {st.role} "
                            "(or use another --state)")
     if st.host_role.runs_workers and spec.workers != st.workers:
         st = replace(st, workers=spec.workers)
+    if st.host_role.runs_server:
+        check_venv(Path(st.server_venv))  # before anything is stopped for the workers' socket
+    st = _own_worker_socket(st)
     st.save()
     if st.host_role.runs_server:
         st = _start_server_side(st)

@@ -41,6 +41,14 @@ def alive(pid: int | None) -> bool:
         return True
 
 
+def cmdline(pid: int | None) -> bytes:
+    """PID's command line, NUL-separated (b"" when it cannot be read)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() if pid else b""
+    except OSError:
+        return b""
+
+
 def stop(pid: int | None, grace_s: float = 10.0) -> None:
     """SIGTERM the process group, then SIGKILL it after `grace_s`."""
     if pid is None or not alive(pid):

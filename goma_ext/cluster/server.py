@@ -73,17 +73,24 @@ class ServerSettings:
     unix_socket: Path | None = None
 
 
+def check_venv(venv: Path) -> None:
+    """As root, VENV (or, while it does not exist, the directory it will be made in) must be one only root can
+    change: the cluster runs BuildGrid's python from it."""
+    if os.geteuid() != 0:
+        return
+    why = safefs.unsafe_dir(venv) if os.path.lexists(venv) else safefs.unsafe_above(venv)
+    if why is not None:
+        raise ClusterError(f"--server-venv {venv}: {why}; as root, the cluster runs BuildGrid from it, so only root "
+                           "may be able to change it")
+
+
 def ensure_venv(venv: Path) -> Path:
     """Create VENV with BuildGrid if it lacks it; return its `bgd`. Clusters started at the same time (a test
     suite's workers, two `goma-ext cluster start`) take turns through a lock beside VENV, so one installs and
     the others find it installed."""
     bgd = venv / "bin" / "bgd"
     venv.parent.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:  # root runs its python: no other user may be able to change it, or put one there
-        why = safefs.unsafe_dir(venv) if os.path.lexists(venv) else safefs.unsafe_above(venv)
-        if why is not None:
-            raise ClusterError(f"--server-venv {venv}: {why}; as root, the cluster runs BuildGrid from it, so only "
-                               "root may be able to change it")
+    check_venv(venv)
     if bgd.exists() and not _missing_modules(venv):
         return bgd
     with open(venv.parent / f".{venv.name}.lock", "a") as lock:

@@ -345,6 +345,14 @@ def test_an_untrusted_entry_that_prune_removes_takes_no_blob_with_it(tmp_path: P
     result = prune(store.root, parse_policy("prune_after=1h"))
     assert result.entries_removed == 1 and result.blobs_removed == 0 and not Path(planted).exists()
     assert _blob(store).exists() and fetch_outputs(store, KEY, {"o": str(tmp_path / "o")})
+    # an untrusted writer's own entry still goes with the blobs that writer owns (none left behind for ever)
+    theirs = b"their object"
+    store.store(planted_key, {"o": theirs})
+    for path in (store.entry_path(planted_key), _blob(store, theirs)):
+        os.chown(path, OTHER_UID, OTHER_UID)
+    os.utime(store.entry_path(planted_key), (0, 0))
+    result = prune(store.root, parse_policy("prune_after=1h"))
+    assert (result.entries_removed, result.blobs_removed) == (1, 1) and not _blob(store, theirs).exists()
     os.utime(store.entry_path(KEY), (0, 0))  # a trusted entry that expires still takes its blob
     result = prune(store.root, parse_policy("prune_after=1h"))
     assert (result.entries_removed, result.blobs_removed) == (1, 1) and not _blob(store).exists()

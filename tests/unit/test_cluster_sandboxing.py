@@ -263,3 +263,25 @@ def test_a_recorded_pid_another_users_process_took_is_not_ours_to_trust_or_signa
     finally:
         theirs.kill()
         theirs.wait()
+
+
+@pytest.mark.parametrize("name", ["plain", "with#hash", "with?query", "with%41", "x" * 120])
+def test_the_workers_socket_is_in_a_private_directory_grpc_can_name(tmp_path: Path, name: str) -> None:
+    """gRPC reads a Unix socket's address as a URI, and a socket's path has 108 bytes: a STATE that gRPC would take
+    apart (?, #, %) or that is too long gets a fresh private directory in /tmp instead of STATE/run."""
+    from goma_ext.cluster import manager
+
+    state = tmp_path / name
+    state.mkdir()
+    st = manager.ClusterState(state=str(state), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
+                              server_venv="", workers=1)
+    got = manager._own_worker_socket(st)
+    assert got.worker_socket is not None
+    sock = Path(got.worker_socket)
+    try:
+        assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700 and len(os.fsencode(sock)) <= 100
+        assert (sock.parent == state / "run") == (name == "plain")
+        assert manager._own_worker_socket(got) == got  # kept while it is still a private directory of ours
+    finally:
+        if sock.parent != state / "run":
+            shutil.rmtree(sock.parent)
