@@ -251,7 +251,7 @@ def _check_work_dirs(args: argparse.Namespace) -> None:
                        (args.file_cache or args.work_dir / "file-cache", "--file-cache" if args.file_cache else
                         "--work-dir")):
         try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.mkdir(mode=0o755, parents=True, exist_ok=True)  # the runner searches WORK-DIR/sandboxes
             real = path.resolve()
         except (OSError, RuntimeError) as e:
             raise WorkerConfigError(f"{flag} {shown(path)}: {reason(e) if isinstance(e, OSError) else e}") from None

@@ -137,12 +137,15 @@ def _warnings(run: WrapperRun) -> list[str]:
     return [line for line in run.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
 
 
-def test_the_cluster_requires_client_certificates_and_its_workers_present_theirs(mtls: MtlsCluster) -> None:
+def test_the_cluster_requires_client_certificates_and_its_probe_presents_the_workers(mtls: MtlsCluster) -> None:
     st = mtls.st
     config = (Path(st.state) / "buildgrid.yml").read_text()
-    assert f"tls-client-certs: {mtls.certs / pki.CA_CERT}" in config and "insecure-mode: true" not in config
+    # every TCP channel requires a client certificate; the one plaintext channel is the host's workers' private
+    # Unix socket (a 0700 directory: no client reaches it)
+    assert f"tls-client-certs: {mtls.certs / pki.CA_CERT}" in config
+    assert config.count("insecure-mode: true") == 1 and f"address: unix:{st.worker_socket}" in config
     workers = Path(f"/proc/{st.worker_pid}/cmdline").read_bytes().split(b"\0")
-    assert workers[workers.index(b"--client-cert") + 1].decode() == st.worker_cert
+    assert workers[workers.index(b"--remote") + 1].decode() == f"grpc://unix:{st.worker_socket}"
     assert json.loads((Path(st.state) / manager.STATE_FILE).read_text())["worker_cert"] == st.worker_cert
     info = manager.status(Path(st.state))  # the probe presents the workers' certificate
     assert str(info["capabilities"]).startswith("ok"), info
