@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -489,7 +490,9 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
     else:
         run = Path(tempfile.mkdtemp(prefix="goma-ext-bgd-", dir="/tmp"))
     # only what is ours runs on with the old address: a pid recorded before a reboot may be anyone's process now
-    if procs.alive(st.worker_pid) and f"{Path(st.state) / 'workers'}".encode() in procs.cmdline(st.worker_pid):
+    args = procs.cmdline(st.worker_pid).split(b"\0")
+    work_dir = os.fsencode(Path(st.state) / "workers")
+    if procs.alive(st.worker_pid) and any(a == b"--work-dir" and b == work_dir for a, b in itertools.pairwise(args)):
         procs.stop(st.worker_pid)
     if st.server_serving:
         st = stop_server(st)

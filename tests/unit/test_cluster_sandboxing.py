@@ -295,3 +295,30 @@ def test_the_workers_socket_is_in_a_private_directory_grpc_can_name(tmp_path: Pa
     finally:
         if sock.parent != state / "run":
             shutil.rmtree(sock.parent)
+
+
+def test_a_new_worker_socket_stops_only_this_states_workers(tmp_path: Path) -> None:
+    """A pid recorded before a reboot may be any process of ours now: only one whose command line has
+    `--work-dir STATE/workers` is taken for this cluster's workers and stopped."""
+    import sys
+
+    from goma_ext.cluster import manager
+
+    state = tmp_path / "s"
+    state.mkdir()
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    other = subprocess.Popen([*sleep, "--work-dir", f"{state}X/workers"], start_new_session=True)
+    ours = subprocess.Popen([*sleep, "--work-dir", str(state / "workers")], start_new_session=True)
+    try:
+        for pid, stopped in ((other.pid, False), (ours.pid, True)):
+            st = manager.ClusterState(state=str(state), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
+                                      server_venv="", workers=1, worker_pid=pid)
+            got = manager._own_worker_socket(st)
+            assert got.worker_pid is None and got.worker_socket is not None
+            shutil.rmtree(state / "run")
+            proc = other if pid == other.pid else ours
+            assert (proc.wait(15) is not None) if stopped else proc.poll() is None
+    finally:
+        for proc in (other, ours):
+            proc.kill()
+            proc.wait()
