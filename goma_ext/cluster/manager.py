@@ -134,6 +134,7 @@ class ClusterState:
     bot_id: str | None = None
     migrated: str | None = None  # "SCRIPTS:REVISION": server.migrations and the revision they brought the database to
     worker_socket: str | None = None  # `all`: the Unix socket BuildGrid serves this host's workers on
+    boot_id: str | None = None  # the boot the pids above were recorded in (procs.boot_id)
 
     @property
     def host_role(self) -> Role:
@@ -229,7 +230,7 @@ class ClusterState:
     def save(self) -> None:
         path = Path(self.state) / STATE_FILE
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps(asdict(replace(self, boot_id=procs.boot_id())), indent=2, sort_keys=True) + "\n")
         os.replace(tmp, path)
 
 
@@ -242,9 +243,14 @@ def load(state: Path) -> ClusterState | None:
         data["compilers"] = tuple(data.get("compilers", ()))
         data["worker_args"] = tuple(data.get("worker_args", ()))
         data["listen"] = tuple(data.get("listen", ("127.0.0.1",)))
-        return ClusterState(**data)
+        st = ClusterState(**data)
     except (ValueError, TypeError) as e:
         raise ClusterError(f"{path}: unreadable cluster state ({e}); remove it and start again") from e
+    # pids recorded before a reboot are other processes' now, if anyone's: never trusted, never signalled (a state
+    # file without a boot id, from before it was recorded, keeps them: its cluster may be running)
+    if st.boot_id is not None and st.boot_id != procs.boot_id():
+        st = replace(st, server_pid=None, worker_pid=None, redis_pid=None, cleanup_pid=None)
+    return st
 
 
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:

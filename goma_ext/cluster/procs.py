@@ -41,6 +41,14 @@ def alive(pid: int | None) -> bool:
         return True
 
 
+def boot_id() -> str | None:
+    """This boot's id (a new one at every boot), or None where the kernel gives none."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
 def cmdline(pid: int | None) -> bytes:
     """PID's command line, NUL-separated (b"" when it cannot be read)."""
     try:

@@ -322,3 +322,25 @@ def test_a_new_worker_socket_stops_only_this_states_workers(tmp_path: Path) -> N
         for proc in (other, ours):
             proc.kill()
             proc.wait()
+
+
+def test_pids_recorded_before_a_reboot_are_forgotten(tmp_path: Path) -> None:
+    """After a reboot the recorded pids name other processes, if any: `cluster start` must start its daemons
+    again and `cluster stop` must signal none of them. The state records the boot its pids belong to."""
+    import json
+
+    from goma_ext.cluster import manager, procs
+
+    st = manager.ClusterState(state=str(tmp_path), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
+                              server_venv="", workers=1, server_pid=os.getpid(), worker_pid=os.getpid())
+    st.save()
+    loaded = manager.load(tmp_path)
+    assert loaded is not None and loaded.boot_id == procs.boot_id() and loaded.server_pid == os.getpid()
+    data = json.loads((tmp_path / manager.STATE_FILE).read_text())
+    (tmp_path / manager.STATE_FILE).write_text(json.dumps({**data, "boot_id": "an-earlier-boot"}))
+    loaded = manager.load(tmp_path)
+    assert loaded is not None and (loaded.server_pid, loaded.worker_pid) == (None, None)
+    del data["boot_id"]  # written before boot ids were recorded: its cluster may still run
+    (tmp_path / manager.STATE_FILE).write_text(json.dumps(data))
+    loaded = manager.load(tmp_path)
+    assert loaded is not None and loaded.server_pid == os.getpid()
