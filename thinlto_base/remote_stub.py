@@ -83,20 +83,29 @@ def parse(data: bytes) -> Stub | None:
 def read_stub(path: str | os.PathLike[str], follow_links: bool = True) -> Stub | None:
     """PATH's record if it is a stand-in (None for any other file, or none). Never blocks: a FIFO or a device is
     not one. Without FOLLOW_LINKS, a symbolic link is not one either."""
+    found = stat_stub(path, follow_links)
+    return found[0] if found is not None else None
+
+
+def stat_stub(path: str | os.PathLike[str], follow_links: bool = True) -> tuple[Stub, os.stat_result] | None:
+    """read_stub's record with the file's status, both from one descriptor (a file renamed into place meanwhile
+    is not taken for the stand-in that was read)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
         head = os.read(fd, MAX_STUB_BYTES + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return parse(head)
+    stub = parse(head)
+    return (stub, st) if stub is not None else None
 
 
 def kept_remote(path: str) -> bool:

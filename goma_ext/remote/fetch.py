@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -61,32 +60,16 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns  # ctime: an inode number reused
 
 
-def _stand_in(path: str, stub: remote_stub.Stub) -> os.stat_result | None:
-    """PATH's status if it is still the stand-in STUB, its bytes and status read from one descriptor."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or remote_stub.parse(os.read(fd, remote_stub.MAX_STUB_BYTES + 1)) != stub:
-            return None
-        return st
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def _write(path: str, stub: remote_stub.Stub, data: bytes) -> None:
     """Replace the stand-in at PATH with DATA, unless PATH changed meanwhile: a build running beside `goma-ext fetch`
     may rename a backend's new output into place at any moment, and putting this older object over it would give a
     wrong binary that ninja takes as up to date. So PATH is looked at again just before the rename (the window left
     is that of two system calls). The object keeps the stand-in's modification time: ninja finds nothing new (the
     stand-in named these very bytes)."""
-    st = _stand_in(path, stub)
-    if st is None:
+    found = remote_stub.stat_stub(path)
+    if found is None or found[0] != stub:
         return
+    st = found[1]
     parent, name = os.path.split(path)
     tmp = os.path.join(parent or ".", f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if stub.executable else 0o644)
