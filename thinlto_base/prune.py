@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from thinlto_base.policy import CachePolicy, parse_policy
 from thinlto_base.safefs import open_dir, open_nofollow, read_regular, unlink_quiet
 from thinlto_base.store import AC_DIR, CAS_DIR, ENTRY_CAP
 from thinlto_base.trust import Trust, Untrusted
 
+T = TypeVar("T")
 STAMP = ".last-prune"
 LOCK = ".prune.lock"
 STALE_TMP_S = 3600  # a temporary file this old belongs to a writer that is gone
@@ -47,18 +50,23 @@ class CacheFile:
         remove(root_fd, self.top, self.fan, self.name)
 
 
+def _in_fan(root_fd: int, top: str, fan: str, act: Callable[[int], T]) -> T:
+    """ACT on the fd of TOP/FAN below ROOT_FD, reached without following a link on the way (OSError when refused)."""
+    top_fd = open_dir(root_fd, top)
+    try:
+        fan_fd = open_dir(top_fd, fan)
+        try:
+            return act(fan_fd)
+        finally:
+            os.close(fan_fd)
+    finally:
+        os.close(top_fd)
+
+
 def remove(root_fd: int, top: str, fan: str, name: str) -> None:
     """Unlink TOP/FAN/NAME below ROOT_FD without following a link on the way; quiet when gone or refused."""
     try:
-        top_fd = open_dir(root_fd, top)
-        try:
-            fan_fd = open_dir(top_fd, fan)
-            try:
-                unlink_quiet(name, fan_fd)
-            finally:
-                os.close(fan_fd)
-        finally:
-            os.close(top_fd)
+        _in_fan(root_fd, top, fan, lambda fan_fd: unlink_quiet(name, fan_fd))
     except OSError:
         pass
 
@@ -107,15 +115,8 @@ def entry_blobs(root_fd: int, f: CacheFile) -> list[tuple[str, str]]:
     """(digest, size) of each blob the entry F names, from its text (not verified: for pruning); [] when it
     cannot be read (a link, a FIFO, too large, gone)."""
     try:
-        top_fd = open_dir(root_fd, f.top)
-        try:
-            fan_fd = open_dir(top_fd, f.fan)
-            try:
-                text = read_regular(f.name, fan_fd, ENTRY_CAP)[0].decode(errors="replace")
-            finally:
-                os.close(fan_fd)
-        finally:
-            os.close(top_fd)
+        text = _in_fan(root_fd, f.top, f.fan, lambda fan_fd: read_regular(f.name, fan_fd, ENTRY_CAP)[0]).decode(
+            errors="replace")
     except OSError:
         return []
     return [(p[1], p[2]) for p in (line.split(" ") for line in text.split("\n")[1:]) if len(p) == 3]
@@ -136,15 +137,8 @@ def _size_limit(root: str, policy: CachePolicy, used: int) -> int:
 def _owner(root_fd: int, f: CacheFile) -> int | None:
     """F's owner (lstat, reached without following a link), or None when it cannot be looked at."""
     try:
-        top_fd = open_dir(root_fd, f.top)
-        try:
-            fan_fd = open_dir(top_fd, f.fan)
-            try:
-                return os.stat(f.name, dir_fd=fan_fd, follow_symlinks=False).st_uid
-            finally:
-                os.close(fan_fd)
-        finally:
-            os.close(top_fd)
+        st = _in_fan(root_fd, f.top, f.fan, lambda fan_fd: os.stat(f.name, dir_fd=fan_fd, follow_symlinks=False))
+        return st.st_uid
     except OSError:
         return None
 
