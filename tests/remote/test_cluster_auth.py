@@ -13,8 +13,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,24 +133,33 @@ def test_requests_without_the_clusters_token_are_unauthenticated(cluster: Cluste
     assert claims is not None and claims.subject == tokens.Role.CLIENT.value
 
 
-@pytest.fixture(scope="module")
-def tls_only(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.ClusterState]:
-    """A second cluster with TLS and without --also-plaintext: one worker, JWT (the default)."""
-    base = tmp_path_factory.mktemp("tls-only")
-    reachable = Path(tempfile.mkdtemp(prefix="gx-tls-only-"))
+@contextmanager
+def _second_cluster(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, name: str,
+                    **transport: Any) -> Iterator[tuple[manager.ClusterSpec, manager.ClusterState]]:
+    """Another cluster beside the session's, started with TRANSPORT's options: one worker, JWT (the default), the
+    session's venv, compilers and runner; destroyed afterwards."""
+    base = tmp_path_factory.mktemp(name)
+    reachable = Path(tempfile.mkdtemp(prefix=f"gx-{name}-"))
     os.chmod(reachable, 0o711)
     spec = manager.ClusterSpec(
-        state=base / "state", workers=1, server_venv=Path(cluster.st.server_venv), tls_cert=cluster.ca_cert,
-        tls_key=cluster.ca_cert.with_name("server.key"), instance=INSTANCE,
+        state=base / "state", workers=1, server_venv=Path(cluster.st.server_venv), instance=INSTANCE,
         compilers=cluster.st.compilers, keepalive_s=20, poll_s=TEST_POLL_S,
         run_as=cluster.runner.name if cluster.runner else None, sandbox_dir=reachable / "sandboxes",
-        worker_args=("--max-procs", "256", "--cpu-time", "120"),
+        worker_args=("--max-procs", "256", "--cpu-time", "120"), **transport,
     )
     try:
-        yield manager.start(spec)
+        yield spec, manager.start(spec)
     finally:
         manager.destroy(base / "state")
         shutil.rmtree(reachable, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tls_only(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.ClusterState]:
+    """A second cluster with TLS and without --also-plaintext."""
+    with _second_cluster(cluster, tmp_path_factory, "tls-only", tls_cert=cluster.ca_cert,
+                         tls_key=cluster.ca_cert.with_name("server.key")) as (_, st):
+        yield st
 
 
 def test_with_tls_the_plaintext_port_is_not_listening(tls_only: manager.ClusterState) -> None:
@@ -180,22 +191,9 @@ def test_tls_only_cluster_builds_with_its_workers_over_tls(
 
 @pytest.fixture(scope="module")
 def plaintext_all(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.ClusterSpec]:
-    """A second `all` cluster without TLS (JWT, the default): one worker."""
-    base = tmp_path_factory.mktemp("plaintext-all")
-    reachable = Path(tempfile.mkdtemp(prefix="gx-plain-all-"))
-    os.chmod(reachable, 0o711)
-    spec = manager.ClusterSpec(
-        state=base / "state", workers=1, server_venv=Path(cluster.st.server_venv), instance=INSTANCE,
-        compilers=cluster.st.compilers, keepalive_s=20, poll_s=TEST_POLL_S,
-        run_as=cluster.runner.name if cluster.runner else None, sandbox_dir=reachable / "sandboxes",
-        worker_args=("--max-procs", "256", "--cpu-time", "120"),
-    )
-    try:
-        manager.start(spec)
+    """A second `all` cluster without TLS."""
+    with _second_cluster(cluster, tmp_path_factory, "plaintext-all") as (spec, _):
         yield spec
-    finally:
-        manager.destroy(base / "state")
-        shutil.rmtree(reachable, ignore_errors=True)
 
 
 def test_workers_never_send_their_token_to_whoever_took_buildgrids_port(plaintext_all: manager.ClusterSpec) -> None:
@@ -204,9 +202,9 @@ def test_workers_never_send_their_token_to_whoever_took_buildgrids_port(plaintex
     reconnecting every few seconds, sent it their token: with it, one could take other users' actions and
     answer them into the shared action cache. The workers reach BuildGrid on a Unix socket in a 0700 directory
     instead, and the port hears nothing from them."""
-    import socket
-    import threading
     import time
+
+    from tests.squatter import squatting
 
     st = manager.load(plaintext_all.state)
     assert st is not None and st.worker_socket is not None and procs.alive(st.worker_pid)
@@ -214,33 +212,8 @@ def test_workers_never_send_their_token_to_whoever_took_buildgrids_port(plaintex
     assert stat.S_IMODE(run.stat().st_mode) == 0o700 and run.stat().st_uid == os.geteuid()
     manager.stop(plaintext_all.state, manager.Role.SERVER)  # BuildGrid down, the workers up and retrying
     assert procs.alive(st.worker_pid) and not procs.port_open(st.port)
-    squatter = socket.socket()
-    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    squatter.bind(("127.0.0.1", st.port))
-    squatter.listen()
-    heard: list[bytes] = []
-
-    def listen() -> None:
-        while True:
-            try:
-                conn, _ = squatter.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                try:
-                    heard.append(conn.recv(65536) or b"(connected)")
-                except OSError:
-                    heard.append(b"(connected)")
-
-    listener = threading.Thread(target=listen, daemon=True)
-    listener.start()
-    try:
+    with squatting(st.port) as (_, heard):
         time.sleep(8)  # the workers retry within 5 s
-    finally:
-        squatter.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone would leave the port bound by it)
-        squatter.close()
-        listener.join(5)
     assert heard == [], heard[:1]
     started = manager.start(plaintext_all)  # BuildGrid back: the workers find it on their socket
     assert started.worker_pid == st.worker_pid and started.worker_socket == st.worker_socket

@@ -5,44 +5,21 @@ redis with the password."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from pathlib import Path
 
 import pytest
 
 from goma_ext.cluster import procs, redis_server, secretfiles
 from goma_ext.cluster.postgres import ClusterError
+from tests.squatter import squatting
 
 
 def test_redis_start_sends_no_password_to_a_process_that_took_its_port(tmp_path: Path) -> None:
-    squatter = socket.socket()
-    squatter.bind(("127.0.0.1", 0))
-    squatter.listen()
-    port = squatter.getsockname()[1]
-    heard: list[bytes] = []
-
-    def answer() -> None:  # what redis would say to AUTH and PING, so that only the pid check can tell
-        while True:
-            try:
-                conn, _ = squatter.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                try:
-                    heard.append(conn.recv(4096))
-                    conn.sendall(b"+OK\r\n+PONG\r\n")
-                except OSError:
-                    pass
-
-    threading.Thread(target=answer, daemon=True).start()
-    password = tmp_path / "redis.password"
-    secretfiles.write_private(password, secretfiles.new_secret())
-    settings = redis_server.RedisSettings(port, tmp_path / "redis", 16 << 20)
-    try:
+    # it answers what redis would say to AUTH and PING, so that only the pid check can tell
+    with squatting(answer=b"+OK\r\n+PONG\r\n") as (port, heard):
+        password = tmp_path / "redis.password"
+        secretfiles.write_private(password, secretfiles.new_secret())
+        settings = redis_server.RedisSettings(port, tmp_path / "redis", 16 << 20)
         with pytest.raises(ClusterError, match="redis-server exited during start-up"):  # its port is taken
             redis_server.start(settings, password, tmp_path / "redis.conf", tmp_path / "redis.log")
-    finally:
-        squatter.close()
     assert heard == [], heard  # no AUTH, no password

@@ -1,0 +1,45 @@
+"""A loopback port taken as another local user would take it, recording whoever connects: a secret must never
+reach it (tests of the cluster's redis and of its workers' connection to BuildGrid)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def squatting(port: int = 0, answer: bytes = b"") -> Iterator[tuple[int, list[bytes]]]:
+    """Listen on 127.0.0.1:PORT (0: any free one); yield the port and the list of what each connection sent (its
+    first bytes, or b"(connected)" when it sent none), each answered with ANSWER. On exit the port is free again:
+    the accept is woken, not left holding it."""
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    heard: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = squatter.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    heard.append(conn.recv(65536) or b"(connected)")
+                    if answer:
+                        conn.sendall(answer)
+                except OSError:
+                    heard.append(b"(connected)")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield squatter.getsockname()[1], heard
+    finally:
+        squatter.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone would leave the port bound by it)
+        squatter.close()
+        thread.join(5)
