@@ -1,9 +1,13 @@
-"""Calls that must not block (a reader handed a FIFO): run in a thread, a block fails the test instead of hanging it."""
+"""Calls that must not block (a reader handed a FIFO): run in a thread, a block fails the test instead of hanging it;
+and commands that must end by themselves, killed with everything they started when they do not."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -27,3 +31,21 @@ def returns_within(call: Callable[[], T], seconds: float = 10.0) -> T:
     if not ok:
         raise value  # type: ignore[misc]
     return value  # type: ignore[return-value]
+
+
+def ends_within(argv: Sequence[str], seconds: float = 60.0,
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """ARGV's result (text output captured); when it has not ended within SECONDS (a daemon that started where it
+    should have refused), it and every process it started are killed as a group, and the test fails."""
+    import pytest
+
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=dict(env) if env is not None else None)
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"still running after {seconds:g} s: {' '.join(argv)}")
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+

@@ -34,6 +34,7 @@ from goma_ext.worker.sandbox import (
     bwrap_argv,
     run,
 )
+from tests.bounded import ends_within
 
 BARE = Isolation(IsolationMode.NONE, Limits(), None)
 SH = Path("/usr/bin/dash")
@@ -225,7 +226,7 @@ def test_a_lease_says_whether_it_ran_isolated(box: Path, sandboxed: bool) -> Non
 def _start_worker(tmp_path: Path, *extra: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "goma_ext.cli", "worker", "--remote", "grpc://127.0.0.1:1", "--work-dir",
             str(tmp_path / "w"), *extra]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path})
+    return ends_within(argv, 60, env={**os.environ, "PATH": path})
 
 
 def test_the_worker_refuses_to_start_without_bwrap(tmp_path: Path) -> None:
