@@ -491,8 +491,9 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
     if len(os.fsencode(run / WORKER_SOCKET)) <= SOCKET_PATH_MAX and re.fullmatch(r"[\w./+-]+", str(run)):
         run.mkdir(mode=0o700, exist_ok=True)
         os.chmod(run, 0o700)
-        if safefs.unsafe_dir(run) is not None:
-            raise ClusterError(f"{run}: {safefs.unsafe_dir(run)}; the workers' socket must be in a directory of ours")
+        why = safefs.unsafe_dir(run)
+        if why is not None:
+            raise ClusterError(f"{run}: {why}; the workers' socket must be in a directory of ours")
     else:
         run = Path(tempfile.mkdtemp(prefix="goma-ext-bgd-", dir="/tmp"))
     # only what is ours runs on with the old address: a pid recorded before a reboot may be anyone's process now
