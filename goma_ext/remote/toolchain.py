@@ -171,10 +171,16 @@ class Toolchain:
 
     def argv0(self, work: str) -> str:
         """The program's path relative to the working directory `work` (exec-root-relative)."""
-        return posixpath.relpath(posixpath.join(self.dirname, self.program), work)
+        return _relative(posixpath.join(self.dirname, self.program), work)
 
     def library_path(self, work: str) -> str:
-        return posixpath.relpath(posixpath.join(self.dirname, "lib"), work)
+        return _relative(posixpath.join(self.dirname, "lib"), work)
+
+
+def _relative(path: str, start: str) -> str:
+    """posixpath.relpath of two exec-root-relative paths, from the strings alone: relpath would take the process's
+    working directory (a getcwd call each) only to prefix both with it."""
+    return posixpath.relpath("/" + path, "/" + start)
 
 
 def _hash_size(text: str) -> tuple[str, int]:
