@@ -52,13 +52,18 @@ class Action:
     module: str
     variant: str
     repeat: int = 0  # the same action again, its output under another name
+    # An inert flag naming the copy (same object, another command line and content key): a clean build's backends
+    # are all distinct, and are spread over the shards as such; the load test's 20 modules alone would reach at most
+    # 20 shards, unevenly.
+    tag: str = ""
 
     @property
     def output(self) -> str:
         return f"obj/{self.module}{self.variant}{f'.r{self.repeat}' if self.repeat else ''}.native.o"
 
     def argv(self) -> list[str]:
-        argv = thin_program.ThinProgram(self.copy).backend(self.module, extra=(self.variant,))
+        tag = (f"-fdebug-prefix-map={self.tag}=.",) if self.tag else ()
+        argv = thin_program.ThinProgram(self.copy).backend(self.module, extra=(self.variant, *tag))
         return [*argv[:-1], self.output]
 
 
@@ -133,8 +138,10 @@ class LoadResult:
         return 1000 * self.cpu_s.get(component, 0.0) / self.actions
 
 
-def prepare(work: Path, copies: int, repeats: int = 1) -> tuple[list[Action], dict[tuple[str, str], str]]:
-    """The workspace copies, the actions (copy-major: concurrent clients share actions) and reference digests."""
+def prepare(work: Path, copies: int, repeats: int = 1, distinct: bool = False
+            ) -> tuple[list[Action], dict[tuple[str, str], str]]:
+    """The workspace copies, the actions (copy-major: concurrent clients share actions) and reference digests.
+    DISTINCT: no two copies' actions have the same command line (each carries a tag naming WORK and its copy)."""
     template = thin_program.build(work / "template")
     # Each copy is a build directory that has run a backend before: its compiler identity is remembered there.
     identify_cached(thin_program.CLANG, template.out, template.out / COMPILER_CACHE)
@@ -149,7 +156,9 @@ def prepare(work: Path, copies: int, repeats: int = 1) -> tuple[list[Action], di
     for i in range(copies):
         copy = template.copy(work / f"c{i:04d}")
         (copy.out / "gn-thinlto").mkdir(exist_ok=True)
-        actions += [Action(copy.root, m, v, r) for r in range(repeats) for m in thin_program.MODULES for v in VARIANTS]
+        tag = f"{work.name}.{i}" if distinct else ""
+        actions += [Action(copy.root, m, v, r, tag) for r in range(repeats) for m in thin_program.MODULES
+                    for v in VARIANTS]
     return actions, digests
 
 

@@ -86,8 +86,9 @@ RUNS: tuple[Run, ...] = (
     Run("scheduling", "scheduling", renders_as="scheduling"),
     Run("scale-model", "scale-model"),
     Run("hermetic", "hermetic"),
-    Run("scale-model-shards-32", "scale-model"),  # [scale]: these four in the goals table only
+    Run("scale-model-shards-32", "scale-model"),  # [scale]: these five in the goals table only
     Run("scale-model-shards-64", "scale-model"),
+    Run("proxy-shards-16", "proxy-shards"),  # the shards `auto` gives a 32-core machine
     Run("shaped-compression", "shaped"),
     Run("shaped-abseil-compression", "shaped"),
 )

@@ -253,17 +253,20 @@ def _lean_goals(rows: list[list[Any]], data: dict[str, Data | None]) -> None:
 def _scale_goals(rows: list[list[Any]], data: dict[str, Data | None]) -> None:
     """[scale]'s goals: the busiest proxy shard and the client side per action, the scale model's bound at 1,000
     remote cores, the bytes down on the shaped link."""
-    shards = data.get("proxy-shards") or {}
-    goals = shards.get("goals") or {}
-    where = f"load test, {shards.get('shards', '?')} shards"
-    for mix in ("hits", "clean"):
-        for net, how in (("", ""), ("net_", ", net of the idle background")):
-            if f"{net}busiest_shard_ms_per_action_{mix}" not in goals and net:
-                continue  # a result from before the idle background was measured
-            _goal(rows, f"[scale] proxy CPU per action, busiest shard, ms ({mix}{how})", where,
-                  goals.get(f"{net}busiest_shard_ms_per_action_{mix}"), 0.5, True)
-            _goal(rows, f"[scale] client-side CPU per action, ms ({mix}{how})", where,
-                  goals.get(f"{net}client_cpu_ms_per_action_{mix}"), 5, True)
+    for name in ("proxy-shards", "proxy-shards-16"):
+        shards = data.get(name) or {}
+        if name != "proxy-shards" and not shards:
+            continue
+        goals = shards.get("goals") or {}
+        where = f"load test, {shards.get('shards', '?')} shards"
+        for mix in ("hits", "clean"):
+            for net, how in (("", ""), ("net_", ", net of the idle background")):
+                if f"{net}busiest_shard_ms_per_action_{mix}" not in goals and net:
+                    continue  # a result from before the idle background was measured
+                _goal(rows, f"[scale] proxy CPU per action, busiest shard, ms ({mix}{how})", where,
+                      goals.get(f"{net}busiest_shard_ms_per_action_{mix}"), 0.5, True)
+                _goal(rows, f"[scale] client-side CPU per action, ms ({mix}{how})", where,
+                      goals.get(f"{net}client_cpu_ms_per_action_{mix}"), 5, True)
     for cores in (32, 64):
         for r in (data.get(f"scale-model-shards-{cores}") or {}).get("rows", []):
             if r["remote cores"] == 1000:

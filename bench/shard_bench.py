@@ -5,14 +5,17 @@ side by side in one run on one cluster, on two mixes ([scale]).
   copies, so nearly every action is an action-cache hit or joins one in flight (what a fresh build directory or a
   second build sees).
 - `clean`: every copy's actions under a cache salt of their own, so every action is executed remotely (uploads,
-  Execute, the outputs' download): a clean build's mix, with as many clients as the cluster runs at once
+  Execute, the outputs' download), and each with a command line of its own (an inert flag naming its copy), so they
+  spread over the shards as a build's distinct backends do: a clean build's mix, with as many clients as the cluster
+  runs at once
   (--clean-clients), as on a cluster sized to the build: no action waits long in the queue.
 - `clean-queued`: the same with --clients at once: most wait in the server's queue for many seconds, each on its
   Execute stream (what a build with -j far above the cluster's slots asks of the proxy).
 
 Each mix runs through the step launchers and each copy's step server, as a build runs remote backends, with 1 proxy
-and with SHARDS proxies, one after the other on the same cluster. Before each measured run, one copy's 20 actions warm
-the proxies up (each connects and hashes the toolchain once in its life). Printed per run: CPU per action of all
+and with SHARDS proxies, one after the other on the same cluster. Before each measured run, rounds of 20 actions warm
+the proxies up until every shard the run uses has served one (each connects and hashes the toolchain once in its
+life). Printed per run: CPU per action of all
 proxies together, of the busiest shard (what bounds a build, as the shards run in parallel), of the step servers and
 of the whole client side. The scale
 model (`bench scale-model`) reads the result, RESULTS/proxy-shards.json.
@@ -36,6 +39,7 @@ from bench.table import render
 from goma_ext.remote import proxy_protocol as wire
 
 MIXES = ("hits", "clean", "clean-queued")
+NAME = "proxy-shards"
 
 
 IDLE_S = 5.0  # idle seconds measured before each run: the proxies' and step servers' background
@@ -65,6 +69,23 @@ def costs_of(r: proxy_load.LoadResult) -> dict[str, float]:
             "idle_step_servers_cpu_ms_per_s": round(1000 * r.idle_step_server_cpu_per_s, 3)}
 
 
+WARM_ROUNDS = 8  # at most, of 20 actions each, until every shard has served one
+
+
+def _warm_up(work: Path, endpoint: str, env: dict[str, str], clients: int, shards: int, mix: str) -> None:
+    """Each shard connects and hashes the toolchain once in its life, not per action: run actions before the
+    measured run until every shard the run will use has served one. The hits mix's 20 actions are the run's own; the
+    other mixes' actions are all distinct, so warm-up rounds of new ones run until every shard has had one."""
+    for round_ in range(WARM_ROUNDS):
+        actions, digests = proxy_load.prepare(work / f"r{round_}", 1, distinct=mix != "hits")
+        proxy_load.run_load(actions, digests, endpoint, env, clients, "steps", shards=shards)
+        remove(work / f"r{round_}")
+        served = {int(st.get("shard", 0)) for st in proxy_load.proxy_statuses(env) if st.get("runs", 0)}
+        if mix == "hits" or len(served) >= shards:
+            return
+    progress(f"  warm-up: {len(served)} of {shards} shards served an action in {WARM_ROUNDS} rounds")
+
+
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench proxy-shards", description=__doc__.splitlines()[0])
     p.add_argument("--shards", type=int, default=4, help="proxy shards of the sharded runs (default 4)")
@@ -79,6 +100,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--mixes", default=",".join(MIXES), help=f"mixes to run, of {', '.join(MIXES)} (default: all)")
     p.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gn-thinlto-bench")
     p.add_argument("--results", type=Path, default=results.DEFAULT_RESULTS_DIR)
+    p.add_argument("--name", default=NAME, help=f"result name (default {NAME}: the one the scale model reads)")
     args = p.parse_args(argv)
     if not 1 <= args.shards <= wire.MAX_SHARDS:
         p.error(f"--shards: 1 to {wire.MAX_SHARDS}")
@@ -88,14 +110,14 @@ def main(argv: Sequence[str]) -> int:
     prereqs.ensure()
     ctx = results.context()
     given = {k: getattr(args, k) for k in ("shards", "copies", "repeats", "clean_copies", "clients",
-                                           "clean_clients", "mixes")}
+                                           "clean_clients", "mixes", "name")}
     command = "python -m bench proxy-shards" + "".join(
         f" --{k.replace('_', '-')} {v}" for k, v in given.items() if v != p.get_default(k))
     print(f"machine: {ctx['machine'].one_line()}")
     missing = cluster_tool.available()
     if missing:
         print(f"not measured: {missing}")
-        results.write(args.results, "proxy-shards", dict(ctx, missing=missing, command=command))
+        results.write(args.results, args.name, dict(ctx, missing=missing, command=command))
         return 0
     salt = f"bench-shards-{time.time_ns()}"
     state = args.cache / f"cluster-{salt}"
@@ -109,13 +131,11 @@ def main(argv: Sequence[str]) -> int:
         for mix in mixes:
             for shards in sorted({1, args.shards}):
                 name = f"{mix}-{shards}"
-                # warm-up: each shard connects and hashes the toolchain once in its life, not per action
-                actions, digests = proxy_load.prepare(work / f"{name}-warm", 1)
-                proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}-warm"},
-                                    args.clients, "steps", shards=shards)
-                remove(work / f"{name}-warm")
+                _warm_up(work / f"{name}-warm", endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}-warm"},
+                         args.clients, shards, mix)
                 copies = args.copies if mix == "hits" else args.clean_copies
-                actions, digests = proxy_load.prepare(work / name, copies, args.repeats if mix == "hits" else 1)
+                actions, digests = proxy_load.prepare(work / name, copies, args.repeats if mix == "hits" else 1,
+                                                      distinct=mix != "hits")
                 clients = args.clean_clients if mix == "clean" else args.clients
                 r = proxy_load.run_load(actions, digests, endpoint, {**env, "GOMA_EXT_CACHE_SALT": f"{salt}-{name}"},
                                         clients, "steps", shards=shards, mix=mix, idle_s=IDLE_S)
@@ -143,5 +163,5 @@ def main(argv: Sequence[str]) -> int:
     print(render(["goal", "value"], [[k, round(v, 3)] for k, v in goals.items()]))
     data = dict(ctx, command=command, shards=args.shards, runs=[asdict(r) for r in runs], goals=goals,
                 costs={f"{r.mix}-{r.shards}": costs_of(r) for r in runs}, workers=args.workers)
-    print(f"results: {results.write(args.results, 'proxy-shards', data)}")
+    print(f"results: {results.write(args.results, args.name, data)}")
     return 0
