@@ -10,10 +10,11 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def squatting(port: int = 0, answer: bytes = b"") -> Iterator[tuple[int, list[bytes]]]:
-    """Listen on 127.0.0.1:PORT (0: any free one); yield the port and the list of what each connection sent (its
-    first bytes, or b"(connected)" when it sent none), each answered with ANSWER. On exit the port is free again:
-    the accept is woken, not left holding it."""
+def squatting(port: int = 0, answer: bytes | tuple[bytes, ...] = b"") -> Iterator[tuple[int, list[bytes]]]:
+    """Listen on 127.0.0.1:PORT (0: any free one); yield the port and the list of what each connection sent, until
+    it closed or was silent for 2 s (b"(connected)" when it sent nothing). ANSWER is sent after the first bytes
+    received; a tuple of answers, one after each read in turn (a conversation). On exit the port is free again: the
+    accept is woken, not left holding it."""
     squatter = socket.socket()
     squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     squatter.bind(("127.0.0.1", port))
@@ -28,12 +29,15 @@ def squatting(port: int = 0, answer: bytes = b"") -> Iterator[tuple[int, list[by
                 return
             with conn:
                 conn.settimeout(2)
+                got, replies = b"", list(answer) if isinstance(answer, tuple) else [answer] if answer else []
                 try:
-                    heard.append(conn.recv(65536) or b"(connected)")
-                    if answer:
-                        conn.sendall(answer)
+                    while chunk := conn.recv(65536):
+                        got += chunk
+                        if replies:
+                            conn.sendall(replies.pop(0))
                 except OSError:
-                    heard.append(b"(connected)")
+                    pass
+                heard.append(got or b"(connected)")
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

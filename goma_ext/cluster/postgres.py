@@ -49,11 +49,17 @@ class Postgres:
 
     @property
     def url(self) -> str:
-        """SQLAlchemy URL: psycopg2 hands `passfile` to libpq, so the password is on no command line."""
+        """SQLAlchemy URL: psycopg2 hands `passfile` to libpq, so the password is on no command line.
+
+        `require_auth=scram-sha-256` (libpq 16 or later: the server venv's psycopg2-binary): while PostgreSQL is
+        down, any local user may take its loopback port, and a BuildGrid reconnecting to it would send the
+        password in clear if asked to. Under SCRAM libpq sends only a proof the taker cannot reuse, and refuses a
+        server that cannot prove it knows the password too."""
         if self.passfile is None:
             raise ClusterError(f"{self.data_dir}: no PostgreSQL password file")
         passfile = urllib.parse.quote(str(self.passfile), safe="/")  # a state path may hold ?, & or #
-        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}?passfile={passfile}"
+        return (f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.port}/{DB_NAME}?passfile={passfile}"
+                "&require_auth=scram-sha-256")
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [str(pg_bin() / argv[0]), *argv[1:]]

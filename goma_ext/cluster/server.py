@@ -18,9 +18,12 @@ from goma_ext.cluster.postgres import ClusterError
 from goma_ext.remote.identity import MATCH_PROPERTY_KEYS
 from thinlto_base import safefs
 
-BUILDGRID_REQUIREMENTS = ("buildgrid==0.4.4", "psycopg2-binary", "redis>=4.5.1")  # redis: !redis-action-cache
+# psycopg2-binary 2.9.9 is the first whose wheels carry libpq 16, which has require_auth (Postgres.url)
+BUILDGRID_REQUIREMENTS = ("buildgrid==0.4.4", "psycopg2-binary>=2.9.9", "redis>=4.5.1")  # redis: !redis-action-cache
 # a module each requirement installs: a venv made before one was added gets it on the next start
-_REQUIREMENT_MODULES = {"psycopg2-binary": "psycopg2", "redis>=4.5.1": "redis"}
+_REQUIREMENT_MODULES = {"psycopg2-binary>=2.9.9": "psycopg2", "redis>=4.5.1": "redis"}
+# and the least version of a distribution the venv must hold: an older one is installed anew
+_LEAST_VERSIONS = {"psycopg2-binary>=2.9.9": ("psycopg2_binary", (2, 9, 9))}
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,22 @@ def _install(venv: Path, bgd: Path) -> Path:
 def _missing_modules(venv: Path) -> list[str]:
     """The requirements whose module VENV's site-packages lacks (cheap: no interpreter started)."""
     sites = list(venv.glob("lib/python3*/site-packages"))
-    return [req for req, module in _REQUIREMENT_MODULES.items() if not any((d / module).is_dir() for d in sites)]
+    return [req for req, module in _REQUIREMENT_MODULES.items()
+            if not any((d / module).is_dir() for d in sites) or _too_old(sites, *_LEAST_VERSIONS.get(req, ("", ())))]
+
+
+def _too_old(sites: list[Path], dist: str, least: tuple[int, ...]) -> bool:
+    """Whether no DIST of at least version LEAST is in SITES (by its dist-info directory's name: no interpreter)."""
+    if not dist:
+        return False
+    for d in sites:
+        for info in d.glob(f"{dist}-*.dist-info"):
+            try:
+                if tuple(int(p) for p in info.name[len(dist) + 1:-len(".dist-info")].split(".")[:len(least)]) >= least:
+                    return False
+            except ValueError:
+                continue
+    return True
 
 
 def _tag(tag: str, value: object) -> object:

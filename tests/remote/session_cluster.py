@@ -86,6 +86,11 @@ def make_cert(d: Path) -> tuple[Path, Path]:
 WORKERS = 3  # the run's cluster serves every pytest-xdist worker's remote tests (./dev test runs three)
 
 
+def server_venv() -> Path:
+    """The server venv the tests' clusters share (made by the first that needs it)."""
+    return Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
+
+
 def start(d: Path, runner_prefix: str = "gxrun", workers: int = WORKERS) -> None:
     """A cluster in D (state, certificate) whose workers sandbox every action (bubblewrap); as root they run
     actions as a user made for it, in a directory that user can reach (pytest's own temp dirs are 0700). JWT
@@ -102,7 +107,7 @@ def start(d: Path, runner_prefix: str = "gxrun", workers: int = WORKERS) -> None
     if os.geteuid() == 0:
         made["runner"] = make_user(runner_prefix).name
         (d / _FILE).write_text(json.dumps(made))
-    venv = Path(os.environ.get("GOMA_EXT_SERVER_VENV", REPO / ".state" / "server-venv"))
+    venv = server_venv()
     manager.start(manager.ClusterSpec(
         state=d / "state", workers=workers, server_venv=venv, tls_cert=cert, tls_key=key, instance=INSTANCE,
         compilers=("clang-19", "clang++-19", "/usr/lib/llvm-19/bin/clang", "/usr/lib/llvm-19/bin/clang++",

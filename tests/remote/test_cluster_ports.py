@@ -5,12 +5,15 @@ redis with the password."""
 
 from __future__ import annotations
 
+import struct
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from goma_ext.cluster import procs, redis_server, secretfiles
-from goma_ext.cluster.postgres import ClusterError
+from goma_ext.cluster import redis_server, secretfiles, server
+from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres
+from tests.remote import session_cluster
 from tests.squatter import squatting
 
 
@@ -23,3 +26,20 @@ def test_redis_start_sends_no_password_to_a_process_that_took_its_port(tmp_path:
         with pytest.raises(ClusterError, match="redis-server exited during start-up"):  # its port is taken
             redis_server.start(settings, password, tmp_path / "redis.conf", tmp_path / "redis.log")
     assert heard == [], heard  # no AUTH, no password
+
+
+def test_buildgrid_sends_no_postgres_password_to_a_process_that_took_its_port(tmp_path: Path) -> None:
+    """BuildGrid reconnects to PostgreSQL's loopback port whenever it lost it: whoever took the port meanwhile and
+    asks for the password in clear (AuthenticationCleartextPassword) must not get it. Connects as BuildGrid does,
+    with the server venv's SQLAlchemy and psycopg2 to the URL the cluster gives it."""
+    python = server.ensure_venv(session_cluster.server_venv()).with_name("python")
+    secret = secretfiles.new_secret()
+    connect = "import sqlalchemy, sys; sqlalchemy.create_engine(sys.argv[1]).connect()"
+    # no TLS (to libpq's SSLRequest), then AuthenticationCleartextPassword (to its startup message)
+    with squatting(answer=(b"N", b"R" + struct.pack("!ii", 8, 3))) as (port, heard):
+        passfile = secretfiles.write_private(tmp_path / "pgpass", f"127.0.0.1:{port}:*:{DB_USER}:{secret}\n")
+        url = Postgres(tmp_path / "data", port, None, passfile).url
+        proc = subprocess.run([str(python), "-c", connect, url], capture_output=True, text=True, timeout=120,
+                              check=False)
+    assert heard and not any(secret.encode() in h for h in heard), heard
+    assert proc.returncode != 0 and "cleartext password" in proc.stderr, proc.stderr[-2000:]
