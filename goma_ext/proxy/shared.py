@@ -74,43 +74,6 @@ class DigestMemo:
         return digest
 
 
-class ResolveMemo:
-    """Path.resolve for the directories every action resolves (its working directory and exec root), remembered
-    with the directory's identity (device, inode). A remembered answer stands while the path and the answer both
-    still reach that directory: two stats, where resolving again takes an lstat per component of the path. An answer
-    that no longer does (a link or a directory changed) is resolved again."""
-
-    LIMIT = 4096  # directories remembered; the memo starts over beyond this
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._known: dict[str, tuple[Path, tuple[int, int]]] = {}
-
-    def __call__(self, path: Path) -> Path:
-        key = str(path)
-        with self._lock:
-            known = self._known.get(key)
-        try:
-            if known is not None and _identity(key) == known[1] == _identity(str(known[0])):
-                return known[0]
-            resolved = path.resolve()
-            identity = _identity(key)
-            if _identity(str(resolved)) != identity:
-                return resolved  # changing under us: not remembered
-        except OSError:
-            return path.resolve()  # as Path.resolve answers for a path that does not exist
-        with self._lock:
-            if len(self._known) >= self.LIMIT:
-                self._known.clear()
-            self._known[key] = (resolved, identity)
-        return resolved
-
-
-def _identity(path: str) -> tuple[int, int]:
-    st = os.stat(path)
-    return st.st_dev, st.st_ino
-
-
 class UploadBatcher:
     """Makes sure blobs are in the CAS, merging the requests of concurrent actions into shared RPCs.
 
@@ -243,7 +206,6 @@ class SharedRemote:
         self.cfg = cfg
         self.digests = DigestMemo()
         self.toolchains = ToolchainCache(digest_of=self.digests)  # kept for the proxy's life: hashed once
-        self.resolve = ResolveMemo()
         self.inflight: Inflight[_Obtained] = Inflight()
         self.modes: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -291,7 +253,7 @@ class SharedRemote:
         files = ActionFiles(*req.files) if req.files is not None else action_files(req.argv, req.cwd)
         toolchain = toolchain_for(cfg, req.argv[0], req.compiler, self.toolchains)
         prepared = prepare_action(cfg, req.argv, req.cwd, files.inputs, files.outputs, req.compiler, self.digests,
-                                  toolchain, self.resolve)
+                                  toolchain)
         prepare_s = time.monotonic() - t
         try:
             got, joined = self.inflight.once(prepared.built.action_digest,

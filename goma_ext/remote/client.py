@@ -6,7 +6,7 @@ import os
 import posixpath
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -39,12 +39,9 @@ class RemoteRun:
     phases: dict[str, float] = field(default_factory=dict)
 
 
-Resolver = Callable[[Path], Path]  # a path with every link followed: Path.resolve, or a memo of it (the proxy's)
-
-
-def exec_relative(exec_root: Path, cwd: Path, resolve: Resolver = Path.resolve) -> str:
+def exec_relative(exec_root: Path, cwd: Path) -> str:
     """cwd as a path relative to the exec root ('.' for the root itself); refuses a cwd outside it."""
-    rel = os.path.relpath(resolve(cwd), resolve(exec_root))
+    rel = os.path.relpath(cwd.resolve(), exec_root.resolve())
     if rel == ".." or rel.startswith("../"):
         raise InputError(f"working directory {cwd} is outside the exec root {exec_root}")
     return Path(rel).as_posix()
@@ -126,18 +123,16 @@ def prepare_action(
     compiler: CompilerIdentity,
     digest_of: FileDigester = hash_file,
     toolchain: Toolchain | None = None,
-    resolve: Resolver = Path.resolve,
 ) -> PreparedAction:
     """Check the command's paths, hash its inputs into a tree and build its Action (exec root from cfg). With a
     toolchain, the compiler and its libraries join the input root and the command runs them from there."""
     check_arguments(argv)
     exec_root = exec_root_of(cfg, cwd)
-    work = exec_relative(exec_root, cwd, resolve)
+    work = exec_relative(exec_root, cwd)
     subtrees = {toolchain.dirname: toolchain.tree} if toolchain is not None else {}
     tree = build_input_tree(exec_root, [_under(work, p) for p in inputs], extra_dirs=[work], digest_of=digest_of,
                             subtrees=subtrees)
-    return action_for_tree(cfg, argv, exec_root, work, outputs, tree, toolchain, _platform(cfg, compiler, toolchain),
-                           resolve)
+    return action_for_tree(cfg, argv, exec_root, work, outputs, tree, toolchain, _platform(cfg, compiler, toolchain))
 
 
 def exec_root_of(cfg: RemoteConfig, cwd: Path) -> Path:
@@ -146,11 +141,11 @@ def exec_root_of(cfg: RemoteConfig, cwd: Path) -> Path:
 
 
 def action_for_tree(cfg: RemoteConfig, argv: Sequence[str], exec_root: Path, work: str, outputs: Sequence[str],
-                    tree: InputTree, toolchain: Toolchain | None, platform: tuple[tuple[str, str], ...],
-                    resolve: Resolver = Path.resolve) -> PreparedAction:
+                    tree: InputTree, toolchain: Toolchain | None, platform: tuple[tuple[str, str], ...]
+                    ) -> PreparedAction:
     """The Action running ARGV in WORK (exec-root-relative) on TREE, whose OUTPUTS go below EXEC_ROOT. With a
     toolchain (already grafted into TREE), argv[0] is its program and LD_LIBRARY_PATH its lib/ directory."""
-    root = resolve(exec_root)
+    root = exec_root.resolve()  # once, not once per output
     destinations = tuple(root / _under(work, out) for out in outputs)
     program = toolchain.argv0(work) if toolchain is not None else Path(argv[0]).name
     env = (("LD_LIBRARY_PATH", toolchain.library_path(work)),) if toolchain is not None else ()

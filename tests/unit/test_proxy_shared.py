@@ -11,7 +11,7 @@ from typing import cast
 
 import pytest
 
-from goma_ext.proxy.shared import DigestMemo, Inflight, ResolveMemo, UploadBatcher
+from goma_ext.proxy.shared import DigestMemo, Inflight, UploadBatcher
 from goma_ext.reapi.cas import Cas
 from goma_ext.reapi.digest import Digest
 from goma_ext.reapi.merkle import BlobSource
@@ -120,31 +120,3 @@ def test_digest_memo_hashes_a_file_once_until_it_changes(tmp_path: Path) -> None
     assert memo(f, os.stat(f)) == Digest.of_bytes(b"one") and (memo.hits, memo.misses) == (1, 1)
     f.write_bytes(b"two!")
     assert memo(f, os.stat(f)) == Digest.of_bytes(b"two!") and memo.misses == 2
-
-
-def test_resolve_memo_answers_as_resolve_and_follows_a_changed_link(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The memo answers what Path.resolve answers, also after a link in the path is pointed elsewhere or the
-    directory is replaced, and for a path that does not exist; a repeated answer costs no lstat walk."""
-    for name in ("a/out", "b/out"):
-        (tmp_path / name).mkdir(parents=True)
-    (tmp_path / "link").symlink_to("a")
-    memo = ResolveMemo()
-    cwd = tmp_path / "link" / "out"
-    root = cwd / ".."
-    assert memo(cwd) == cwd.resolve() == tmp_path / "a" / "out"
-    assert memo(root) == tmp_path / "a"
-    walks: list[object] = []
-    with monkeypatch.context() as m:
-        real = os.lstat
-        m.setattr(os, "lstat", lambda *a, **k: walks.append(a) or real(*a, **k))
-        assert memo(cwd) == tmp_path / "a" / "out" and memo(root) == tmp_path / "a"
-    assert walks == []  # remembered: two stats each, no walk
-    (tmp_path / "link").unlink()
-    (tmp_path / "link").symlink_to("b")
-    assert memo(cwd) == tmp_path / "b" / "out" and memo(root) == tmp_path / "b"
-    (tmp_path / "b" / "out").rmdir()
-    (tmp_path / "b" / "out").mkdir()  # the same path, a new directory
-    assert memo(cwd) == cwd.resolve()
-    gone = tmp_path / "link" / "gone"
-    assert memo(gone) == gone.resolve() == tmp_path / "b" / "gone"
