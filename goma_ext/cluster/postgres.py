@@ -15,6 +15,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from goma_ext.cluster import procs
 from goma_ext.errors import GomaExtError
 from thinlto_base import safefs
 
@@ -67,11 +68,25 @@ class Postgres:
             cmd = ["runuser", "-u", self.user, "--", *cmd]
         env = None
         if argv[0] in ("psql", "createdb"):  # run as `postgres`, which cannot read our 0600 pgpass: the environment
+            self._check_listener()
             env = {**os.environ, "PGPASSWORD": self._password()}
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/", env=env)
         if check and proc.returncode != 0:
             raise ClusterError(f"{argv[0]} failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}")
         return proc
+
+    def _check_listener(self) -> None:
+        """Before Debian's psql (libpq 15: no require_auth) is given the password: the port must be held by this
+        data directory's postmaster. A stale postmaster.pid whose pid another process has taken since makes
+        `pg_ctl status` say "running" while anyone may hold the port, and would answer a request for the password in
+        clear."""
+        try:
+            pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            pid = 0
+        if not procs.listens(pid, self.port):
+            raise ClusterError(f"PostgreSQL's port {self.port} is not held by the postmaster of {self.data_dir} "
+                               "(another process took it, or PostgreSQL is down): no password is sent to it")
 
     def initialised(self) -> bool:
         return (self.data_dir / "PG_VERSION").is_file()

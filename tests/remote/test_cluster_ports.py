@@ -43,3 +43,21 @@ def test_buildgrid_sends_no_postgres_password_to_a_process_that_took_its_port(tm
                               check=False)
     assert heard and not any(secret.encode() in h for h in heard), heard
     assert proc.returncode != 0 and "cleartext password" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_managers_psql_sends_no_password_to_a_process_that_took_postgres_port(tmp_path: Path) -> None:
+    """The manager's own queries go through Debian's psql (libpq 15, which answers a request for the password in
+    clear). A stale postmaster.pid naming a live process (not PostgreSQL) makes `pg_ctl status` say running: the
+    query must not reach whoever holds the port."""
+    (tmp_path / "data").mkdir()
+    other = subprocess.Popen(["sleep", "60"])  # the live process the stale pid names now
+    try:
+        (tmp_path / "data" / "postmaster.pid").write_text(f"{other.pid}\n{tmp_path / 'data'}\n")
+        with squatting(answer=(b"N", b"R" + struct.pack("!ii", 8, 3))) as (port, heard):
+            passfile = secretfiles.write_private(tmp_path / "pgpass", f"127.0.0.1:{port}:*:{DB_USER}:pw\n")
+            with pytest.raises(ClusterError, match="not held by the postmaster"):
+                Postgres(tmp_path / "data", port, None, passfile).schema_version()
+    finally:
+        other.kill()
+        other.wait()
+    assert heard == [], heard

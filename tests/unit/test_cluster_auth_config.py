@@ -85,9 +85,10 @@ def test_secret_files_are_0600_in_a_0700_directory(tmp_path: Path) -> None:
 
 def test_postgres_url_names_the_password_file_not_the_password(tmp_path: Path) -> None:
     pg = Postgres(tmp_path / "pg", 5432, None, tmp_path / "auth" / "pgpass")
-    assert pg.url == f"postgresql+psycopg2://bgd@127.0.0.1:5432/bgd?passfile={tmp_path}/auth/pgpass"
+    assert pg.url == (f"postgresql+psycopg2://bgd@127.0.0.1:5432/bgd?passfile={tmp_path}/auth/pgpass"
+                      "&require_auth=scram-sha-256")
     odd = Postgres(tmp_path / "pg", 5432, None, Path("/s t?a&t#e/auth/pgpass"))
-    assert odd.url.endswith("?passfile=/s%20t%3Fa%26t%23e/auth/pgpass")
+    assert odd.url.endswith("?passfile=/s%20t%3Fa%26t%23e/auth/pgpass&require_auth=scram-sha-256")
     assert secretfiles.pgpass_line(5432, "bgd", "pw") == "127.0.0.1:5432:*:bgd:pw\n"
     assert _trusts("host all all 127.0.0.1/32 trust") and not _trusts("# host all all 127.0.0.1/32 trust")
     assert not _trusts("host all all 127.0.0.1/32 scram-sha-256")
