@@ -29,15 +29,17 @@ def squatting(port: int = 0, answer: bytes | tuple[bytes, ...] = b"") -> Iterato
                 return
             with conn:
                 conn.settimeout(2)
-                got, replies = b"", list(answer) if isinstance(answer, tuple) else [answer] if answer else []
+                replies = list(answer) if isinstance(answer, tuple) else [answer] if answer else []
+                heard.append(b"(connected)")
+                got, at = b"", len(heard) - 1  # recorded as it arrives: a test may look while it still talks
                 try:
                     while chunk := conn.recv(65536):
                         got += chunk
+                        heard[at] = got
                         if replies:
                             conn.sendall(replies.pop(0))
                 except OSError:
                     pass
-                heard.append(got or b"(connected)")
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
