@@ -46,8 +46,29 @@ def _check_schema_once() -> None:
     jsonschema.validate = validate
 
 
+def _redis_over_unix_sockets() -> None:
+    """BuildGrid 0.4.4's `!redis-connection` takes a host and a port only. The cluster's redis listens on a Unix
+    socket alone (goma_ext.cluster.redis_server), named as the host: a host that is an absolute path is connected to
+    as that socket (redis-py's unix_socket_path), with the same timeout, database and password."""
+    import redis
+    from buildgrid.server.redis import provider
+
+    tcp = provider.RedisProvider._connect
+
+    def connect(self: Any) -> Any:
+        host = self._host_infos[0][0] if self._host_infos else ""
+        if self._sentinel_master_name is None and host.startswith("/"):
+            r = redis.Redis(unix_socket_path=host, socket_timeout=self._socket_timeout, db=self._db,
+                            password=self._password)
+            return r, r
+        return tcp(self)
+
+    provider.RedisProvider._connect = connect
+
+
 def main() -> int:
     _check_schema_once()
+    _redis_over_unix_sockets()
     from buildgrid.server.app import cli
 
     sys.argv[0] = "bgd"

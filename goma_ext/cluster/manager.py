@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -126,8 +127,11 @@ class ClusterState:
     cas_max_size: int | None = None  # None: unbounded disk CAS, in-memory action cache (`all`)
     ac_max_memory: int | None = None
     cas_access_refresh_s: int = 60
+    # Set when the host has redis (the server role's action cache). 0 since redis listens on redis_socket alone; a
+    # state file from before that names the loopback port its redis listened on (start moves it to a socket).
     redis_port: int | None = None
     redis_pid: int | None = None
+    redis_socket: str | None = None  # redis' Unix socket, in a directory only the cluster's user can enter
     cleanup_pid: int | None = None
     server_url: str | None = None
     worker_token_file: str | None = None
@@ -173,16 +177,21 @@ class ClusterState:
 
     @property
     def redis_serving(self) -> bool:
-        """The recorded redis-server runs and listens on its port (as `server_serving`)."""
-        return (self.redis_pid is not None and self.redis_port is not None and procs.alive(self.redis_pid)
-                and procs.listens(self.redis_pid, self.redis_port))
+        """The recorded redis-server runs, and its socket is there."""
+        if self.redis_pid is None or self.redis_socket is None or not procs.alive(self.redis_pid):
+            return False
+        try:
+            return stat.S_ISSOCK(os.stat(self.redis_socket).st_mode)
+        except OSError:
+            return False
 
     @property
     def store(self) -> PersistentStore | None:
         """The server role's persistent CAS index and redis action cache (None for `all`)."""
         if self.redis_port is None:
             return None
-        return PersistentStore(self.redis_port, self.auth_dir / secretfiles.REDIS_PASSWORD, self.cas_access_refresh_s)
+        return PersistentStore(Path(self.redis_socket or Path(self.state) / "redis" / REDIS_SOCKET),
+                               self.auth_dir / secretfiles.REDIS_PASSWORD, self.cas_access_refresh_s)
 
     @property
     def auth_dir(self) -> Path:
@@ -313,7 +322,7 @@ def _initial_state(spec: ClusterSpec) -> ClusterState:
         sandbox_dir=None if sandbox_dir is None else str(sandbox_dir.resolve()), sandbox_dir_owned=owned,
         worker_args=spec.worker_args, role=spec.role.value, listen=spec.listen,
         cas_max_size=spec.cas_max_size if server else None, ac_max_memory=spec.ac_max_memory if server else None,
-        redis_port=procs.free_port() if server else None, cas_access_refresh_s=spec.cas_access_refresh_s,
+        redis_port=0 if server else None, cas_access_refresh_s=spec.cas_access_refresh_s,
     )
 
 
@@ -407,7 +416,8 @@ def _start_redis(st: ClusterState) -> ClusterState:
     password = st.auth_dir / secretfiles.REDIS_PASSWORD
     if not password.exists():
         secretfiles.write_private(password, secretfiles.new_secret() + "\n")
-    settings = redis_server.RedisSettings(st.redis_port, Path(st.state) / "redis", st.ac_max_memory)
+    assert st.store is not None
+    settings = redis_server.RedisSettings(st.store.redis_socket, Path(st.state) / "redis", st.ac_max_memory)
     pid = redis_server.start(settings, password, st.auth_dir / "redis.conf", Path(st.state) / "logs" / "redis.log")
     return replace(st, redis_pid=pid)
 
@@ -506,6 +516,35 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
     return replace(st, worker_pid=None, server_pid=None, worker_socket=str(run / WORKER_SOCKET))
 
 
+REDIS_SOCKET = "redis.sock"
+
+
+def _own_redis_socket(st: ClusterState) -> ClusterState:
+    """The server role's redis listens on a Unix socket, never on a loopback port (redis_server): STATE/redis/
+    redis.sock beside its data, or a fresh directory in the temp dir when that path cannot be a socket. The
+    socket is kept while its directory is still a private one of ours. A new one (a reboot emptied the temp dir,
+    or a state from before the socket, whose redis listens on a port) restarts redis and BuildGrid, which must
+    both use it."""
+    if st.redis_port is None:
+        return st
+    if st.redis_socket is not None and safefs.unsafe_dir(Path(st.redis_socket).parent) is None:
+        return st
+    where = Path(st.state) / "redis"
+    if redis_server.socket_fits(where / REDIS_SOCKET):
+        where.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(where, 0o700)
+        why = safefs.unsafe_dir(where)
+        if why is not None:
+            raise ClusterError(f"{where}: {why}; redis' socket must be in a directory of ours")
+    else:
+        where = Path(tempfile.mkdtemp(prefix="goma-ext-redis-", dir="/tmp"))
+    if st.server_serving:
+        st = stop_server(st)
+    if procs.alive(st.redis_pid):
+        procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
+    return replace(st, redis_pid=None, server_pid=None, redis_socket=str(where / REDIS_SOCKET))
+
+
 def check_state(state: Path) -> None:
     """As root, STATE (when it exists) must be a directory only root can change: the cluster reads its settings
     there (which program to run, as which user), writes its logs and secrets there, and removes what it names."""
@@ -536,7 +575,7 @@ def start(spec: ClusterSpec) -> ClusterState:
         st = replace(st, workers=spec.workers)
     if st.host_role.runs_server:
         check_venv(Path(st.server_venv))  # before anything is stopped for the workers' socket
-    st = _own_worker_socket(st)
+    st = _own_redis_socket(_own_worker_socket(st))
     st.save()
     if st.host_role.runs_server:
         st = _start_server_side(st)
@@ -632,12 +671,15 @@ def stop(state: Path, role: Role | None = None) -> ClusterState | None:
 def destroy(state: Path) -> None:
     """Stop the cluster and delete its PostgreSQL data when it lives outside STATE (the /tmp fallback)."""
     st = stop(state)
-    if st is not None and st.pg_data and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
+    if st is None:
+        return
+    if st.pg_data and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
         shutil.rmtree(st.pg_data, ignore_errors=True)
-    if st is not None and st.sandbox_dir and st.sandbox_dir_owned:
+    if st.sandbox_dir and st.sandbox_dir_owned:
         shutil.rmtree(st.sandbox_dir, ignore_errors=True)
-    if st is not None and st.worker_socket and not Path(st.worker_socket).is_relative_to(st.state):
-        shutil.rmtree(Path(st.worker_socket).parent, ignore_errors=True)  # the temp dir of a long STATE
+    for sock in (st.worker_socket, st.redis_socket):
+        if sock and not Path(sock).is_relative_to(st.state):
+            shutil.rmtree(Path(sock).parent, ignore_errors=True)  # the temp dir of a long STATE
 
 
 def status(state: Path) -> dict[str, object]:

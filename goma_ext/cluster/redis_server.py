@@ -1,11 +1,15 @@
 """The server role's redis (Debian's redis-server): BuildGrid's action cache, persisted and bounded.
 
-127.0.0.1 only (BuildGrid runs on the same host), a password from a 0600 file (`requirepass`; the config that
-holds it is 0600 too), the append-only file for persistence (a restart keeps every cached result), and a memory
-bound with `allkeys-lru` eviction (an evicted result is a cache miss, never an error)."""
+A Unix socket only, in a directory only the cluster's user can enter (BuildGrid runs on the same host): no TCP
+port, which any local user could take while redis is down and be sent the password by a reconnecting BuildGrid
+(redis' AUTH is in clear). A password from a 0600 file (`requirepass`; the config that holds it is 0600 too), the
+append-only file for persistence (a restart keeps every cached result), and a memory bound with `allkeys-lru`
+eviction (an evicted result is a cache miss, never an error)."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import socket
 import time
@@ -14,6 +18,7 @@ from pathlib import Path
 
 from goma_ext.cluster import procs, secretfiles
 from goma_ext.cluster.postgres import ClusterError
+from thinlto_base import safefs
 
 REDIS_SERVER = "redis-server"
 READY_TIMEOUT_S = 30.0
@@ -23,19 +28,30 @@ READY_TIMEOUT_S = 30.0
 class RedisSettings:
     """What redis.conf is rendered from."""
 
-    port: int
+    socket: Path  # in a directory only the cluster's user can change (start checks it)
     data_dir: Path  # appendonly files
     max_memory: int  # bytes; allkeys-lru above it
 
 
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL
+
+
+def socket_fits(path: Path) -> bool:
+    """Whether PATH can be redis' socket: short enough for sun_path, and a word of redis.conf as it is."""
+    return len(os.fsencode(path)) <= SOCKET_PATH_MAX and re.fullmatch(r"[\w./+-]+", str(path)) is not None
+
+
 def render_config(s: RedisSettings, password: str) -> str:
-    """redis.conf: loopback only, password, AOF persistence, LRU memory bound, no unix socket, no daemonizing."""
+    """redis.conf: its Unix socket only (no port), password, AOF persistence, LRU memory bound, no daemonizing."""
     if not password or any(c.isspace() or c in "\"'\\" for c in password):
         raise ClusterError("the redis password must be non-empty without spaces, quotes or backslashes")
+    if not socket_fits(s.socket):
+        raise ClusterError(f"{s.socket}: not usable as redis' socket (at most {SOCKET_PATH_MAX} bytes of letters, "
+                           "digits and ./+-_)")
     lines = [
-        "bind 127.0.0.1",
-        "protected-mode yes",
-        f"port {s.port}",
+        "port 0",  # no TCP at all
+        f"unixsocket {s.socket}",
+        "unixsocketperm 700",
         "daemonize no",
         'logfile ""',
         f"dir {s.data_dir}",
@@ -61,6 +77,9 @@ def binary() -> str:
 def start(s: RedisSettings, password_file: Path, config: Path, log: Path) -> int:
     """Write CONFIG (0600: it holds the password) and start redis-server on it; return its pid once it answers."""
     s.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    why = safefs.unsafe_dir(s.socket.parent)
+    if why is not None:  # the password goes to whatever answers at the socket: only we may put one there
+        raise ClusterError(f"{s.socket.parent}: {why}; redis' socket must be in a directory of the cluster's user")
     secretfiles.write_private(config, render_config(s, secretfiles.read_private(password_file)))
     pid = procs.spawn([binary(), str(config)], log)
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -68,19 +87,21 @@ def start(s: RedisSettings, password_file: Path, config: Path, log: Path) -> int
         if not procs.alive(pid):
             tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
             raise ClusterError(f"redis-server exited during start-up; see {log}:\n{tail}")
-        # the password goes only to the redis-server just started, not to whoever took its port first
-        if procs.listens(pid, s.port) and ping(s.port, secretfiles.read_private(password_file)):
+        if ping(s.socket, secretfiles.read_private(password_file)):
             return pid
         time.sleep(0.1)
     procs.stop(pid)
     raise ClusterError(f"redis-server did not answer within {READY_TIMEOUT_S:.0f} s; see {log}")
 
 
-def ping(port: int, password: str) -> bool:
-    """AUTH then PING over RESP (no client library in goma-ext's own environment): True on +OK, +PONG."""
+def ping(path: Path, password: str) -> bool:
+    """AUTH then PING over RESP at the socket PATH (no client library in goma-ext's own environment): True on +OK,
+    +PONG."""
     request = (f"*2\r\n$4\r\nAUTH\r\n${len(password)}\r\n{password}\r\n" "*1\r\n$4\r\nPING\r\n").encode()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as conn:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(1.0)
+            conn.connect(str(path))
             conn.sendall(request)
             reply = b""
             while reply.count(b"\r\n") < 2:

@@ -32,7 +32,7 @@ class PersistentStore:
     access times `bgd cleanup` evicts the least recently used by), action results in redis (`!redis-action-cache`;
     BuildGrid 0.4.4 has no SQL or disk action cache)."""
 
-    redis_port: int
+    redis_socket: Path  # redis' Unix socket (it has no port: redis_server)
     redis_password_file: Path  # 0600; BuildGrid reads it with `!read-file`, so the config holds no secret
     refresh_accesstime_s: int = 60  # an index row's access time is written at most this often
 
@@ -246,8 +246,9 @@ def _storage_and_cache(s: ServerSettings, sql: object) -> tuple[object, object]:
         return disk, cache
     index = _sql_index(s.store, sql, disk)
     cache = _tag("!redis-action-cache", {
+        # a host that is a path is redis' Unix socket (bgd_launch teaches BuildGrid 0.4.4 that; it knows only ports)
         "redis": _tag("!redis-connection", {
-            "host": "127.0.0.1", "port": s.store.redis_port,
+            "host": str(s.store.redis_socket), "port": 0,
             "password": _tag("!read-file", str(s.store.redis_password_file)),
         }),
         "storage": index,  # a cached result whose blobs were evicted is dropped when looked up, not served

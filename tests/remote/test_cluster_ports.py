@@ -1,7 +1,8 @@
-"""[harden] A secret goes to a port only while the process the cluster manager started listens there. An
-attacker's audit (2026-11-29) had another local user take redis's recorded port while the cluster was down: the
-manager sent it redis's password (AUTH), took its answer for redis's, and the attacker then logged in to the real
-redis with the password."""
+"""[harden] A secret goes to a port only while the process the cluster manager started listens there, or not over a
+port at all. An attacker's audit (2026-11-29) had another local user take redis's recorded port while the cluster
+was down: the manager sent it redis's password (AUTH), took its answer for redis's, and the attacker then logged in
+to the real redis with the password. BuildGrid itself reconnects to redis and PostgreSQL on its own: redis now
+listens on a Unix socket in a directory of ours, and PostgreSQL's password goes only through SCRAM."""
 
 from __future__ import annotations
 
@@ -11,21 +12,44 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.cluster import redis_server, secretfiles, server
+from goma_ext.cluster import procs, redis_server, secretfiles, server
 from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres
 from tests.remote import session_cluster
 from tests.squatter import squatting
 
 
-def test_redis_start_sends_no_password_to_a_process_that_took_its_port(tmp_path: Path) -> None:
-    # it answers what redis would say to AUTH and PING, so that only the pid check can tell
-    with squatting(answer=b"+OK\r\n+PONG\r\n") as (port, heard):
-        password = tmp_path / "redis.password"
-        secretfiles.write_private(password, secretfiles.new_secret())
-        settings = redis_server.RedisSettings(port, tmp_path / "redis", 16 << 20)
-        with pytest.raises(ClusterError, match="redis-server exited during start-up"):  # its port is taken
-            redis_server.start(settings, password, tmp_path / "redis.conf", tmp_path / "redis.log")
-    assert heard == [], heard  # no AUTH, no password
+def test_redis_takes_no_port_and_its_socket_only_in_a_directory_of_ours(tmp_path: Path) -> None:
+    """redis listens on a Unix socket alone: no port that another local user could take while it is down, to be
+    sent the password by a reconnecting BuildGrid (redis' AUTH is in clear; the audit's squatter got it). The
+    socket's directory must be one only we can change, or someone else could put a listener there first."""
+    password = tmp_path / "redis.password"
+    secretfiles.write_private(password, secretfiles.new_secret())
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o1777)
+    settings = redis_server.RedisSettings(shared / "redis.sock", tmp_path / "redis", 16 << 20)
+    with pytest.raises(ClusterError, match="socket must be in a directory of the cluster's user"):
+        redis_server.start(settings, password, tmp_path / "redis.conf", tmp_path / "redis.log")
+    own = tmp_path / "run"
+    own.mkdir(mode=0o700)
+    settings = redis_server.RedisSettings(own / "redis.sock", tmp_path / "redis", 16 << 20)
+    pid = redis_server.start(settings, password, tmp_path / "redis.conf", tmp_path / "redis.log")
+    try:
+        assert redis_server.ping(own / "redis.sock", secretfiles.read_private(password))
+        assert not any(procs.listens(pid, port) for port in _tcp_ports(pid)), "redis listens on a port"
+    finally:
+        procs.stop(pid)
+
+
+def _tcp_ports(pid: int) -> set[int]:
+    """Every TCP port in PID's network namespace that something listens on."""
+    ports = set()
+    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def test_buildgrid_sends_no_postgres_password_to_a_process_that_took_its_port(tmp_path: Path) -> None:

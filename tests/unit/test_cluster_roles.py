@@ -5,6 +5,8 @@ and what each role's recorded state says about endpoints and tokens."""
 from __future__ import annotations
 
 import json
+import stat
+import subprocess
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from goma_ext.cluster.roles import Role, RoleOptions
 from goma_ext.cluster.server import PersistentStore, ServerSettings, Watermarks
 
 DB = "postgresql+psycopg2://bgd@127.0.0.1:5/bgd?passfile=/s/auth/pgpass"
-STORE = PersistentStore(redis_port=6400, redis_password_file=Path("/s/auth/redis.password"))
+STORE = PersistentStore(redis_socket=Path("/s/redis/redis.sock"), redis_password_file=Path("/s/auth/redis.password"))
 TLS: dict[str, Any] = {"tls_port": 2000, "tls_cert": Path("/k/server.pem"), "tls_key": Path("/k/server.key"),
                        "plaintext": False}
 
@@ -119,7 +121,7 @@ def test_the_server_cas_is_an_sql_index_over_disk_and_the_action_cache_is_redis(
     assert services["bytestream"]["storage"] == cas
     cache = services["action-cache"]["cache"]
     assert cache["!"] == "redis-action-cache" and cache["storage"] == cas and cache["allow-updates"] is True
-    assert cache["redis"] == {"!": "redis-connection", "host": "127.0.0.1", "port": 6400,
+    assert cache["redis"] == {"!": "redis-connection", "host": "/s/redis/redis.sock", "port": 0,
                               "password": {"!": "read-file", "value": "/s/auth/redis.password"}}
     scheduler = services["execution"]["scheduler"]
     assert scheduler["storage"] == cas and scheduler["action-cache"] == cache
@@ -168,14 +170,19 @@ def test_the_cleanup_config_bounds_the_servers_own_index() -> None:
         server.render_cleanup_config(_settings(), Watermarks.for_max_size(1 << 30))
 
 
-def test_redis_listens_on_loopback_persists_and_evicts_least_recently_used() -> None:
-    conf = redis_server.render_config(redis_server.RedisSettings(6400, Path("/s/redis"), 256 << 20), "pw123")
+def test_redis_listens_on_its_socket_alone_persists_and_evicts_least_recently_used() -> None:
+    sock = Path("/s/redis/redis.sock")
+    conf = redis_server.render_config(redis_server.RedisSettings(sock, Path("/s/redis"), 256 << 20), "pw123")
     lines = conf.splitlines()
-    for want in ("bind 127.0.0.1", "port 6400", "appendonly yes", "dir /s/redis", f"maxmemory {256 << 20}",
-                 "maxmemory-policy allkeys-lru", "requirepass pw123", "protected-mode yes", "daemonize no"):
+    for want in ("port 0", "unixsocket /s/redis/redis.sock", "unixsocketperm 700", "appendonly yes", "dir /s/redis",
+                 f"maxmemory {256 << 20}", "maxmemory-policy allkeys-lru", "requirepass pw123", "daemonize no"):
         assert want in lines
+    assert not any(line.startswith("bind") for line in lines)
     with pytest.raises(ClusterError, match="password"):
-        redis_server.render_config(redis_server.RedisSettings(1, Path("/r"), 1), "two words")
+        redis_server.render_config(redis_server.RedisSettings(sock, Path("/r"), 1), "two words")
+    for bad in (Path("/s/" + "x" * 100 + "/redis.sock"), Path("/s/a b/redis.sock")):
+        with pytest.raises(ClusterError, match="not usable as redis' socket"):
+            redis_server.render_config(redis_server.RedisSettings(bad, Path("/r"), 1), "pw123")
 
 
 def test_a_venv_made_before_redis_was_required_gets_it(tmp_path: Path) -> None:
@@ -209,7 +216,8 @@ def test_a_wildcard_server_probes_itself_on_loopback(tmp_path: Path) -> None:
     st = _state(tmp_path, role="server", listen=("0.0.0.0",), tls_port=2000, tls_ca="/k/ca.pem", plaintext=False,
                 auth="jwt", redis_port=6400, cas_max_size=1 << 30)
     assert st.endpoint == "grpcs://127.0.0.1:2000" and st.ca_file == Path("/k/ca.pem")
-    assert st.store == PersistentStore(6400, tmp_path / secretfiles.AUTH_DIR / secretfiles.REDIS_PASSWORD)
+    assert st.store == PersistentStore(tmp_path / "redis" / "redis.sock",
+                                       tmp_path / secretfiles.AUTH_DIR / secretfiles.REDIS_PASSWORD)
     named = _state(tmp_path, role="server", listen=("10.0.0.5",), tls_port=2000, plaintext=False)
     assert named.endpoint == "grpcs://10.0.0.5:2000"
 
@@ -227,7 +235,7 @@ def test_a_worker_host_uses_its_servers_endpoint_and_the_token_it_was_given(tmp_
 def test_a_state_file_from_before_roles_is_a_role_all_host(tmp_path: Path) -> None:
     old = {k: v for k, v in asdict(_state(tmp_path, workers=2)).items()
            if k not in ("role", "listen", "cas_max_size", "ac_max_memory", "redis_port", "redis_pid", "cleanup_pid",
-                        "server_url", "worker_token_file", "bot_id")}
+                        "server_url", "worker_token_file", "bot_id", "redis_socket")}
     (tmp_path / manager.STATE_FILE).write_text(json.dumps(old))
     st = manager.load(tmp_path)
     assert st is not None and st.host_role is Role.ALL and st.store is None
@@ -310,3 +318,27 @@ def test_a_server_host_makes_no_sandbox_directory(tmp_path: Path, monkeypatch: p
     assert st.sandbox_dir is None and not st.sandbox_dir_owned and list(temp.iterdir()) == []
     worker_host = manager._initial_state(manager.ClusterSpec(state=tmp_path / "state", run_as="nobody"))
     assert worker_host.sandbox_dir_owned and Path(worker_host.sandbox_dir or "").parent == temp  # the check bites
+
+
+def test_a_redis_from_before_the_socket_is_stopped_and_given_one(tmp_path: Path) -> None:
+    """A state file from before redis' socket names the port its redis listens on: start stops that redis (and
+    BuildGrid, whose config names the port) and moves it to STATE/redis/redis.sock; a long STATE gets a short
+    directory of its own in the temp dir."""
+    old = subprocess.Popen(["sleep", "60"], start_new_session=True)  # the redis a stop must reach, group and all
+    try:
+        st = manager._own_redis_socket(_state(tmp_path, role="server", redis_port=6400, redis_pid=old.pid))
+        assert old.wait(timeout=20) is not None and st.redis_pid is None and st.server_pid is None
+    finally:
+        old.kill()
+    assert st.redis_socket == str(tmp_path / "redis" / "redis.sock")
+    assert stat.S_IMODE((tmp_path / "redis").stat().st_mode) == 0o700
+    assert manager._own_redis_socket(st) == st  # kept while its directory is ours
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    moved = manager._own_redis_socket(_state(deep, role="server", redis_port=0))
+    assert moved.redis_socket is not None and moved.redis_socket.startswith("/tmp/goma-ext-redis-")
+    try:
+        assert stat.S_IMODE(Path(moved.redis_socket).parent.stat().st_mode) == 0o700
+    finally:
+        Path(moved.redis_socket).parent.rmdir()
+    assert manager._own_redis_socket(_state(tmp_path, role="worker", server_url="grpc://h:1")).redis_socket is None
