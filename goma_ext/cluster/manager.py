@@ -177,8 +177,8 @@ class ClusterState:
 
     @property
     def redis_serving(self) -> bool:
-        """The recorded redis-server runs, and its socket is there."""
-        if self.redis_pid is None or self.redis_socket is None or not procs.alive(self.redis_pid):
+        """The recorded redis-server runs on its socket (its process title names it), and the socket is there."""
+        if self.redis_socket is None or redis_title(self.redis_pid) != b"unixsocket:" + os.fsencode(self.redis_socket):
             return False
         try:
             return stat.S_ISSOCK(os.stat(self.redis_socket).st_mode)
@@ -519,6 +519,16 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
 REDIS_SOCKET = "redis.sock"
 
 
+def redis_title(pid: int | None) -> bytes | None:
+    """What redis-server process PID of ours listens on, as its process title says (`/usr/bin/redis-server
+    unixsocket:PATH`, or `… 127.0.0.1:PORT` for one from before the socket); None for any other process: a pid
+    recorded earlier in this boot may be another process of ours by now."""
+    if not procs.alive(pid):
+        return None
+    program, _, listens = procs.cmdline(pid).split(b"\0", 1)[0].partition(b" ")
+    return listens if os.path.basename(program) == b"redis-server" else None
+
+
 def _own_redis_socket(st: ClusterState) -> ClusterState:
     """The server role's redis listens on a Unix socket, never on a loopback port (redis_server): STATE/redis/
     redis.sock beside its data, or a fresh directory in the temp dir when that path cannot be a socket. The
@@ -538,9 +548,8 @@ def _own_redis_socket(st: ClusterState) -> ClusterState:
             raise ClusterError(f"{where}: {why}; redis' socket must be in a directory of ours")
     else:
         where = Path(tempfile.mkdtemp(prefix="goma-ext-redis-", dir="/tmp"))
-    if st.server_serving:
-        st = stop_server(st)
-    if procs.alive(st.redis_pid):
+    st = stop_server(st)  # serving or not: a BuildGrid still running would reconnect to the old address
+    if redis_title(st.redis_pid) is not None:
         procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
     return replace(st, redis_pid=None, server_pid=None, redis_socket=str(where / REDIS_SOCKET))
 

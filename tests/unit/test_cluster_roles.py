@@ -5,6 +5,7 @@ and what each role's recorded state says about endpoints and tokens."""
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 import subprocess
 from dataclasses import asdict
@@ -324,12 +325,21 @@ def test_a_redis_from_before_the_socket_is_stopped_and_given_one(tmp_path: Path)
     """A state file from before redis' socket names the port its redis listens on: start stops that redis (and
     BuildGrid, whose config names the port) and moves it to STATE/redis/redis.sock; a long STATE gets a short
     directory of its own in the temp dir."""
-    old = subprocess.Popen(["sleep", "60"], start_new_session=True)  # the redis a stop must reach, group and all
+    fake = tmp_path / "bin" / "redis-server"  # what redis' process title starts with
+    fake.parent.mkdir()
+    fake.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)  # a process of ours that is not redis
+    old = subprocess.Popen([str(fake), "60"], start_new_session=True)  # the redis a stop must reach, group and all
     try:
+        assert manager._own_redis_socket(_state(tmp_path, role="server", redis_port=6400, redis_pid=other.pid))
+        assert other.poll() is None  # not signalled
+        (tmp_path / "redis").rmdir()
         st = manager._own_redis_socket(_state(tmp_path, role="server", redis_port=6400, redis_pid=old.pid))
         assert old.wait(timeout=20) is not None and st.redis_pid is None and st.server_pid is None
     finally:
-        old.kill()
+        for p in (old, other):
+            p.kill()
+            p.wait()
     assert st.redis_socket == str(tmp_path / "redis" / "redis.sock")
     assert stat.S_IMODE((tmp_path / "redis").stat().st_mode) == 0o700
     assert manager._own_redis_socket(st) == st  # kept while its directory is ours
