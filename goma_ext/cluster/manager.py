@@ -131,7 +131,7 @@ class ClusterState:
     # state file from before that names the loopback port its redis listened on (start moves it to a socket).
     redis_port: int | None = None
     redis_pid: int | None = None
-    redis_socket: str | None = None  # redis' Unix socket, in a directory only the cluster's user can enter
+    redis_socket: str | None = None  # redis' Unix socket, in a directory only the cluster's user can change
     cleanup_pid: int | None = None
     server_url: str | None = None
     worker_token_file: str | None = None

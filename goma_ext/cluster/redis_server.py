@@ -1,6 +1,6 @@
 """The server role's redis (Debian's redis-server): BuildGrid's action cache, persisted and bounded.
 
-A Unix socket only, in a directory only the cluster's user can enter (BuildGrid runs on the same host): no TCP
+A Unix socket only, in a directory only the cluster's user can change (BuildGrid runs on the same host): no TCP
 port, which any local user could take while redis is down and be sent the password by a reconnecting BuildGrid
 (redis' AUTH is in clear). A password from a 0600 file (`requirepass`; the config that holds it is 0600 too), the
 append-only file for persistence (a restart keeps every cached result), and a memory bound with `allkeys-lru`
