@@ -670,7 +670,8 @@ def stop(state: Path, role: Role | None = None) -> ClusterState | None:
     if role.runs_server and st.host_role.runs_server:
         procs.stop(st.cleanup_pid)
         st = stop_server(replace(st, cleanup_pid=None))
-        procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
+        if redis_title(st.redis_pid) is not None:  # a recorded pid that is redis still, not another process now
+            procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
         st = replace(st, redis_pid=None)
         st.postgres.stop()
     st.save()
