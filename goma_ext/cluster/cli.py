@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import pwd
 from pathlib import Path
 
 from goma_ext.cluster import manager, pki, roles, tokens
@@ -249,6 +251,9 @@ def _print_started(st: manager.ClusterState, state: Path) -> None:
     if st.host_role is Role.SERVER:
         _print_server(st)
     print(f"use it: gn-thinlto gen --remote {st.endpoint} …   or   export GOMA_EXT_REMOTE={st.endpoint}")
+    if st.worker_socket:
+        print(f"        or, as {pwd.getpwuid(os.geteuid()).pw_name} on this host, grpc://unix:{st.worker_socket}   "
+              "(no other user can take that address over, as one can the port while BuildGrid is down)")
     if st.tls_port and st.tls_ca:
         print(f"        export GOMA_EXT_REMOTE_CA_FILE={st.tls_ca}")
     if st.tls_client_ca:

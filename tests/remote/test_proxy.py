@@ -144,6 +144,22 @@ def test_one_proxy_serves_every_action_and_a_fresh_directory_from_the_cache(
     assert sock.stat().st_mode & 0o777 == 0o600 and proxy_dir.stat().st_mode & 0o777 == 0o700
 
 
+def test_a_client_of_the_clusters_user_reaches_it_through_its_socket(
+    cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], salt: str, proxy_dir: Path
+) -> None:
+    """On an `all` host, a client of the cluster's own user may use the Unix socket BuildGrid serves the workers on
+    (`cluster start` prints it), with its client token: no other local user can take that address, as they can the
+    port while BuildGrid is down."""
+    sock = cluster.st.worker_socket
+    assert sock is not None
+    env = client_env(salt, proxy_dir)
+    for m in thin_program.MODULES:
+        run = run_client(program, m, f"grpc://unix:{sock}", env)
+        assert run.returncode == 0 and warnings(run.stderr) == [], run.stderr
+    assert {r.mode for r in records(program)} == {stats.Mode.REMOTE}
+    check_outputs(program, ref)
+
+
 @pytest.mark.parametrize("shards", [1, 3])
 def test_identical_actions_in_flight_run_once(cluster: Cluster, program: ThinProgram, tmp_path: Path, salt: str,
                                               proxy_dir: Path, shards: int) -> None:

@@ -129,8 +129,10 @@ def test_start_and_status_say_where_the_cache_writer_token_is(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from goma_ext.cluster.cli import _print_started
 
-    st = _state(state=str(tmp_path))
+    st = _state(state=str(tmp_path), worker_socket=str(tmp_path / "run" / "bgd.sock"))
     _print_started(st, tmp_path)
-    assert f"{tmp_path / 'auth' / 'cache-writer.token'}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'auth' / 'cache-writer.token'}" in out
+    assert f"on this host, grpc://unix:{tmp_path / 'run' / 'bgd.sock'}" in out  # for clients of the cluster's user
     st.save()
     assert manager.status(tmp_path)["cache_writer_token"] == str(tmp_path / "auth" / "cache-writer.token")
