@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -49,3 +50,24 @@ def ends_within(argv: Sequence[str], seconds: float = 60.0,
         pytest.fail(f"still running after {seconds:g} s: {' '.join(argv)}")
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
+
+
+def started(argv: Sequence[str], seconds: float = 10.0) -> subprocess.Popen[bytes]:
+    """ARGV started in a session of its own, returned once its /proc command line is ARGV: Popen may return while
+    the kernel is still inside execve (a vfork parent wakes when the new memory is installed, before the arguments'
+    place in it is recorded), and a test that reads the command line at once could see it empty."""
+    proc = subprocess.Popen(list(argv), start_new_session=True)
+    want = b"".join(os.fsencode(a) + b"\0" for a in argv)
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+                if f.read() == want:
+                    return proc
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"{argv[0]}: its command line did not appear within {seconds:g} s")
+        time.sleep(0.01)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import stat
-import subprocess
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from goma_ext.cluster import manager, redis_server, roles, secretfiles, server, 
 from goma_ext.cluster.postgres import ClusterError
 from goma_ext.cluster.roles import Role, RoleOptions
 from goma_ext.cluster.server import PersistentStore, ServerSettings, Watermarks
+from tests.bounded import started
 
 DB = "postgresql+psycopg2://bgd@127.0.0.1:5/bgd?passfile=/s/auth/pgpass"
 STORE = PersistentStore(redis_socket=Path("/s/redis/redis.sock"), redis_password_file=Path("/s/auth/redis.password"))
@@ -328,8 +328,8 @@ def test_a_redis_from_before_the_socket_is_stopped_and_given_one(tmp_path: Path)
     fake = tmp_path / "bin" / "redis-server"  # what redis' process title starts with
     fake.parent.mkdir()
     fake.symlink_to(shutil.which("sleep") or "/bin/sleep")
-    other = subprocess.Popen(["sleep", "60"], start_new_session=True)  # a process of ours that is not redis
-    old = subprocess.Popen([str(fake), "60"], start_new_session=True)  # the redis a stop must reach, group and all
+    other = started(["sleep", "60"])  # a process of ours that is not redis
+    old = started([str(fake), "60"])  # the redis a stop must reach, group and all
     try:
         assert manager._own_redis_socket(_state(tmp_path, role="server", redis_port=6400, redis_pid=other.pid))
         assert other.poll() is None  # not signalled

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from goma_ext.cluster import sandboxing
+from tests.bounded import started
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the runner user and the 0711 fallback are for root clusters")
 
@@ -300,8 +301,8 @@ def test_a_new_worker_socket_stops_only_this_states_workers(tmp_path: Path) -> N
     state = tmp_path / "s"
     state.mkdir()
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
-    other = subprocess.Popen([*sleep, "--work-dir", f"{state}X/workers"], start_new_session=True)
-    ours = subprocess.Popen([*sleep, "--work-dir", str(state / "workers")], start_new_session=True)
+    other = started([*sleep, "--work-dir", f"{state}X/workers"])
+    ours = started([*sleep, "--work-dir", str(state / "workers")])
     try:
         for pid, stopped in ((other.pid, False), (ours.pid, True)):
             st = manager.ClusterState(state=str(state), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
