@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import shutil
 import socket
 import stat
@@ -481,7 +480,23 @@ def start_workers(st: ClusterState) -> ClusterState:
 
 
 WORKER_SOCKET = "bgd.sock"
-SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL; a longer STATE gets a short directory of its own
+
+
+def _private_socket(current: str | None, preferred: Path, what: str, prefix: str) -> Path | None:
+    """None while the socket CURRENT's directory is still a private one of ours (it is kept). Otherwise the socket
+    to use now: PREFERRED when it can be a socket (procs.socket_fits), its directory made 0700 and checked; else one
+    of the same name in a fresh directory in the temp dir (a long STATE, or one gRPC would take apart)."""
+    if current is not None and safefs.unsafe_dir(Path(current).parent) is None:
+        return None
+    if not procs.socket_fits(preferred):
+        return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp")) / preferred.name
+    where = preferred.parent
+    where.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(where, 0o700)
+    why = safefs.unsafe_dir(where)
+    if why is not None:
+        raise ClusterError(f"{where}: {why}; {what} must be in a directory of ours")
+    return preferred
 
 
 def _own_worker_socket(st: ClusterState) -> ClusterState:
@@ -493,19 +508,10 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
     workers, which must all use it."""
     if not (st.host_role.runs_server and st.host_role.runs_workers):
         return st
-    current = Path(st.worker_socket).parent if st.worker_socket else None
-    if current is not None and safefs.unsafe_dir(current) is None:
+    sock = _private_socket(st.worker_socket, Path(st.state) / "run" / WORKER_SOCKET, "the workers' socket",
+                           "goma-ext-bgd-")
+    if sock is None:
         return st
-    run = Path(st.state) / "run"
-    # gRPC reads a socket's address as a URI: a path it would take apart (?, #, %) gets the short directory too
-    if len(os.fsencode(run / WORKER_SOCKET)) <= SOCKET_PATH_MAX and re.fullmatch(r"[\w./+-]+", str(run)):
-        run.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(run, 0o700)
-        why = safefs.unsafe_dir(run)
-        if why is not None:
-            raise ClusterError(f"{run}: {why}; the workers' socket must be in a directory of ours")
-    else:
-        run = Path(tempfile.mkdtemp(prefix="goma-ext-bgd-", dir="/tmp"))
     # only what is ours runs on with the old address: a pid recorded before a reboot may be anyone's process now
     args = procs.cmdline(st.worker_pid).split(b"\0")
     work_dir = os.fsencode(Path(st.state) / "workers")
@@ -513,7 +519,7 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
         procs.stop(st.worker_pid)
     if st.server_serving:
         st = stop_server(st)
-    return replace(st, worker_pid=None, server_pid=None, worker_socket=str(run / WORKER_SOCKET))
+    return replace(st, worker_pid=None, server_pid=None, worker_socket=str(sock))
 
 
 REDIS_SOCKET = "redis.sock"
@@ -537,21 +543,14 @@ def _own_redis_socket(st: ClusterState) -> ClusterState:
     both use it."""
     if st.redis_port is None:
         return st
-    if st.redis_socket is not None and safefs.unsafe_dir(Path(st.redis_socket).parent) is None:
+    sock = _private_socket(st.redis_socket, Path(st.state) / "redis" / REDIS_SOCKET, "redis' socket",
+                           "goma-ext-redis-")
+    if sock is None:
         return st
-    where = Path(st.state) / "redis"
-    if redis_server.socket_fits(where / REDIS_SOCKET):
-        where.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(where, 0o700)
-        why = safefs.unsafe_dir(where)
-        if why is not None:
-            raise ClusterError(f"{where}: {why}; redis' socket must be in a directory of ours")
-    else:
-        where = Path(tempfile.mkdtemp(prefix="goma-ext-redis-", dir="/tmp"))
     st = stop_server(st)  # serving or not: a BuildGrid still running would reconnect to the old address
     if redis_title(st.redis_pid) is not None:
         procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
-    return replace(st, redis_pid=None, server_pid=None, redis_socket=str(where / REDIS_SOCKET))
+    return replace(st, redis_pid=None, server_pid=None, redis_socket=str(sock))
 
 
 def check_state(state: Path) -> None:

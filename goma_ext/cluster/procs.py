@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,6 +72,15 @@ def stop(pid: int | None, grace_s: float = 10.0) -> None:
             if not alive(pid):
                 return
             time.sleep(0.05)
+
+
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL
+
+
+def socket_fits(path: Path) -> bool:
+    """Whether PATH can be a Unix socket's: short enough for sun_path, and taken as it is both by gRPC (which reads
+    a socket's address as a URI: ?, # and % would be taken apart) and as a word of redis.conf."""
+    return len(os.fsencode(path)) <= SOCKET_PATH_MAX and re.fullmatch(r"[\w./+-]+", str(path)) is not None
 
 
 def free_port() -> int:

@@ -8,8 +8,6 @@ eviction (an evicted result is a cache miss, never an error)."""
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import socket
 import time
@@ -33,21 +31,13 @@ class RedisSettings:
     max_memory: int  # bytes; allkeys-lru above it
 
 
-SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL
-
-
-def socket_fits(path: Path) -> bool:
-    """Whether PATH can be redis' socket: short enough for sun_path, and a word of redis.conf as it is."""
-    return len(os.fsencode(path)) <= SOCKET_PATH_MAX and re.fullmatch(r"[\w./+-]+", str(path)) is not None
-
-
 def render_config(s: RedisSettings, password: str) -> str:
     """redis.conf: its Unix socket only (no port), password, AOF persistence, LRU memory bound, no daemonizing."""
     if not password or any(c.isspace() or c in "\"'\\" for c in password):
         raise ClusterError("the redis password must be non-empty without spaces, quotes or backslashes")
-    if not socket_fits(s.socket):
-        raise ClusterError(f"{s.socket}: not usable as redis' socket (at most {SOCKET_PATH_MAX} bytes of letters, "
-                           "digits and ./+-_)")
+    if not procs.socket_fits(s.socket):
+        raise ClusterError(f"{s.socket}: not usable as redis' socket (at most {procs.SOCKET_PATH_MAX} bytes of "
+                           "letters, digits and ./+-_)")
     lines = [
         "port 0",  # no TCP at all
         f"unixsocket {s.socket}",
