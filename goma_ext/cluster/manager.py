@@ -168,11 +168,16 @@ class ClusterState:
         return int(self.endpoint.rsplit(":", 1)[1])
 
     @property
+    def endpoint_host(self) -> str:
+        """The address (or name) in the endpoint, without an IPv6 address's brackets."""
+        return self.endpoint.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+
+    @property
     def server_serving(self) -> bool:
         """The recorded BuildGrid runs and listens on its endpoint's port: a pid recorded before a crash or a reboot
         may be another process's now, and the port anyone's (procs.listens)."""
         return (self.server_pid is not None and procs.alive(self.server_pid)
-                and procs.listens(self.server_pid, self.endpoint_port))
+                and procs.listens(self.server_pid, self.endpoint_port, self.endpoint_host))
 
     @property
     def redis_serving(self) -> bool:
@@ -264,15 +269,15 @@ def load(state: Path) -> ClusterState | None:
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
     cfg = st.probe_config(rpc_timeout_s=2.0, max_attempts=1)
     instance = st.instance
-    port = st.endpoint_port  # the probe's (cfg.endpoint is st.endpoint)
+    host, port = st.endpoint_host, st.endpoint_port  # the probe's (cfg.endpoint is st.endpoint)
     deadline = time.monotonic() + READY_TIMEOUT_S
     last = "no answer"
     while time.monotonic() < deadline:
         if not procs.alive(pid):
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
             raise ClusterError(f"BuildGrid exited during start-up; see {log}:\n{tail}")
-        if not procs.listens(pid, port):  # the token goes only to the server just started (procs.listens)
-            last = f"BuildGrid (pid {pid}) does not listen on port {port} yet"
+        if not procs.listens(pid, port, host):  # the token goes only to the server just started (procs.listens)
+            last = f"BuildGrid (pid {pid}) does not listen on {host} port {port} yet"
             time.sleep(0.2)
             continue
         try:

@@ -84,7 +84,7 @@ class Postgres:
             pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
         except (OSError, ValueError):
             pid = 0
-        if not procs.listens(pid, self.port):
+        if not procs.listens(pid, self.port, "127.0.0.1"):
             raise ClusterError(f"PostgreSQL's port {self.port} is not held by the postmaster of {self.data_dir} "
                                "(another process took it, or PostgreSQL is down): no password is sent to it")
 

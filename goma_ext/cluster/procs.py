@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 
@@ -97,31 +99,101 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def listens(pid: int, port: int) -> bool:
-    """Whether process PID holds a listening TCP socket on PORT (IPv4 or IPv6, in its own network namespace).
-    Checked before a secret goes to a port on this host: a port recorded in the cluster's state, free while the
-    cluster was down, may be anyone's by the time its own process starts (a local user who took it would read the
-    password or token sent to it)."""
-    inodes = set()
-    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
+def same_network(pid: int) -> bool:
+    """Whether process PID is in this process's network namespace (its /proc tables are then this one's)."""
+    try:
+        theirs, ours = os.stat(f"/proc/{pid}/ns/net"), os.stat("/proc/self/ns/net")
+    except OSError:
+        return False
+    return (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino)
+
+
+def tcp_listeners(pid: int) -> dict[str, tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
+    """Every listening TCP socket in PID's network namespace: its inode's link text (`socket:[N]`) -> (local
+    address, port). Whoever holds it: see listens."""
+    out = {}
+    for table, family, words in ((f"/proc/{pid}/net/tcp", socket.AF_INET, 1),
+                                 (f"/proc/{pid}/net/tcp6", socket.AF_INET6, 4)):
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
             fields = line.split()  # sl local_address rem_address st … uid timeout inode
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(f"socket:[{fields[9]}]")
-    if not inodes:
-        return False
+            if len(fields) <= 9 or fields[3] != "0A":
+                continue
+            hex_addr, hex_port = fields[1].rsplit(":", 1)
+            # the kernel prints each 32-bit word of the address in this machine's byte order
+            packed = struct.pack(f"={words}I", *(int(hex_addr[i:i + 8], 16) for i in range(0, 8 * words, 8)))
+            addr = ipaddress.ip_address(socket.inet_ntop(family, packed))
+            # gRPC binds an IPv4 address through an IPv6 socket: ::ffff:127.0.0.1 listens on 127.0.0.1
+            mapped = addr.ipv4_mapped if isinstance(addr, ipaddress.IPv6Address) else None
+            out[f"socket:[{fields[9]}]"] = (mapped or addr, int(hex_port, 16))
+    return out
+
+
+def _held(pid: int, links: Iterable[str]) -> set[str]:
+    """Those of LINKS (`socket:[N]`) that process PID holds open itself."""
+    links = set(links)
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return False
+        return set()
+    held = set()
     for fd in fds:
         try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
-                return True
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
-    return False
+        if link in links:
+            held.add(link)
+    return held
+
+
+def held_listeners(pid: int) -> list[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
+    """(address, port) of each listening TCP socket process PID holds open itself."""
+    listeners = tcp_listeners(pid)
+    return [listeners[link] for link in _held(pid, listeners)]
+
+
+def _specificity(bound: ipaddress.IPv4Address | ipaddress.IPv6Address,
+                 wanted: ipaddress.IPv4Address | ipaddress.IPv6Address) -> int | None:
+    """How closely a socket bound to BOUND matches a connection to WANTED, as Linux chooses among listeners on one
+    port (the highest wins): 2 the address itself, 1 its family's wildcard; None if it does not match. IPv6's
+    `::` is not counted for an IPv4 address: whether it also takes IPv4 (IPV6_V6ONLY off) /proc does not show, and
+    if it does not, anyone may bind the IPv4 address after the check."""
+    if bound == wanted:
+        return 2
+    return 1 if bound.is_unspecified and bound.version == wanted.version else None
+
+
+def listens(pid: int, port: int, host: str) -> bool:
+    """Whether a connection to HOST (an address, or a name: each of its addresses) on PORT reaches a listening TCP
+    socket that process PID holds, in PID's network namespace: for each address, the socket the kernel would choose
+    among all that listen on PORT (the most specific binding) is PID's.
+
+    Checked before a secret goes to HOST:PORT: a port recorded in the cluster's state, free while the cluster was
+    down, may be anyone's by the time its own process starts (a local user who took it would read the password or
+    token sent to it); a server that holds the port on another address, or on a wildcard beside another user's
+    socket on HOST's own address, is no better; nor is a process in another network namespace (an action's sandbox
+    listening there on the port says nothing of who holds it here)."""
+    try:
+        wanted = {ipaddress.ip_address(host.strip("[]"))}
+    except ValueError:
+        try:
+            wanted = {ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+                      for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
+        except (OSError, ValueError):
+            return False
+    if not same_network(pid):
+        return False
+    on_port = {link: addr for link, (addr, p) in tcp_listeners(pid).items() if p == port}
+    held = _held(pid, on_port)
+    if not held or not wanted:
+        return False
+    for w in wanted:
+        ranked = {link: rank for link, addr in on_port.items() if (rank := _specificity(addr, w)) is not None}
+        best = max(ranked.values(), default=None)
+        if best is None or not {link for link, rank in ranked.items() if rank == best} <= held:
+            return False
+    return True

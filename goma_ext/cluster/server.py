@@ -20,10 +20,9 @@ from thinlto_base import safefs
 
 # psycopg2-binary 2.9.9 is the first whose wheels carry libpq 16, which has require_auth (Postgres.url)
 BUILDGRID_REQUIREMENTS = ("buildgrid==0.4.4", "psycopg2-binary>=2.9.9", "redis>=4.5.1")  # redis: !redis-action-cache
-# a module each requirement installs: a venv made before one was added gets it on the next start
+# a module each requirement installs: a venv made before one was added gets it on the next start, and one whose
+# distribution is older than the requirement's `>=` version gets it installed anew
 _REQUIREMENT_MODULES = {"psycopg2-binary>=2.9.9": "psycopg2", "redis>=4.5.1": "redis"}
-# and the least version of a distribution the venv must hold: an older one is installed anew
-_LEAST_VERSIONS = {"psycopg2-binary>=2.9.9": ("psycopg2_binary", (2, 9, 9))}
 
 
 @dataclass(frozen=True)
@@ -119,13 +118,16 @@ def _missing_modules(venv: Path) -> list[str]:
     """The requirements whose module VENV's site-packages lacks (cheap: no interpreter started)."""
     sites = list(venv.glob("lib/python3*/site-packages"))
     return [req for req, module in _REQUIREMENT_MODULES.items()
-            if not any((d / module).is_dir() for d in sites) or _too_old(sites, *_LEAST_VERSIONS.get(req, ("", ())))]
+            if not any((d / module).is_dir() for d in sites) or _too_old(sites, req)]
 
 
-def _too_old(sites: list[Path], dist: str, least: tuple[int, ...]) -> bool:
-    """Whether no DIST of at least version LEAST is in SITES (by its dist-info directory's name: no interpreter)."""
-    if not dist:
+def _too_old(sites: list[Path], requirement: str) -> bool:
+    """Whether REQUIREMENT (`dist>=X.Y.Z`) asks for a version that no distribution in SITES has (by its dist-info
+    directory's name: no interpreter started). A requirement without `>=` is never too old."""
+    name, sep, version = requirement.partition(">=")
+    if not sep:
         return False
+    dist, least = name.replace("-", "_"), tuple(int(p) for p in version.split("."))
     for d in sites:
         for info in d.glob(f"{dist}-*.dist-info"):
             try:

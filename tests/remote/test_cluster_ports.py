@@ -36,20 +36,9 @@ def test_redis_takes_no_port_and_its_socket_only_in_a_directory_of_ours(tmp_path
     pid = redis_server.start(settings, password, tmp_path / "redis.conf", tmp_path / "redis.log")
     try:
         assert redis_server.ping(own / "redis.sock", secretfiles.read_private(password))
-        assert not any(procs.listens(pid, port) for port in _tcp_ports(pid)), "redis listens on a port"
+        assert procs.held_listeners(pid) == [], "redis listens on a port"
     finally:
         procs.stop(pid)
-
-
-def _tcp_ports(pid: int) -> set[int]:
-    """Every TCP port in PID's network namespace that something listens on."""
-    ports = set()
-    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A":
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
 
 
 def test_buildgrid_sends_no_postgres_password_to_a_process_that_took_its_port(tmp_path: Path) -> None:

@@ -192,13 +192,16 @@ def test_a_venv_made_before_redis_was_required_gets_it(tmp_path: Path) -> None:
     (site / "psycopg2_binary-2.9.13.dist-info").mkdir()
     assert server._missing_modules(tmp_path) == ["redis>=4.5.1"]
     (site / "redis").mkdir()
+    (site / "redis-4.5.0.dist-info").mkdir()
+    assert server._missing_modules(tmp_path) == ["redis>=4.5.1"]  # older than the requirement's version
+    (site / "redis-4.5.0.dist-info").rename(site / "redis-5.0.1.dist-info")
     assert server._missing_modules(tmp_path) == []
 
 
 def test_a_venv_whose_libpq_cannot_require_scram_gets_a_newer_psycopg2(tmp_path: Path) -> None:
     """Postgres.url asks libpq for require_auth, which the libpq of psycopg2-binary before 2.9.9 lacks."""
     site = tmp_path / "lib" / "python3.11" / "site-packages"
-    for d in ("psycopg2", "redis", "psycopg2_binary-2.9.6.dist-info"):
+    for d in ("psycopg2", "redis", "redis-5.0.1.dist-info", "psycopg2_binary-2.9.6.dist-info"):
         (site / d).mkdir(parents=True)
     assert server._missing_modules(tmp_path) == ["psycopg2-binary>=2.9.9"]
     (site / "psycopg2_binary-2.9.6.dist-info").rename(site / "psycopg2_binary-2.9.10.dist-info")
