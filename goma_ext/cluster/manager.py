@@ -460,7 +460,7 @@ def start_workers(st: ClusterState) -> ClusterState:
         old.unlink()
     tls = st.ca_file if not st.worker_socket else None
     cmd = [
-        sys.executable, "-m", "goma_ext.cli", "worker", "--remote",
+        sys.executable, "-P", "-m", "goma_ext.cli", "worker", "--remote",  # -P: see procs.spawn
         f"grpc://unix:{st.worker_socket}" if st.worker_socket else st.endpoint, "--instance", st.instance,
         *(["--ca-file", str(tls)] if tls else []),
         *(["--client-cert", st.worker_cert] if tls and st.worker_cert else []),
@@ -559,11 +559,16 @@ def _own_redis_socket(st: ClusterState) -> ClusterState:
 
 
 def check_state(state: Path) -> None:
-    """As root, STATE (when it exists) must be a directory only root can change: the cluster reads its settings
-    there (which program to run, as which user), writes its logs and secrets there, and removes what it names."""
-    if os.geteuid() != 0 or not os.path.lexists(state):
+    """As root, STATE must be a directory only root can change: the cluster reads its settings there (which program
+    to run, as which user), writes its logs and secrets there, and removes what it names. One not made yet must be
+    made where no one else can rename or replace it (every directory above root's), or its maker's files would
+    soon lie in another user's directory."""
+    if os.geteuid() != 0:
         return
-    why = safefs.unsafe_dir(state)
+    made = state
+    while not os.path.lexists(made) and made.parent != made:
+        made = made.parent  # the nearest directory that exists: what it and those above it are decides
+    why = safefs.unsafe_dir(state) if made == state else safefs.unsafe_above(made / "new")
     if why is not None:
         raise ClusterError(f"--state {state}: {why}; as root, the cluster trusts what it holds, so only root may be "
                            "able to change it (give a --state of root's own; a cluster already running there: stop "
@@ -573,8 +578,8 @@ def check_state(state: Path) -> None:
 def start(spec: ClusterSpec) -> ClusterState:
     """Start what the host's role runs (idempotent: running parts are left alone). `all`: PostgreSQL, BuildGrid
     and workers; `server`: PostgreSQL, redis, BuildGrid and the CAS cleanup; `worker`: workers only."""
-    (spec.state / "logs").mkdir(parents=True, exist_ok=True)
     check_state(spec.state)
+    (spec.state / "logs").mkdir(parents=True, exist_ok=True)
     st = load(spec.state) or _initial_state(spec)
     if st.sandbox_dir:
         sandbox_dir, owned = sandboxing.reusable_sandbox_dir(spec.state, st.sandbox_dir, st.sandbox_dir_owned)

@@ -15,12 +15,14 @@ from pathlib import Path
 
 
 def spawn(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> int:
-    """Start argv in its own session (so stop() can signal its whole group); return its pid."""
+    """Start argv in its own session (so stop() can signal its whole group); return its pid. It runs in CWD, by
+    default `/`, never in the caller's working directory: `python -m` puts that first on the module path, and a
+    root `cluster start` run from a directory another user can write (/tmp, a checkout) would run their module."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env=dict(env) if env is not None else None, cwd=cwd,
+            env=dict(env) if env is not None else None, cwd=cwd or "/",
         )
     return proc.pid
 

@@ -106,10 +106,12 @@ def _install(venv: Path, bgd: Path) -> Path:
         return bgd
     log = venv.parent / "server-venv-install.log"
     with open(log, "a") as out:
-        steps = [] if bgd.exists() else [[sys.executable, "-m", "venv", str(venv)]]
-        steps.append([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", *missing])
+        # -P and cwd /: not the caller's working directory first on the module path (see procs.spawn)
+        steps = [] if bgd.exists() else [[sys.executable, "-P", "-m", "venv", str(venv)]]
+        steps.append([str(venv / "bin" / "python"), "-P", "-m", "pip", "install", "--disable-pip-version-check",
+                      *missing])
         for step in steps:
-            if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, check=False).returncode != 0:
+            if subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, cwd="/", check=False).returncode != 0:
                 raise ClusterError(f"installing BuildGrid into {venv} failed; see {log}")
     return bgd
 

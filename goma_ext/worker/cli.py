@@ -332,11 +332,13 @@ def _serve_one(args: argparse.Namespace, cfg: RemoteConfig) -> int:
 def _supervise(args: argparse.Namespace) -> int:
     """Keep `count` children alive; a restarted child reuses its bot id, so BuildGrid requeues its lease at once."""
     base = (
-        [sys.executable, "-m", "goma_ext.cli", *sys.argv[sys.argv.index("worker") :]] if "worker" in sys.argv else None
+        [sys.executable, "-P", "-m", "goma_ext.cli", *sys.argv[sys.argv.index("worker") :]]
+        if "worker" in sys.argv else None
     )
     if base is None:
         base = [
             sys.executable,
+            "-P",  # not the working directory first on the module path (see procs.spawn)
             "-m",
             "goma_ext.cli",
             "worker",

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +127,18 @@ def test_a_process_in_another_network_namespace_does_not_count() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_daemon_never_imports_a_module_planted_in_the_callers_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m` puts the working directory first on the module path: a root `cluster start` run from /tmp or a
+    shared checkout would run another user's `venv`, `pip` or `goma_ext` package. Daemons start in `/`."""
+    planted = tmp_path / "venv"
+    planted.mkdir()
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('planted')\n")
+    monkeypatch.chdir(tmp_path)
+    pid = procs.spawn([sys.executable, "-m", "venv", "--help"], tmp_path / "log")
+    os.waitpid(pid, 0)
+    assert not (tmp_path / "ran").exists()
+    assert "usage" in (tmp_path / "log").read_text()

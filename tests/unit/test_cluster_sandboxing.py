@@ -242,6 +242,29 @@ def test_a_root_cluster_refuses_a_state_or_server_venv_another_user_can_change(t
 
 
 @as_root
+def test_a_root_cluster_makes_no_state_inside_another_users_directory(tmp_path: Path) -> None:
+    """A STATE not made yet under another user's directory: they could rename root's new directory away and put
+    theirs, or a link, in its place, and root would follow their files (a planted JWT secret, a settings file).
+    Refused before anything is made there; a new STATE where only root can change what lies above it is made."""
+    from goma_ext.cluster import manager
+    from goma_ext.cluster.postgres import ClusterError
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    for state in (theirs / "state", theirs / "deeper" / "state"):
+        with pytest.raises(ClusterError, match="--state .*owned by uid 65534"):
+            manager.check_state(state)
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # as /tmp is: others may add entries, not rename root's
+    manager.check_state(tmp_path / "ours" / "state")
+    manager.check_state(sticky / "new" / "state")
+    with pytest.raises(ClusterError, match="--state .*owned by uid 65534"):
+        manager.start(manager.ClusterSpec(state=theirs / "state"))
+    assert list(theirs.iterdir()) == []  # nothing made there
+
+@as_root
 def test_a_recorded_pid_another_users_process_took_is_not_ours_to_trust_or_signal() -> None:
     """[harden] After a reboot pids are handed out again: a local user could hold the pid recorded for the
     cluster's workers or CAS cleanup, so that `cluster start` never restarted them and `cluster stop` signalled
