@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from goma_ext.proxy.frames import MAX_DEPTH, FrameBuffer, decode, nesting
 from goma_ext.remote import proxy_protocol as wire
 from tests import budget
+from tests.bounded import ends_within
 
 
 def _frame(body: bytes) -> bytes:
@@ -82,6 +84,17 @@ def test_a_megabyte_of_brackets_is_judged_quickly() -> None:
     with pytest.raises(wire.FrameError):
         decode(body)
     assert time.process_time() - t < 1.0
+
+
+def test_a_megabyte_of_unterminated_strings_is_judged_quickly() -> None:
+    """Each quote of an unterminated string used to start a scan to the end of the text (quadratic: about half an
+    hour for the largest frame, the GIL held throughout). In a process of its own: the old pattern could not be
+    interrupted."""
+    code = ("from goma_ext.proxy.frames import decode\nfrom goma_ext.remote.proxy_protocol import FrameError\n"
+            "body = b'[]' * 40 + b'\"' + b'\\\\\"' * 500_000 + b'\\\\'\n"
+            "try:\n    decode(body)\nexcept FrameError as e:\n    print('refused:', e)\n")
+    proc = ends_within([sys.executable, "-c", code], 60.0)
+    assert proc.returncode == 0 and proc.stdout.startswith("refused: frame is not JSON"), proc.stdout + proc.stderr
 
 
 def test_a_real_request_costs_two_counts() -> None:
