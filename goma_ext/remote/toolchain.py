@@ -189,8 +189,11 @@ def _hash_size(text: str) -> tuple[str, int]:
 
 
 def _stat_key(path: Path | str) -> list[int]:
+    """What a file's entry stays valid for. The change time too: a copy over the file in place that keeps its size
+    and sets its old modification time back (`cp -p`, `rsync --inplace -t`, tar) changes nothing else here, and
+    the actions would carry the old compiler's digest while its request names the new one's."""
     st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def _assemble(files: Sequence[ToolchainFile], digests: Sequence[Digest]) -> Toolchain:

@@ -111,6 +111,31 @@ def test_the_tree_is_hashed_once_per_compiler_and_again_when_a_file_changes(tmp_
     assert changed.dirname == f"{TOOLCHAIN_DIR}/{changed.tree.root.hash[:16]}"
 
 
+def test_a_compiler_copied_over_in_place_with_its_old_size_and_time_is_hashed_again(tmp_path: Path) -> None:
+    """`cp -p` over the file (same inode), same size, the old modification time set back: only the change time
+    tells. Missed, the actions would carry the old compiler while the request names the new one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    own = bin_dir / "clang"
+    shutil.copy2(CLANG, own)
+    (tmp_path / "lib").symlink_to("/usr/lib/llvm-19/lib")
+    persist = tmp_path / "toolchains.json"
+    cache = ToolchainCache(persist)
+    first = cache.get(own, "clang++", DEFAULT_BASE_SYSTEM)
+    before = own.stat()
+    with open(own, "r+b") as f:  # in place: the same inode and size
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 0xFF]))
+    os.utime(own, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = own.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    for changed in (cache.get(own, "clang++", DEFAULT_BASE_SYSTEM),  # the proxy's memory
+                    ToolchainCache(persist).get(own, "clang++", DEFAULT_BASE_SYSTEM)):  # the build directory's
+        assert changed.tree.root != first.tree.root
+
+
 def _workspace(tmp_path: Path) -> Path:
     out = tmp_path / "src" / "out" / "Default"
     (out / "obj").mkdir(parents=True)
