@@ -193,7 +193,29 @@ def unsafe_dir(path: str | os.PathLike[str]) -> str | None:
         return f"owned by uid {st.st_uid}, not by uid {euid}"
     if _writable_by_others(st):
         return f"writable by others (mode {stat.S_IMODE(st.st_mode):o})"
-    return unsafe_above(real)
+    return unsafe_above(real) or _unsafe_links(absolute)
+
+
+def _unsafe_links(path: str) -> str | None:
+    """Why a link on the way to PATH (as written, before resolving) could be turned elsewhere by another user: one
+    owned by someone else than root and this user, or lying in a directory they could change. Checking only the
+    resolved directories would pass a link another user re-points after the check."""
+    euid = os.geteuid()
+    prefix = "/"
+    for part in path.strip("/").split("/"):
+        prefix = os.path.join(prefix, part)
+        try:
+            st = os.lstat(prefix)
+        except OSError:
+            return None  # what does not exist yet is no link (the resolved path's own check speaks for it)
+        if not stat.S_ISLNK(st.st_mode):
+            continue
+        if st.st_uid not in (0, euid):
+            return f"{prefix} is a link of uid {st.st_uid}, who could turn it elsewhere"
+        why = unsafe_above(prefix)
+        if why is not None:
+            return f"the link {prefix}: {why}"
+    return None
 
 
 def _writable_by_others(st: os.stat_result) -> bool:

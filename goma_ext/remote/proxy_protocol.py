@@ -156,13 +156,30 @@ def shard_of(argv: Sequence[str], shards: int) -> int:
 
 
 def make_state_dir(directory: str) -> None:
-    """Create the state directory as the user's alone; refuse one that another user owns."""
+    """Create the state directory as the user's alone (0700); refuse one that is a link, or that another user owns
+    or could replace: the proxy writes its pid, log, lock and `.hung` files there by path, and another user who
+    could swap the directory for one of theirs would have those writes follow links of their choosing (say
+    GOMA_EXT_PROXY_DIR=/tmp/goma-ext/$USER, where someone else made /tmp/goma-ext first). Not for the thin
+    client: it only reads and touches `.hung` there (mark_hung, without following a link)."""
+    from thinlto_base import safefs  # the full client's and the proxy's: the thin client imports only the stdlib
+
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.stat(directory)
-    if st.st_uid != os.getuid():
-        raise OSError(f"proxy state directory {directory} belongs to uid {st.st_uid}, not to this user")
-    if st.st_mode & 0o077:
-        os.chmod(directory, 0o700)
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        why = "a link, not a directory" if os.path.islink(directory) else e.strerror
+        raise OSError(f"proxy state directory {directory}: {why}") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise OSError(f"proxy state directory {directory} belongs to uid {st.st_uid}, not to this user")
+        if st.st_mode & 0o077:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+    why = safefs.unsafe_dir(directory)
+    if why is not None:
+        raise OSError(f"proxy state directory {directory}: {why}; set {STATE_DIR_ENV} to a directory of yours")
 
 
 def silence_s(env: Mapping[str, str]) -> float:
@@ -182,10 +199,15 @@ def hung_recently(hung_file: str) -> bool:
 
 def mark_hung(hung_file: str) -> None:
     try:
-        with open(hung_file, "a"):
-            os.utime(hung_file)
+        fd = os.open(hung_file, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError:
+        return
+    try:
+        os.utime(fd)
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 def check_socket_path(path: str) -> None:
