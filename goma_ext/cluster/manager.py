@@ -16,7 +16,14 @@ from enum import Enum
 from pathlib import Path
 
 from goma_ext.cluster import acl, bgd_launch, procs, redis_server, roles, sandboxing, secretfiles, tokens
-from goma_ext.cluster.postgres import DB_USER, ClusterError, Postgres, choose_data_dir, reusable_data_dir
+from goma_ext.cluster.postgres import (
+    DB_USER,
+    ClusterError,
+    Postgres,
+    choose_data_dir,
+    our_data_dir,
+    reusable_data_dir,
+)
 from goma_ext.cluster.roles import Role, parse_size, probe_host
 from goma_ext.cluster.server import (
     DEFAULT_POLL_S,
@@ -234,6 +241,11 @@ class ClusterState:
         """What TLS clients of the endpoint verify it with."""
         secure = self.endpoint.startswith("grpcs://")
         return Path(self.tls_ca) if secure and self.tls_ca else None
+
+    @property
+    def pg_data_ours(self) -> bool:
+        """Whether the recorded data directory is still the cluster's (postgres.our_data_dir)."""
+        return our_data_dir(Path(self.state), self.pg_data, self.pg_user)
 
     @property
     def postgres(self) -> Postgres:
@@ -682,7 +694,8 @@ def stop(state: Path, role: Role | None = None) -> ClusterState | None:
         if redis_title(st.redis_pid) is not None:  # a recorded pid that is redis still, not another process now
             procs.stop(st.redis_pid)  # SIGTERM: redis flushes its append-only file before it exits
         st = replace(st, redis_pid=None)
-        st.postgres.stop()
+        if st.pg_data_ours:  # else someone else's postmaster.pid would name the pid pg_ctl signals
+            st.postgres.stop()
     st.save()
     return st
 
@@ -692,7 +705,7 @@ def destroy(state: Path) -> None:
     st = stop(state)
     if st is None:
         return
-    if st.pg_data and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
+    if st.pg_data and st.pg_data_ours and Path(st.state).resolve() not in Path(st.pg_data).resolve().parents:
         shutil.rmtree(st.pg_data, ignore_errors=True)
     if st.sandbox_dir and st.sandbox_dir_owned:
         shutil.rmtree(st.sandbox_dir, ignore_errors=True)
@@ -726,7 +739,7 @@ def status(state: Path) -> dict[str, object]:
         "capabilities": probe,
     }
     if st.host_role.runs_server:
-        info["postgres"] = "running" if st.postgres.running() else "stopped"
+        info["postgres"] = "running" if st.pg_data_ours and st.postgres.running() else "stopped"
         info["buildgrid"] = "running" if serving else "stopped"
     if st.store is not None:
         info["redis"] = "running" if st.redis_serving else "stopped"

@@ -227,9 +227,17 @@ def reusable_data_dir(state: Path, path: str, user: str | None) -> str:
     """The data directory a restarted cluster uses: PATH as it was, unless it is the temp-dir fallback and is now
     gone or not a private directory of ours (root's or USER's). After a reboot emptied the temp dir, anyone could
     make a directory under the old, known name: a new one is made instead (the data was gone anyway)."""
+    return path if our_data_dir(state, path, user) else str(choose_data_dir(state)[0])
+
+
+def our_data_dir(state: Path, path: str, user: str | None) -> bool:
+    """Whether PATH is still the cluster's data directory: inside STATE, or (the temp-dir fallback) a private
+    directory of ours (root's or USER's) that no one else can replace. Anything else is not handed to pg_ctl, whose
+    `stop` signals the pid that directory's postmaster.pid names, nor removed: someone may have made a directory
+    under the old name after a reboot."""
     where = Path(os.path.abspath(path))
     if not path or where.is_relative_to(os.path.abspath(state)):  # lexically: a planted link is not followed
-        return path
+        return True
     owners = {os.geteuid()}
     try:
         owners |= {pwd.getpwnam(user).pw_uid} if user else set()
@@ -240,7 +248,5 @@ def reusable_data_dir(state: Path, path: str, user: str | None) -> str:
         ours = stat.S_ISDIR(st.st_mode) and st.st_uid in owners and not st.st_mode & 0o077
     except OSError:
         ours = False
-    if ours and safefs.unsafe_above(where) is None:
-        return path
-    return str(choose_data_dir(state)[0])
+    return ours and safefs.unsafe_above(where) is None
 

@@ -8,6 +8,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,43 @@ def test_a_restarted_cluster_never_takes_back_a_temp_postgres_dir_that_is_gone_o
         for p in (made, *map(Path, again)):
             shutil.rmtree(p, ignore_errors=True)
 
+
+@as_root
+def test_stop_signals_no_process_through_a_temp_postgres_dir_someone_else_made(tmp_path: Path) -> None:
+    """After a reboot emptied /tmp, anyone may make the old data directory again, with a postmaster.pid naming any
+    postgres process (the host's own PostgreSQL): `cluster stop` must not hand it to `pg_ctl stop`, which would
+    signal that pid, nor `destroy` remove it; `status` does not ask pg_ctl about it either."""
+    from goma_ext.cluster import manager
+
+    try:
+        pg = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user (Debian package postgresql)")
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True, mode=0o700)
+    made = Path(tempfile.mkdtemp(prefix="goma-ext-pg-", dir="/tmp"))  # the fallback's old name, someone else's now
+    victim = subprocess.Popen(["setpriv", "--reuid", str(pg.pw_uid), "--regid", str(pg.pw_gid), "--clear-groups",
+                               "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while os.stat(f"/proc/{victim.pid}").st_uid != pg.pw_uid:  # setpriv has made it postgres's
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        (made / "PG_VERSION").write_text("15\n")
+        (made / "postmaster.pid").write_text(f"{victim.pid}\n{made}\n")
+        os.chown(made, NOBODY, NOBODY)
+        made.chmod(0o755)  # readable to pg_ctl, which runs as postgres
+        manager.ClusterState(state=str(state), port=1000, instance="", pg_port=5, pg_data=str(made), pg_user="postgres",
+                             server_venv="/v", workers=0, role="all").save()
+        assert not manager.load(state).pg_data_ours  # type: ignore[union-attr]
+        manager.stop(state)
+        manager.destroy(state)
+        assert victim.poll() is None, "pg_ctl stop signalled the pid in someone else's postmaster.pid"
+        assert (made / "postmaster.pid").exists()
+    finally:
+        victim.kill()
+        victim.wait()
+        shutil.rmtree(made, ignore_errors=True)
 
 @as_root
 def test_a_root_cluster_refuses_a_state_or_server_venv_another_user_can_change(tmp_path: Path) -> None:
