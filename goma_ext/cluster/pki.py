@@ -8,12 +8,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from goma_ext.cluster.postgres import ClusterError
+from thinlto_base import safefs
 
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
 SERVER_CERT, SERVER_KEY = "server.crt", "server.key"
@@ -94,9 +96,18 @@ def make(directory: Path, server_names: Sequence[str], clients: Sequence[str], d
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ClusterError(f"pki: {directory}: {e.strerror}") from e
+    # The private keys are made there, and a CA found there signs the server's and the workers' certificates: a
+    # directory someone else can change could hand us their CA (then they could issue certificates the cluster
+    # trusts) or have openssl write through their links.
+    why = safefs.unsafe_dir(directory)
+    if why is not None:
+        raise ClusterError(f"pki: {directory}: {why}; give a directory of yours that no one else can change")
     ca_cert, ca_key = directory / CA_CERT, directory / CA_KEY
     made: list[PkiFile] = []
     if ca_cert.exists() and ca_key.exists():
+        st = os.lstat(ca_key)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise ClusterError(f"pki: {ca_key} is not a private file of yours (0600): not kept as the CA's key")
         made.append(PkiFile(ca_cert, "CA certificate (kept)"))
     else:
         for path in (ca_cert, ca_key):

@@ -3,6 +3,7 @@ checks, the workers' certificate in cluster.json and on the probe; and `goma-ext
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import subprocess
@@ -95,3 +96,24 @@ def test_pki_command_prints_one_line_per_file(tmp_path: Path) -> None:
                           "127.0.0.1", "--client", "w"], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     assert len(lines) == 6 and lines[2] == f"{tmp_path / 'server.crt'}  server certificate (IP:127.0.0.1)"
+
+
+def test_pki_keeps_no_ca_it_does_not_own_alone(tmp_path: Path) -> None:
+    """A CA found in DIR signs the server's and the workers' certificates: one another user put there (or whose key
+    others can read) would let them issue certificates the cluster trusts."""
+    pki.make(tmp_path / "d", [], [])
+    (tmp_path / "d" / pki.CA_KEY).chmod(0o644)
+    with pytest.raises(ClusterError, match="not a private file of yours"):
+        pki.make(tmp_path / "d", [], ["bob"])
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ClusterError, match="writable by others"):
+        pki.make(shared, [], [])
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(ClusterError, match="owned by uid 65534"):
+            pki.make(theirs, [], [])
+        assert list(theirs.iterdir()) == []
