@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from goma_ext.cluster import acl, bgd_launch, procs, redis_server, roles, sandboxing, secretfiles, tokens
 from goma_ext.cluster.postgres import (
@@ -47,6 +48,7 @@ from thinlto_base import safefs
 
 STATE_FILE = "cluster.json"
 SERVER_CONFIG = "buildgrid.yml"
+CLEANUP_CONFIG = "cleanup.yml"
 ACL_FILE = "buildgrid-acl.yml"  # beside SERVER_CONFIG: which RPCs each token's role may call (no secret in it)
 READY_TIMEOUT_S = 90.0
 CLEANUP_INTERVAL_S = 10
@@ -275,7 +277,25 @@ def load(state: Path) -> ClusterState | None:
     # file without a boot id, from before it was recorded, keeps them: its cluster may be running)
     if st.boot_id is not None and st.boot_id != procs.boot_id():
         st = replace(st, server_pid=None, worker_pid=None, redis_pid=None, cleanup_pid=None)
-    return st
+    return _still_ours(st)
+
+
+def _still_ours(st: ClusterState) -> ClusterState:
+    """ST without the recorded pids of processes that are not the daemons it started: a daemon that died leaves its
+    pid to be handed out again in the same boot, and as root any root process passes procs.alive. Taken for ours
+    (stopped by `stop`, left running by `start`) is only a process whose command line names this state's own
+    files, as the manager started it: BuildGrid and the cleanup their config, the workers their work directory.
+    (redis: redis_title.)"""
+    state = Path(st.state)
+    marks = {"server_pid": (b"server", os.fsencode(state / SERVER_CONFIG)),
+             "cleanup_pid": (b"cleanup", os.fsencode(state / CLEANUP_CONFIG)),
+             "worker_pid": (b"--work-dir", os.fsencode(state / "workers"))}
+    foreign: dict[str, Any] = {}
+    for name, words in marks.items():
+        pid = getattr(st, name)
+        if procs.alive(pid) and not set(words) <= set(procs.cmdline(pid).split(b"\0")):
+            foreign[name] = None
+    return replace(st, **foreign) if foreign else st
 
 
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
@@ -443,7 +463,7 @@ def _start_cleanup(st: ClusterState) -> ClusterState:
     if st.cas_max_size is None or st.store is None:
         return st
     marks = Watermarks.for_max_size(st.cas_max_size, st.store.refresh_accesstime_s)
-    config = Path(st.state) / "cleanup.yml"
+    config = Path(st.state) / CLEANUP_CONFIG
     config.write_text(render_cleanup_config(_server_settings(st), marks))
     bgd = ensure_venv(Path(st.server_venv))
     cmd = bgd_launch.command(bgd, "cleanup", "start", str(config), "--sleep-interval", str(CLEANUP_INTERVAL_S))

@@ -24,6 +24,11 @@ def spawn(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None, 
             list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             env=dict(env) if env is not None else None, cwd=cwd or "/",
         )
+    # Popen may return while the kernel is still inside execve, before /proc shows the new command line: whoever
+    # reads it next (the manager tells its daemons from other processes by it) must see it.
+    deadline = time.monotonic() + 5.0
+    while not cmdline(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
     return proc.pid
 
 

@@ -383,19 +383,57 @@ def test_pids_recorded_before_a_reboot_are_forgotten(tmp_path: Path) -> None:
     """After a reboot the recorded pids name other processes, if any: `cluster start` must start its daemons
     again and `cluster stop` must signal none of them. The state records the boot its pids belong to."""
     import json
+    import sys
 
     from goma_ext.cluster import manager, procs
 
-    st = manager.ClusterState(state=str(tmp_path), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
-                              server_venv="", workers=1, server_pid=os.getpid(), worker_pid=os.getpid())
-    st.save()
-    loaded = manager.load(tmp_path)
-    assert loaded is not None and loaded.boot_id == procs.boot_id() and loaded.server_pid == os.getpid()
-    data = json.loads((tmp_path / manager.STATE_FILE).read_text())
-    (tmp_path / manager.STATE_FILE).write_text(json.dumps({**data, "boot_id": "an-earlier-boot"}))
-    loaded = manager.load(tmp_path)
-    assert loaded is not None and (loaded.server_pid, loaded.worker_pid) == (None, None)
-    del data["boot_id"]  # written before boot ids were recorded: its cluster may still run
-    (tmp_path / manager.STATE_FILE).write_text(json.dumps(data))
-    loaded = manager.load(tmp_path)
-    assert loaded is not None and loaded.server_pid == os.getpid()
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    server = started([*sleep, "server", "start", str(tmp_path / manager.SERVER_CONFIG)])
+    workers = started([*sleep, "--work-dir", str(tmp_path / "workers")])
+    try:
+        st = manager.ClusterState(state=str(tmp_path), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
+                                  server_venv="", workers=1, server_pid=server.pid, worker_pid=workers.pid)
+        st.save()
+        loaded = manager.load(tmp_path)
+        assert loaded is not None and loaded.boot_id == procs.boot_id() and loaded.server_pid == server.pid
+        data = json.loads((tmp_path / manager.STATE_FILE).read_text())
+        (tmp_path / manager.STATE_FILE).write_text(json.dumps({**data, "boot_id": "an-earlier-boot"}))
+        loaded = manager.load(tmp_path)
+        assert loaded is not None and (loaded.server_pid, loaded.worker_pid) == (None, None)
+        del data["boot_id"]  # written before boot ids were recorded: its cluster may still run
+        (tmp_path / manager.STATE_FILE).write_text(json.dumps(data))
+        loaded = manager.load(tmp_path)
+        assert loaded is not None and loaded.server_pid == server.pid
+    finally:
+        for proc in (server, workers):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_recorded_pid_another_process_of_ours_took_in_the_same_boot_is_neither_trusted_nor_signalled(
+        tmp_path: Path) -> None:
+    """A daemon that died leaves its pid to be handed out again in the same boot; as root, any root process passes
+    procs.alive. Only a process whose command line names this state's own files (BuildGrid's and the cleanup's
+    config, the workers' directory) is taken for the cluster's: `stop` leaves the others alone, `start` would start
+    the daemon again."""
+    import sys
+
+    from goma_ext.cluster import manager
+
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    others = [started(sleep) for _ in range(3)]
+    ours = started([*sleep, "cleanup", "start", str(tmp_path / manager.CLEANUP_CONFIG)])
+    try:
+        manager.ClusterState(state=str(tmp_path), port=1, instance="", pg_port=2, pg_data="", pg_user=None,
+                             server_venv="", workers=1, role="all", server_pid=others[0].pid,
+                             worker_pid=others[1].pid, cleanup_pid=ours.pid).save()
+        loaded = manager.load(tmp_path)
+        assert loaded is not None and (loaded.server_pid, loaded.worker_pid) == (None, None)
+        assert loaded.cleanup_pid == ours.pid
+        manager.stop(tmp_path)
+        assert all(p.poll() is None for p in others)
+        assert ours.wait(15) is not None  # the cluster's own cleanup was stopped
+    finally:
+        for proc in (*others, ours):
+            proc.kill()
+            proc.wait()
