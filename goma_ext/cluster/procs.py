@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import re
@@ -166,12 +167,23 @@ def held_listeners(pid: int) -> list[tuple[ipaddress.IPv4Address | ipaddress.IPv
 def _specificity(bound: ipaddress.IPv4Address | ipaddress.IPv6Address,
                  wanted: ipaddress.IPv4Address | ipaddress.IPv6Address) -> int | None:
     """How closely a socket bound to BOUND matches a connection to WANTED, as Linux chooses among listeners on one
-    port (the highest wins): 2 the address itself, 1 its family's wildcard; None if it does not match. IPv6's
-    `::` is not counted for an IPv4 address: whether it also takes IPv4 (IPV6_V6ONLY off) /proc does not show, and
-    if it does not, anyone may bind the IPv4 address after the check."""
+    port (the highest wins): 2 the address itself, 1 its family's wildcard; None if it does not match. IPv6's `::`
+    for an IPv4 address is left to _dual_stack: /proc does not show whether it also takes IPv4."""
     if bound == wanted:
         return 2
     return 1 if bound.is_unspecified and bound.version == wanted.version else None
+
+
+def _dual_stack(wanted: ipaddress.IPv4Address, port: int) -> bool:
+    """Whether WANTED:PORT, which no IPv4 socket listens on, is taken all the same: by an IPv6 `::` socket with
+    IPV6_V6ONLY off (gRPC binds 0.0.0.0 so). A bind of our own tells; one that succeeds is let go at once. Only one
+    user can hold such a socket on a port, so no one else can take the IPv4 address beside it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((str(wanted), port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+    return False
 
 
 def listens(pid: int, port: int, host: str) -> bool:
@@ -185,7 +197,7 @@ def listens(pid: int, port: int, host: str) -> bool:
     socket on HOST's own address, is no better; nor is a process in another network namespace (an action's sandbox
     listening there on the port says nothing of who holds it here)."""
     try:
-        wanted = {ipaddress.ip_address(host.strip("[]"))}
+        wanted = {ipaddress.ip_address(host.strip("[]").split("%", 1)[0])}  # /proc shows no zone
     except ValueError:
         try:
             wanted = {ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
@@ -200,6 +212,9 @@ def listens(pid: int, port: int, host: str) -> bool:
         return False
     for w in wanted:
         ranked = {link: rank for link, addr in on_port.items() if (rank := _specificity(addr, w)) is not None}
+        if not ranked and w.version == 4:  # only a dual-stack `::` can take it: is PID's such a socket?
+            ranked = {link: 0 for link, addr in on_port.items() if addr == ipaddress.IPv6Address("::")
+                      and link in held and _dual_stack(w, port)}
         best = max(ranked.values(), default=None)
         if best is None or not {link for link, rank in ranked.items() if rank == best} <= held:
             return False

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,15 +23,19 @@ from goma_ext.cluster import procs
 LISTEN = "import socket, sys, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen()\n" \
          "print(s.getsockname()[1], flush=True)\ntime.sleep(60)\n"
 # Listens on the address argv[1] (of family argv[2]) at the port argv[3] (0: any free one), with SO_REUSEPORT if
-# argv[4] is 1, and prints the port.
+# argv[4] is 1 (and IPV6_V6ONLY if argv[5] is 1), and prints the port.
 LISTEN_ON = "import socket, sys, time\ns = socket.socket(getattr(socket, sys.argv[2]))\n" \
-            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, int(sys.argv[4]))\ns.bind((sys.argv[1], int(sys.argv[3])))\ns.listen()\nprint(s.getsockname()[1], flush=True)\ntime.sleep(60)\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, int(sys.argv[4]))\n" \
+            "s.family == socket.AF_INET6 and s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, int(sys.argv[5]))\n" \
+            "s.bind((sys.argv[1], int(sys.argv[3])))\ns.listen()\nprint(s.getsockname()[1], flush=True)\ntime.sleep(60)\n"
 
 
 @contextlib.contextmanager
-def listening(address: str, family: str = "AF_INET", port: int = 0, reuse: bool = False) -> Iterator[tuple[int, int]]:
+def listening(address: str, family: str = "AF_INET", port: int = 0, reuse: bool = False, v6only: bool = False
+              ) -> Iterator[tuple[int, int]]:
     """(pid, port) of a process listening on ADDRESS:PORT, killed and reaped afterwards."""
-    proc = subprocess.Popen([sys.executable, "-S", "-c", LISTEN_ON, address, family, str(port), str(int(reuse))],
+    proc = subprocess.Popen([sys.executable, "-S", "-c", LISTEN_ON, address, family, str(port), str(int(reuse)),
+                             str(int(v6only))],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
@@ -86,9 +91,11 @@ def test_a_wildcard_listener_covers_every_address_of_its_family_and_a_name_needs
     with listening("0.0.0.0") as (pid, port):
         assert procs.listens(pid, port, "127.0.0.1")
         assert not procs.listens(pid, port, "::1")  # an IPv4 wildcard does not take IPv6 connections
-    with listening("::", "AF_INET6") as (pid, port):
+    with listening("::", "AF_INET6") as (pid, port):  # dual-stack (IPV6_V6ONLY off), as gRPC binds 0.0.0.0
         assert procs.listens(pid, port, "::1") and procs.listens(pid, port, "[::1]")
-        # whether it also takes IPv4 (IPV6_V6ONLY off) is not to be seen from /proc: not counted
+        assert procs.listens(pid, port, "127.0.0.1")  # no one else can bind 127.0.0.1 on that port beside it
+    with listening("::", "AF_INET6", v6only=True) as (pid, port):  # IPv6 only: 127.0.0.1 on that port is anyone's
+        assert procs.listens(pid, port, "::1")
         assert not procs.listens(pid, port, "127.0.0.1")
     with listening("127.0.0.1") as (pid, port):
         resolved = {info[4][0] for info in socket.getaddrinfo("localhost", port, type=socket.SOCK_STREAM)}
@@ -142,3 +149,22 @@ def test_a_daemon_never_imports_a_module_planted_in_the_callers_working_director
     os.waitpid(pid, 0)
     assert not (tmp_path / "ran").exists()
     assert "usage" in (tmp_path / "log").read_text()
+
+
+def test_a_grpc_server_on_every_address_counts_for_loopback() -> None:
+    """gRPC binds 0.0.0.0 (`cluster start --listen 0.0.0.0`) as one dual-stack `::` socket; the probe then goes to
+    127.0.0.1."""
+    code = ("import grpc, sys, time\nfrom concurrent import futures\ns = grpc.server(futures.ThreadPoolExecutor(1))\n"
+            "print(s.add_insecure_port('0.0.0.0:0'), flush=True)\ns.start()\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not procs.held_listeners(proc.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert procs.listens(proc.pid, port, "127.0.0.1")
+    finally:
+        proc.kill()
+        proc.wait()
