@@ -154,7 +154,7 @@ def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
         worker_key=args.worker_key,
         also_plaintext=args.also_plaintext,
         auth=manager.Auth(args.auth),
-        compilers=tuple(args.compiler),
+        compilers=tuple(os.path.abspath(c) for c in args.compiler),  # the workers run in /, not here
         run_as=args.run_as,
         worker_args=tuple(args.worker_arg),
         role=role,

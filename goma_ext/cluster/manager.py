@@ -612,6 +612,7 @@ def start(spec: ClusterSpec) -> ClusterState:
     and workers; `server`: PostgreSQL, redis, BuildGrid and the CAS cleanup; `worker`: workers only."""
     check_state(spec.state)
     (spec.state / "logs").mkdir(parents=True, exist_ok=True)
+    check_state(spec.state)  # again: someone may have made a directory on the way between the check and the mkdir
     st = load(spec.state) or _initial_state(spec)
     if st.sandbox_dir:
         sandbox_dir, owned = sandboxing.reusable_sandbox_dir(spec.state, st.sandbox_dir, st.sandbox_dir_owned)

@@ -93,7 +93,7 @@ def make(directory: Path, server_names: Sequence[str], clients: Sequence[str], d
     if days < 1:
         raise ClusterError("pki: --days must be at least 1")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        safefs.make_private_dirs(directory, 0o755)  # no directory it makes writable by a group others share
     except OSError as e:
         raise ClusterError(f"pki: {directory}: {e.strerror}") from e
     # The private keys are made there, and a CA found there signs the server's and the workers' certificates: a

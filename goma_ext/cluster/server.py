@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -133,9 +134,11 @@ def _too_old(sites: list[Path], requirement: str) -> bool:
     for d in sites:
         for info in d.glob(f"{dist}-*.dist-info"):
             try:
-                if tuple(int(p) for p in info.name[len(dist) + 1:-len(".dist-info")].split(".")[:len(least)]) >= least:
+                parts = info.name[len(dist) + 1:-len(".dist-info")].split(".")[:len(least)]
+                # a pre-release's part counts by its leading number (5.0.0b1: 5, 0, 0)
+                if tuple(int(re.match(r"\d+", p)[0]) for p in parts) >= least:  # type: ignore[index]
                     return False
-            except ValueError:
+            except (ValueError, TypeError):  # TypeError: a part without a number
                 continue
     return True
 
