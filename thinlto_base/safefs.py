@@ -193,29 +193,59 @@ def unsafe_dir(path: str | os.PathLike[str]) -> str | None:
         return f"owned by uid {st.st_uid}, not by uid {euid}"
     if _writable_by_others(st):
         return f"writable by others (mode {stat.S_IMODE(st.st_mode):o})"
-    return unsafe_above(real) or _unsafe_links(absolute)
+    return unsafe_above(real) or unsafe_links(absolute)
 
 
-def _unsafe_links(path: str) -> str | None:
-    """Why a link on the way to PATH (as written, before resolving) could be turned elsewhere by another user: one
-    owned by someone else than root and this user, or lying in a directory they could change. Checking only the
-    resolved directories would pass a link another user re-points after the check."""
+def unsafe_links(path: str | os.PathLike[str], hops: int = 40) -> str | None:
+    """Why a link on the way to PATH could be turned elsewhere by another user, or None: each link met while
+    resolving PATH (as the kernel does, component by component, into each link's target) must lie where only root
+    and this user can change it, and in a directory others may write to (a sticky one, as /tmp) be root's or this
+    user's own, since there its owner may replace it. Checking only the resolved directories would pass a link
+    another user re-points after the check."""
     euid = os.geteuid()
-    prefix = "/"
-    for part in path.strip("/").split("/"):
-        prefix = os.path.join(prefix, part)
+    parts = [p for p in os.fspath(path).split("/") if p not in ("", ".")]
+    if not os.path.isabs(path):
+        return unsafe_links(os.path.join(os.getcwd(), path), hops)
+    prefix = "/"  # resolved so far: no link in it
+    for i, part in enumerate(parts):
+        if part == "..":
+            prefix = os.path.dirname(prefix)
+            continue
+        here = os.path.join(prefix, part)
         try:
-            st = os.lstat(prefix)
+            st = os.lstat(here)
         except OSError:
             return None  # what does not exist yet is no link (the resolved path's own check speaks for it)
         if not stat.S_ISLNK(st.st_mode):
+            prefix = here
             continue
-        if st.st_uid not in (0, euid):
-            return f"{prefix} is a link of uid {st.st_uid}, who could turn it elsewhere"
-        why = unsafe_above(prefix)
+        if hops == 0:
+            return f"{here}: too many links"
+        why = unsafe_above(here)
         if why is not None:
-            return f"the link {prefix}: {why}"
+            return f"the link {here}: {why}"
+        parent = os.lstat(prefix)
+        if st.st_uid not in (0, euid) and _writable_by_others(parent):
+            return f"{here} is a link of uid {st.st_uid}, who could turn it elsewhere"
+        target = os.readlink(here)
+        rest = "/".join(parts[i + 1:])
+        return unsafe_links(os.path.join(prefix if not target.startswith("/") else "/", target, rest), hops - 1)
     return None
+
+
+def make_private_dirs(path: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """os.makedirs, with MODE for every directory it makes, not only the last: intermediate ones made under a umask
+    of 002 would be writable by a group that others may share, and refused by unsafe_dir."""
+    missing = []
+    here = os.path.abspath(path)
+    while not os.path.lexists(here):
+        missing.append(here)
+        here = os.path.dirname(here)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            pass
 
 
 def _writable_by_others(st: os.stat_result) -> bool:

@@ -156,19 +156,17 @@ def shard_of(argv: Sequence[str], shards: int) -> int:
 
 
 def make_state_dir(directory: str) -> None:
-    """Create the state directory as the user's alone (0700); refuse one that is a link, or that another user owns
-    or could replace: the proxy writes its pid, log, lock and `.hung` files there by path, and another user who
-    could swap the directory for one of theirs would have those writes follow links of their choosing (say
+    """Create the state directory as the user's alone (0700); refuse one that another user owns or could replace,
+    or reached through a link another user could re-point: the proxy writes its pid, log, lock and `.hung` files
+    there by path, and another user who could swap the directory for one of theirs would have those writes follow
+    links of their choosing (say
     GOMA_EXT_PROXY_DIR=/tmp/goma-ext/$USER, where someone else made /tmp/goma-ext first). Not for the thin
     client: it only reads and touches `.hung` there (mark_hung, without following a link)."""
     from thinlto_base import safefs  # the full client's and the proxy's: the thin client imports only the stdlib
 
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as e:
-        why = "a link, not a directory" if os.path.islink(directory) else e.strerror
-        raise OSError(f"proxy state directory {directory}: {why}") from None
+    safefs.make_private_dirs(directory)
+    real = os.path.realpath(directory)  # a link of the user's own on the way, where no one else can change it, is fine
+    fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         st = os.fstat(fd)
         if st.st_uid != os.geteuid():
@@ -177,7 +175,7 @@ def make_state_dir(directory: str) -> None:
             os.fchmod(fd, 0o700)
     finally:
         os.close(fd)
-    why = safefs.unsafe_dir(directory)
+    why = safefs.unsafe_links(directory) or safefs.unsafe_dir(real)
     if why is not None:
         raise OSError(f"proxy state directory {directory}: {why}; set {STATE_DIR_ENV} to a directory of yours")
 
