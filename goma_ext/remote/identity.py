@@ -57,7 +57,8 @@ def identify(program: str, cwd: Path) -> CompilerIdentity:
 
 
 def identify_cached(program: str, cwd: Path, cache_file: Path) -> CompilerIdentity:
-    """identify(), remembered in `cache_file` (in the build directory) keyed by the binary's path, size and mtime."""
+    """identify(), remembered in `cache_file` (in the build directory) by the binary's stat identity
+    (identity_cache.key)."""
     path = resolve_program(program, cwd)
     known = identity_cache.lookup(str(path), str(cache_file))
     if known is not None:

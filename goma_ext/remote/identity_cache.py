@@ -26,9 +26,11 @@ def resolve(program: str, cwd: str, search: str | None = None) -> str | None:
 
 
 def key(path: str) -> str:
-    """Entries are keyed by the resolved binary's path, size, mtime and inode: a new compiler is a new key."""
+    """Entries are keyed by the resolved binary's path, size, mtime, change time and inode: a new compiler is a new
+    key, also one copied over the old in place with its size and modification time (`cp -p`), which only the
+    change time tells."""
     st = os.stat(path)
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 def load(cache_file: str) -> dict[str, object]:

@@ -208,7 +208,8 @@ def _assemble(files: Sequence[ToolchainFile], digests: Sequence[Digest]) -> Tool
 class ToolchainCache:
     """Toolchains by (compiler, name, base system), computed once: in memory for a long-lived process (the proxy),
     and in `persist` (a JSON file in the build directory) for short-lived ones. An entry stands while every file
-    in it has the size, mtime, inode and device it had when it was hashed; otherwise it is computed again."""
+    in it has the size, mtime, change time, inode and device it had when it was hashed (_stat_key); otherwise it is
+    computed again."""
 
     def __init__(self, persist: Path | None = None, digest_of: FileDigester = hash_file) -> None:
         self._persist = persist

@@ -136,6 +136,25 @@ def test_a_compiler_copied_over_in_place_with_its_old_size_and_time_is_hashed_ag
         assert changed.tree.root != first.tree.root
 
 
+def test_the_compiler_identity_of_a_compiler_copied_over_in_place_is_taken_again(tmp_path: Path) -> None:
+    """The request's compiler identity (its SHA-256 picks the worker's own compiler under `toolchain: host`) is
+    remembered by the binary's stat identity: a `cp -p` in place keeps size, inode and modification time."""
+    from goma_ext.remote.identity import identify_cached
+
+    own = tmp_path / "clang"
+    shutil.copy2(CLANG, own)
+    cache = tmp_path / "compiler-identity.json"
+    first = identify_cached(str(own), tmp_path, cache)
+    before = own.stat()
+    with open(own, "r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 0xFF]))
+    os.utime(own, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert identify_cached(str(own), tmp_path, cache).sha256 != first.sha256
+
+
 def _workspace(tmp_path: Path) -> Path:
     out = tmp_path / "src" / "out" / "Default"
     (out / "obj").mkdir(parents=True)
