@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -76,7 +77,7 @@ LINKER_OPTIONS: tuple[tuple[re.Pattern[str], LinkerOption, str], ...] = (
     (re.compile(r"--?(lto-pseudo-probe-for-profiling)$"), LinkerOption.UNEXPRESSIBLE,
      "pseudo-probe codegen is not a backend option"),
 )
-LTO_LOOKING = re.compile(r"--?(lto-|no-lto-|thinlto-|plugin-opt|plugin$|mllvm)")
+LTO_LOOKING = re.compile(r"--?(lto-|no-lto-|thinlto-|plugin-opt|plugin$|mllvm|load-pass-plugin)")
 
 
 def route_linker_option(arg: str) -> RoutedOption | None:
@@ -94,6 +95,18 @@ def backend_spelling(routed: RoutedOption) -> tuple[str, ...]:
     if routed.detail.startswith("-fbasic-block-sections=") and value not in ("all", "labels", "none"):
         value = f"list={value}"
     return tuple(part.format(value) for part in routed.detail.split())
+
+
+def backend_flag_files(flags: Sequence[str]) -> tuple[str, ...]:
+    """The files the backend flags of BACKEND rows name (a sample profile, a basic-block sections list): inputs of
+    every backend of the link, so that an edit of one runs them again."""
+    files = []
+    for flag in flags:
+        if flag.startswith("-fprofile-sample-use="):
+            files.append(flag.split("=", 1)[1])
+        elif flag.startswith("-fbasic-block-sections=list="):
+            files.append(flag.removeprefix("-fbasic-block-sections=list="))
+    return tuple(files)
 
 
 # lld registers LLVM's codegen command-line flags (llvm/lib/CodeGen/CommandFlags.cpp, through

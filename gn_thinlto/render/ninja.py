@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gn_thinlto import steps
 from gn_thinlto.errors import GnThinltoError
+from gn_thinlto.plan.lld_options import backend_flag_files
 from gn_thinlto.plan.model import Backend, BackendCommand, FinalLink, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render, shell_join
 from gn_thinlto.steps import ninja_syntax
@@ -60,6 +61,15 @@ def backend_edges(group: BackendGroup) -> str:
     head_ref = f"${group.head_var} " if group.command.head else ""
     flags_ref = f" ${group.flags_var}" if group.command.flags else ""
     backends = group.backends
+    files = backend_flag_files(group.command.flags)
+    if files:  # rare (a link's sample profile): each edge also depends on them, written one by one
+        return "\n".join(
+            ninja_syntax.build(b.native, "gn_thinlto_backend", b.bitcode, [*([b.index] if b.index else []), *files],
+                               implicit_outputs=[b.dwo] if b.dwo else (),
+                               variables=[("argv", ninja_syntax.raw(
+                                   f"{head_ref}{ninja_syntax.escape(shell_join(b.object_args))}{flags_ref}")),
+                                          ("description", b.description)])
+            for b in backends)
     natives = [b.native for b in backends]
     bitcodes = [b.bitcode for b in backends]
     indexes = [b.index for b in backends]

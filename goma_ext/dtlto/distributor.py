@@ -32,7 +32,7 @@ from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.names import COMPILER_CACHE
 from thinlto_base.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
-from thinlto_base.keys import BackendJob, cache_key
+from thinlto_base.keys import BackendJob, cache_key, flag_file_parts
 from thinlto_base.safefs import open_nofollow
 from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 
@@ -62,9 +62,11 @@ class Settings:
 
 def content_key(job: BackendJob) -> str:
     """What a DTLTO job computes, whatever the link: its flags without paths, its bitcode's content and its
-    index's content with module paths left out (lld 22 names extracted archive members after its pid)."""
+    index's content with module paths left out (lld 22 names extracted archive members after its pid), and the
+    contents of the files its flags name (a sample profile lld passes to every job)."""
     h = hashlib.sha256(KEY_VERSION)
-    for part in (*job.flags_for_key(), file_sha256(job.bitcode), canonical_index_digest(job.index, job.bitcode)):
+    for part in (*job.flags_for_key(), file_sha256(job.bitcode), canonical_index_digest(job.index, job.bitcode),
+                 *flag_file_parts(job)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

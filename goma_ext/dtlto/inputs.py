@@ -57,18 +57,26 @@ def stage_members(cwd: Path, index: str, staged_index: str, stage: str) -> dict[
     CWD); empty when the index names no such module (then the copy is the index as it is)."""
     data = (cwd / index).read_bytes()
     modules = parse_index(data, name=index, summaries=False).modules if data else []
-    renames = {}
+    renames, digests = {}, {}
     for module in modules:
         if EXTRACTED_MEMBER.search(module.path):
             digest = hashlib.sha256((cwd / module.path).read_bytes()).hexdigest()
             renames[module.path] = os.path.join(stage, "m", f"{digest[:32]}.o")
+            digests[module.path] = digest
     for old, new in renames.items():
-        (cwd / new).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(cwd / old, cwd / new)
-        except FileExistsError:
-            pass
+        target = cwd / new
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:  # one already there (an earlier link's) is kept only if it holds these bytes: never a leftover's
+            if not target.is_symlink() and hashlib.sha256(target.read_bytes()).hexdigest() == digests[old]:
+                continue
         except OSError:
-            shutil.copyfile(cwd / old, cwd / new)
+            pass
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(cwd / old, tmp)
+        except OSError:
+            shutil.copyfile(cwd / old, tmp)
+        os.replace(tmp, target)
     (cwd / staged_index).write_bytes(rename_modules(data, renames, name=index) if renames else data)
     return renames

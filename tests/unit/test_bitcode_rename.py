@@ -35,3 +35,26 @@ def test_no_renames_is_an_equivalent_index(tmp_path: Path) -> None:
     (tmp_path / "a").write_bytes(data)
     (tmp_path / "b").write_bytes(rename_modules(data, {}))
     assert canonical_index_digest(tmp_path / "a", "a.o") == canonical_index_digest(tmp_path / "b", "a.o")
+
+
+def test_a_staged_member_already_there_is_used_only_if_it_holds_the_members_bytes(tmp_path: Path) -> None:
+    """DTLTO stages archive members by content: a file left at a member's staged name (a killed run's, or one
+    someone put there) used to be kept as it was, and the remote backend imported it."""
+    from goma_ext.dtlto.inputs import stage_members
+
+    data = (DATA / "llvm22-a.o.thinlto.bc").read_bytes()
+    old = parse_index(data, name="a", summaries=False).modules[-1].path
+    member = "libx.a(y.o at 1234).1.0a1b2c.o"
+    (tmp_path / "index.bc").write_bytes(rename_modules(data, {old: member}))
+    (tmp_path / member).write_bytes(b"the member's bitcode")
+    renames = stage_members(tmp_path, "index.bc", "staged.bc", "stage")
+    staged = tmp_path / renames[member]
+    assert staged.read_bytes() == b"the member's bitcode"
+    staged.unlink()
+    staged.write_bytes(b"a leftover of the same name")
+    stage_members(tmp_path, "index.bc", "staged.bc", "stage")
+    assert staged.read_bytes() == b"the member's bitcode"
+    staged.unlink()
+    staged.symlink_to(tmp_path / member)  # even one with the right bytes, if through a link
+    stage_members(tmp_path, "index.bc", "staged.bc", "stage")
+    assert not staged.is_symlink() and staged.read_bytes() == b"the member's bitcode"

@@ -184,4 +184,51 @@ def test_split_dwarf_job_names_its_dwo_and_keys_on_its_output_path() -> None:
     assert job.split_dwarf_args("t.dwo") == ("-Xclang", "-split-dwarf-file", "-Xclang", "n/a.dwo", "-Xclang",
                                              "-split-dwarf-output", "-Xclang", "t.dwo")
     single = BackendJob.parse([*argv[:-1], "-gsplit-dwarf=single"])
-    assert single.dwo == "" and single.split_dwarf_args("t.dwo") == () and "<out>" in single.flags_for_key()
+    # single: the object names itself (its final path, not a temporary one), so its path is part of the key
+    assert single.dwo == "" and single.split_dwarf_args("t.dwo") == ("-Xclang", "-split-dwarf-file", "-Xclang",
+                                                                     "n/a.o")
+    assert "n/a.o" in single.flags_for_key() and "<out>" not in single.flags_for_key()
+
+
+def test_under_single_file_split_dwarf_each_object_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """-gsplit-dwarf=single: the object holds its .dwo sections and names itself in DW_AT_dwo_name. The step
+    compiles to a temporary file, and a cache hit serves another output's bytes: both used to name the wrong file
+    (a deleted temporary, or the other output)."""
+    import re
+    import subprocess
+
+    (tmp_path / "a.c").write_text("int f(int x) { return x * 3; }\nint main(void) { return f(2); }\n")
+    subprocess.run(["clang-19", "-g", "-O2", "-flto=thin", "-c", "a.c", "-o", "a.o"], cwd=tmp_path, check=True)
+    subprocess.run(["clang-19", "-fuse-ld=lld", "-flto=thin", "-Wl,--thinlto-index-only", "a.o", "-o", "prog"],
+                   cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)  # the index names the module as the thin link saw it: a.o
+    cache, log = CacheStore(tmp_path / "cache"), tmp_path / "backend.log"
+    for target in ("d1", "d2"):
+        (tmp_path / target).mkdir()
+        out = f"{target}/a.native.o"
+        job = BackendJob.parse(["clang-19", "-c", "-O2", "-g", "-gsplit-dwarf=single", "-x", "ir", "a.o",
+                                "-fthinlto-index=a.o.thinlto.bc", "-o", out])
+        assert run(job, cache, log) == 0
+        dump = subprocess.run(["/usr/lib/llvm-19/bin/llvm-dwarfdump", "--debug-info", out],
+                              capture_output=True, text=True, check=True).stdout
+        assert set(re.findall(r'DW_AT_dwo_name\s+\("([^"]*)"\)', dump)) == {out}, dump
+
+
+def test_the_key_covers_the_files_the_flags_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample profile or a basic-block sections list edited between two builds: the flags (paths) stay, the
+    object changes. The key used to cover only the path, and served the object built from the old file."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.o", "a.o.thinlto.bc"):
+        Path(name).write_bytes(b"x")
+    Path("prof.txt").write_text("foo:1:1\n")
+    Path("list.txt").write_text("!foo\n")
+    job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-fthinlto-index=a.o.thinlto.bc", "-o", "n.o",
+                            "-fprofile-sample-use=prof.txt", "-fbasic-block-sections=list=list.txt"])
+    assert job.flag_files() == [("-fprofile-sample-use=prof.txt", "prof.txt"),
+                                ("-fbasic-block-sections=list=list.txt", "list.txt")]
+    first = content_key(job)
+    Path("list.txt").write_text("!bar\n")
+    second = content_key(job)
+    Path("prof.txt").write_text("bar:1:1\n")
+    assert len({first, second, content_key(job)}) == 3

@@ -129,6 +129,21 @@ def test_backends_with_different_commands_bind_numbered_variables() -> None:
         assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in bare}
 
 
+def test_backends_depend_on_the_files_their_flags_name() -> None:
+    """A link's sample profile or basic-block sections list (lld's --lto-sample-profile, routed to every backend
+    as -fprofile-sample-use): editing it must run the backends again, as it would relink in-process."""
+    plan = basic_plan(Config(testonly=Mode.SHARED_NULL_INDEX))
+    shared = list(plan.shared_backends)
+    command = BackendCommand(shared[0].command.head, (*shared[0].command.flags, "-fprofile-sample-use=p f.prof",
+                                                       "-fbasic-block-sections=list=bb.txt"))
+    with_files = tuple(replace(b, command=command) for b in shared)
+    text = render_files(replace(plan, shared_backends=with_files))[SHARED_FILE]
+    edges = [e for e in parse(text).edges if e.rule == "gn_thinlto_backend"]
+    assert len(edges) == len(shared)
+    assert all({"p f.prof", "bb.txt"} <= set(e.implicit) for e in edges), edges[0]
+    assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in with_files}
+
+
 def test_several_step_servers_are_the_launchers_to_spread_over() -> None:
     """[scale] step_servers > 1 tells the launcher how many servers to spread the edges over; 1 renders as before."""
     plan = replace(basic_plan(), step_launcher="gn-thinlto/step-launcher")

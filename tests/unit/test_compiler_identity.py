@@ -1,0 +1,43 @@
+"""The local backend cache's compiler identity (thinlto_base.keys.compiler_identity): the binary and the shared
+libraries it loads. Debian's clang is a small driver; its code generator is libLLVM and libclang-cpp, and an update
+of those alone must make the cached objects another compiler's (an attacker's review, 2026-12-07)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from thinlto_base.keys import compiler_identity
+
+
+def _program_with_a_library(root: Path) -> tuple[Path, Path]:
+    (root / "bin").mkdir()
+    (root / "lib").mkdir()
+    (root / "foo.c").write_text("int foo(void) { return 42; }\n")
+    (root / "main.c").write_text("int foo(void);\nint main(void) { return foo() == 42 ? 0 : 1; }\n")
+    lib, prog = root / "lib" / "libfoo.so", root / "bin" / "prog"
+    subprocess.run(["clang-19", "-shared", "-fPIC", "-o", str(lib), str(root / "foo.c")], check=True)
+    subprocess.run(["clang-19", "-o", str(prog), str(root / "main.c"), f"-L{root / 'lib'}", "-lfoo",
+                    "-Wl,-rpath,$ORIGIN/../lib"], check=True)
+    subprocess.run([str(prog)], check=True)  # it does load the library through its runpath
+    return prog, lib
+
+
+def test_a_library_the_compiler_loads_changed_in_place_is_another_compiler(tmp_path: Path) -> None:
+    prog, lib = _program_with_a_library(tmp_path)
+    first = compiler_identity(str(prog))
+    assert str(lib) in first and "libc.so" not in first  # the C runtime is no compiler's code generator
+    assert compiler_identity(str(prog)) == first
+    before = lib.stat()
+    data = bytearray(lib.read_bytes())
+    data[-1] ^= 0xFF
+    with open(lib, "r+b") as f:  # in place, same size, the old modification time set back (cp -p)
+        f.write(data)
+    os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert compiler_identity(str(prog)) != first
+
+
+def test_debians_clang_is_keyed_with_libllvm() -> None:
+    identity = compiler_identity("clang-19")
+    assert "libLLVM.so" in identity and "libclang-cpp.so" in identity
