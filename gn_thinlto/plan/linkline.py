@@ -9,6 +9,7 @@ clang's ThinLTO backend cannot express, makes the link unsafe to split, and the 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -241,10 +242,35 @@ def opt_level_flags(opt_level: int) -> tuple[str, ...]:
     return (f"-O{opt_level}", "-funroll-loops") if opt_level == 1 else (f"-O{opt_level}",)
 
 
+# Driver flags on a link line that clang turns into options of lld's LTO code generation (-plugin-opt=…; clang's
+# addLTOOptions, checked with `clang -###` by tests/unit/test_plan_linkline.py) which the backends' commands do not
+# carry: a link with one keeps GN's own edge (its in-process backends would honour it, ours would not).
+_DRIVER_LTO_CODEGEN = re.compile(
+    r"-f(profile-sample-use|auto-profile|profile-use|profile-instr-use)(=.*)?$|-fcs-profile-generate(=.*)?$"
+    r"|-f(split-machine-functions|emulated-tls|stack-size-section|jmc|global-isel|experimental-isel|enable-matrix)$"
+    r"|-mbranches-within-32B-boundaries$|-m(no-)?outline$|-g(gdb|lldb|sce)$|-Wa,.*--crel\b.*")
+
+
+def check_driver_codegen_flags(argv: Sequence[str]) -> None:
+    """Refuse a link whose driver flags set LTO code generation that the backends would not get."""
+    skip = False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if a in ("-Xlinker", "-mllvm", "-o"):
+            skip = True
+            continue
+        if _DRIVER_LTO_CODEGEN.match(a):
+            raise Refused(f"link flag {a!r} sets lld's LTO code generation (clang passes it as -plugin-opt), which "
+                          "gn-thinlto does not give its backends")
+
+
 def analyze(argv: Sequence[str]) -> LinkAnalysis:
     """Classify a full link argv (response files already expanded); raise Refused when unsafe."""
     check_shell_free(argv)
     check_lld(argv)
+    check_driver_codegen_flags(argv)
     mode = lto_mode(argv)
     routed = _route_linker_args(argv)
     mllvm: list[str] = []
