@@ -117,21 +117,26 @@ class BackendJob:
 
 
 def compiler_identity(compiler: str) -> str:
-    """This machine's compiler (or linker) as the local cache keys it: the binary's path and stat identity, and
-    those of the shared libraries it loads from its own installation. Debian's clang is a small driver whose code
-    generator is libLLVM and libclang-cpp: an update of those alone must be a new compiler."""
+    """This machine's compiler (or linker) as the local cache keys it: the binary's path, size and mtime, and those
+    of the shared libraries it loads. Debian's clang is a small driver whose code generator is libLLVM and
+    libclang-cpp: an update of those alone must be a new compiler. (Not the change time: a cache directory shared
+    by machines with the same packages would never hit, since dpkg and tar keep mtimes, never ctimes.)"""
     path = compiler
     if os.sep not in compiler:
         import shutil  # only for a bare command name
 
         path = shutil.which(compiler) or compiler
     real = os.path.realpath(path)
-    return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real)))
+    try:
+        return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real)))
+    except FileNotFoundError:  # a library upgraded under a long-lived process (the step server): look again
+        _LIBRARIES.clear()
+        return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real)))
 
 
 def _stat_identity(path: str) -> str:
     st = os.stat(path)
-    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
 
 
 _LIBRARIES: dict[tuple[str, int, int, int], tuple[str, ...]] = {}  # by the binary's stat identity
@@ -143,7 +148,8 @@ _TRIPLES = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 
 def _own_libraries(real: str) -> tuple[str, ...]:
     """The shared libraries REAL loads, and theirs in turn, but the C and C++ runtime: found as the loader finds
-    them, in DT_RUNPATH (or DT_RPATH) directories, then the system's (Debian's libLLVM is in /usr/lib/TRIPLE)."""
+    them, in DT_RUNPATH (or DT_RPATH) directories, then the system's (Debian's libLLVM is in /usr/lib/TRIPLE). Each
+    by the name it was found under (`libzstd.so.1`, a link to the versioned file an upgrade replaces)."""
     st = os.stat(real)
     memo_key = (real, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     known = _LIBRARIES.get(memo_key)
@@ -151,7 +157,7 @@ def _own_libraries(real: str) -> tuple[str, ...]:
         return known
     triple = _TRIPLES.get(os.uname().machine)
     system = [*((f"/lib/{triple}", f"/usr/lib/{triple}") if triple else ()), "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
-    found: list[str] = []
+    found: dict[str, str] = {}  # real path -> the name it was found under
     todo = [real]
     while todo:
         binary = todo.pop()
@@ -161,36 +167,59 @@ def _own_libraries(real: str) -> tuple[str, ...]:
         for name in needed:
             if name.startswith(_RUNTIME):
                 continue
-            lib = next((os.path.realpath(os.path.join(d, name)) for d in dirs if os.path.isfile(os.path.join(d, name))),
+            lib = next((os.path.normpath(os.path.join(d, name)) for d in dirs if os.path.isfile(os.path.join(d, name))),
                        None)
-            if lib is not None and lib not in found and lib != real:
-                found.append(lib)
-                todo.append(lib)
-    libraries = tuple(sorted(found))
+            resolved = os.path.realpath(lib) if lib is not None else None
+            if lib is not None and resolved is not None and resolved not in found and resolved != real:
+                found[resolved] = lib
+                todo.append(resolved)
+    libraries = tuple(sorted(found.values()))
     _LIBRARIES[memo_key] = libraries
     return libraries
 
 
 def _dynamic(path: str) -> tuple[list[str], list[str]]:
-    """(DT_NEEDED names, DT_RUNPATH or else DT_RPATH directories) of an ELF file; ([], []) for anything else (a
-    script, a wrapper: then only the file itself is keyed)."""
-    from thinlto_base.elf import ElfFile, ElfFormatError
-    from thinlto_base.elf import string as elf_string
-    from thinlto_base.elf_layout import DynamicTag
+    """(DT_NEEDED names, DT_RUNPATH or else DT_RPATH directories) of a little-endian ELF64 file; ([], []) for
+    anything else (a script, a wrapper: then only the file itself is keyed). Read with struct alone: the backend
+    step starts a Python per edge (without the step server), and thinlto_base.elf's imports cost ~90 ms."""
+    import struct
 
     try:
-        with ElfFile.open(path) as elf:
-            segments = elf.segments()
-            entries = elf.dynamic(segments)
-            tags = dict(entries)
-            if DynamicTag.STRTAB not in tags:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
                 return [], []
-            table = elf.at_address(segments, tags[DynamicTag.STRTAB], tags.get(DynamicTag.STRSZ, 0), "DT_STRTAB")
-    except (OSError, ElfFormatError):
+            (phoff,) = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            # p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz
+            segments = [struct.unpack_from("<IIQQQQ", table, i * phentsize) for i in range(phnum)]
+            dynamic = next((seg for seg in segments if seg[0] == 2), None)  # PT_DYNAMIC
+            if dynamic is None:
+                return [], []
+            f.seek(dynamic[2])
+            raw = f.read(min(dynamic[5], 1 << 20))
+            entries = [struct.unpack_from("<qQ", raw, i) for i in range(0, len(raw) - 15, 16)]
+            tags = dict(entries)
+            strtab = tags.get(5)  # DT_STRTAB, a virtual address
+            load = next((seg for seg in segments if seg[0] == 1 and strtab is not None
+                         and seg[3] <= strtab < seg[3] + seg[5]), None)  # the PT_LOAD holding it
+            if strtab is None or load is None:
+                return [], []
+            base = load[2] + strtab - load[3]
+
+            def text(offset: int) -> str:  # one string, read where it is (libLLVM's table is megabytes)
+                f.seek(base + offset)
+                data = f.read(4096)
+                end = data.find(b"\0")
+                return data[:end if end >= 0 else len(data)].decode(errors="surrogateescape")
+
+            needed = [text(v) for t, v in entries if t == 1]  # DT_NEEDED
+            runpath = ([text(v) for t, v in entries if t == 29]  # DT_RUNPATH, else DT_RPATH
+                       or [text(v) for t, v in entries if t == 15])
+    except (OSError, struct.error):
         return [], []
-    needed = [elf_string(table, v) for t, v in entries if t == DynamicTag.NEEDED]
-    runpath = ([elf_string(table, v) for t, v in entries if t == DynamicTag.RUNPATH]
-               or [elf_string(table, v) for t, v in entries if t == DynamicTag.RPATH])
     return needed, [d for p in runpath for d in p.split(":") if d]
 
 
@@ -213,8 +242,28 @@ def content_key(job: BackendJob) -> str:
 
 
 def flag_file_parts(job: BackendJob) -> list[str]:
-    """The key's parts for the files JOB's flags name: each flag with its file's content digest."""
-    return [f"{flag}\0{_file_digest(path)}" for flag, path in job.flag_files()]
+    """The key's parts for the files JOB's flags name: each flag with its file's content digest (remembered by the
+    file's stat identity: every backend of a link names the same sample profile)."""
+    return [f"{flag}\0{_remembered_digest(path)}" for flag, path in job.flag_files()]
+
+
+_FLAG_FILES: dict[tuple[str, int, int, int, int, int], str] = {}
+_RACY_NS = 100_000_000  # a file changed less than this before it was hashed may change again unseen (git's rule)
+
+
+def _remembered_digest(path: str) -> str:
+    import time
+
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _FLAG_FILES.get(key)
+    if known is None:
+        known = _file_digest(path)
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= _RACY_NS:
+            if len(_FLAG_FILES) > 10_000:
+                _FLAG_FILES.clear()
+            _FLAG_FILES[key] = known
+    return known
 
 
 def cache_key(job: BackendJob, content: str | None = None) -> str:

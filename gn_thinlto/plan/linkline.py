@@ -247,8 +247,8 @@ def opt_level_flags(opt_level: int) -> tuple[str, ...]:
 # carry: a link with one keeps GN's own edge (its in-process backends would honour it, ours would not).
 _DRIVER_LTO_CODEGEN = re.compile(
     r"-f(profile-sample-use|auto-profile|profile-use|profile-instr-use)(=.*)?$|-fcs-profile-generate(=.*)?$"
-    r"|-f(split-machine-functions|emulated-tls|stack-size-section|jmc|global-isel|experimental-isel|enable-matrix)$"
-    r"|-mbranches-within-32B-boundaries$|-m(no-)?outline$|-g(gdb|lldb|sce)$|-Wa,.*--crel\b.*")
+    r"|-f(split-machine-functions|emulated-tls|stack-size-section|jmc|(no-)?global-isel|experimental-isel)$"
+    r"|-fenable-matrix$|-mbranches-within-32B-boundaries$|-m(no-)?outline$|-g(lldb|sce)\d*$|-Wa,.*--crel\b.*")
 
 
 def check_driver_codegen_flags(argv: Sequence[str]) -> None:
@@ -258,7 +258,7 @@ def check_driver_codegen_flags(argv: Sequence[str]) -> None:
         if skip:
             skip = False
             continue
-        if a in ("-Xlinker", "-mllvm", "-o"):
+        if a in ("-Xlinker", "-mllvm", "-o", "-Xclang", "-Xassembler") or a.startswith("-Xarch_"):
             skip = True
             continue
         if _DRIVER_LTO_CODEGEN.match(a):

@@ -154,7 +154,8 @@ def _spec(args: argparse.Namespace, state: Path) -> manager.ClusterSpec:
         worker_key=args.worker_key,
         also_plaintext=args.also_plaintext,
         auth=manager.Auth(args.auth),
-        compilers=tuple(os.path.abspath(c) for c in args.compiler),  # the workers run in /, not here
+        # the workers run in /, not here: a relative path is made absolute (a bare name is looked up on PATH)
+        compilers=tuple(os.path.abspath(c) if os.sep in c else c for c in args.compiler),
         run_as=args.run_as,
         worker_args=tuple(args.worker_arg),
         role=role,

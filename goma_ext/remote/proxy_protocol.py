@@ -164,9 +164,12 @@ def make_state_dir(directory: str) -> None:
     client: it only reads and touches `.hung` there (mark_hung, without following a link)."""
     from thinlto_base import safefs  # the full client's and the proxy's: the thin client imports only the stdlib
 
-    safefs.make_private_dirs(directory)
-    real = os.path.realpath(directory)  # a link of the user's own on the way, where no one else can change it, is fine
-    fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        safefs.make_private_dirs(directory)
+        real = os.path.realpath(directory)  # a link of the user's own, where no one else can change it, is fine
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise OSError(f"proxy state directory {directory}: {e.strerror or e}") from None
     try:
         st = os.fstat(fd)
         if st.st_uid != os.geteuid():

@@ -24,7 +24,7 @@ def _program_with_a_library(root: Path) -> tuple[Path, Path]:
     return prog, lib
 
 
-def test_a_library_the_compiler_loads_changed_in_place_is_another_compiler(tmp_path: Path) -> None:
+def test_an_update_of_a_library_the_compiler_loads_is_another_compiler(tmp_path: Path) -> None:
     prog, lib = _program_with_a_library(tmp_path)
     first = compiler_identity(str(prog))
     assert str(lib) in first and "libc.so" not in first  # the C runtime is no compiler's code generator
@@ -32,12 +32,30 @@ def test_a_library_the_compiler_loads_changed_in_place_is_another_compiler(tmp_p
     before = lib.stat()
     data = bytearray(lib.read_bytes())
     data[-1] ^= 0xFF
-    with open(lib, "r+b") as f:  # in place, same size, the old modification time set back (cp -p)
-        f.write(data)
-    os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns))
+    lib.write_bytes(data)  # same size, a new modification time (what a package update gives)
+    os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
     assert compiler_identity(str(prog)) != first
+    # Not the change time: a cache shared by machines with the same packages (dpkg keeps mtimes) still hits.
+    os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert compiler_identity(str(prog)) == first
 
 
 def test_debians_clang_is_keyed_with_libllvm() -> None:
     identity = compiler_identity("clang-19")
     assert "libLLVM.so" in identity and "libclang-cpp.so" in identity
+
+
+def test_a_library_upgraded_under_a_long_lived_process_is_seen_and_breaks_nothing(tmp_path: Path) -> None:
+    """The step server keys backends for hours: an upgrade replaces libfoo.so.1's versioned file (the link then
+    names another one, the old one is gone). The identity follows the name the loader uses, and changes."""
+    prog, lib = _program_with_a_library(tmp_path)
+    versioned = lib.with_name("libfoo.so.1.0")
+    lib.rename(versioned)
+    lib.symlink_to(versioned.name)
+    first = compiler_identity(str(prog))
+    upgraded = lib.with_name("libfoo.so.1.1")
+    upgraded.write_bytes(versioned.read_bytes() + b"\0")
+    versioned.unlink()
+    lib.unlink()
+    lib.symlink_to(upgraded.name)
+    assert compiler_identity(str(prog)) != first

@@ -197,7 +197,8 @@ def test_code_models_lld_takes_from_the_modules_refuse_their_objects() -> None:
 PROBED = (
     "-fprofile-sample-use=p.prof", "-fcs-profile-generate", "-fprofile-use=p.profdata", "-fprofile-instr-use=p.profdata",
     "-fsplit-machine-functions", "-femulated-tls", "-fstack-size-section", "-mbranches-within-32B-boundaries", "-fjmc",
-    "-fglobal-isel", "-fexperimental-isel", "-Wa,--crel", "-ggdb", "-glldb", "-gsce", "-g", "-fenable-matrix",
+    "-fglobal-isel", "-fno-global-isel", "-fexperimental-isel", "-Wa,--crel", "-ggdb", "-ggdb3", "-glldb", "-gsce",
+    "-g", "-fenable-matrix",
     "-moutline", "-mno-outline", "-ffunction-sections", "-fdata-sections", "-fno-function-sections", "-O2", "-Os",
     "-march=haswell", "-gsplit-dwarf", "-flto-jobs=4", "-fcrash-diagnostics-dir=/tmp", "-fsanitize=address",
     "-fwhole-program-vtables", "-fsplit-lto-unit", "-fno-plt", "-fPIC", "-fno-omit-frame-pointer", "-fcf-protection",
@@ -206,7 +207,8 @@ PROBED = (
 )
 # What clang passes lld for the flags the backends are given as well (analyze routes them).
 HANDLED_PLUGIN_OPTS = ("-plugin-opt=O", "-plugin-opt=mcpu=", "-plugin-opt=jobs=", "-plugin-opt=-crash-diagnostics-dir=",
-                       "-plugin-opt=-function-sections=", "-plugin-opt=-data-sections=", "-plugin-opt=dwo_dir=")
+                       "-plugin-opt=-function-sections=", "-plugin-opt=-data-sections=", "-plugin-opt=dwo_dir=",
+                       "-plugin-opt=-debugger-tune=gdb")  # gdb: the tuning a Linux target has anyway
 
 
 def test_every_driver_flag_clang_turns_into_lto_codegen_is_routed_or_refused(tmp_path: Path) -> None:
