@@ -177,8 +177,11 @@ class StepServer:
         finally:
             os.umask(old)
         sock.listen(512)
-        st = os.lstat(self.path)
-        self._ident = (st.st_dev, st.st_ino)
+        try:
+            st = os.lstat(self.path)
+            self._ident = (st.st_dev, st.st_ino)
+        except FileNotFoundError:  # removed since the bind: serve() leaves at its first look (_why_leave)
+            self._ident = (0, 0)
         self._sock = sock
         sys.stderr = self.stderr
         notices.requester = self._requesting_pid
