@@ -166,6 +166,12 @@ def run_hook(project_json: Path, config_path: Path | None, python: str, remote: 
     config_file = config_path if config_path is not None else root / CONFIG_FILE_NAME
     if is_file(config_file, "config"):  # listed first, so that fixing a bad config re-runs gn and this hook
         _add_regeneration_input(out_dir, config_file)
+    if (out_dir / "build.ninja.d").is_file():  # GN writes it at every gen (absent: a test's copy of GN's files)
+        if config_path is None and not config_file.exists():  # one made later must be read: a new entry
+            _add_regeneration_input(out_dir, config_file.parent)  # changes its directory's mtime
+        # An upgraded gn-thinlto plans again (a fix of its planning reaches existing build directories): pip
+        # replaces this file, among all of the package's.
+        _add_regeneration_input(out_dir, Path(__file__))
     config = load_config(config_path, root)
     build_text = read_text(out_dir / "build.ninja", GN_NINJA)
     backends_remote = remote_backends(config, remote, os.environ, out_dir)
@@ -208,7 +214,8 @@ def summary_line(plan: GraphPlan) -> str:
 
 
 def _add_regeneration_input(out_dir: Path, path: Path) -> None:
-    """Make ninja re-run gn (and so this hook) when the config changes: list it in GN's build.ninja.d."""
+    """Make ninja re-run gn (and so this hook) when PATH changes (the config, its directory, this package's code, the
+    step launcher): list it in GN's build.ninja.d."""
     depfile = out_dir / "build.ninja.d"
     text = read_text(depfile, "GN's").rstrip("\n")
     entry = str(path.resolve()).replace(" ", "\\ ")

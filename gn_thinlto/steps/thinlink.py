@@ -38,7 +38,20 @@ from thinlto_base.fsutil import (
 )
 from thinlto_base.keys import compiler_identity
 
-FINGERPRINT_VERSION = b"gn-thinlto-thinlink-v1"
+
+def _steps_version() -> bytes:
+    """The thin-link steps' code (this directory's): an upgrade that changes how the thin link's outputs are made
+    (final inputs, partitions) runs lld again once, instead of keeping what the old code wrote."""
+    h = hashlib.sha256(b"gn-thinlto-thinlink-v1")
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest().encode()
+
+
+FINGERPRINT_VERSION = _steps_version()
 MANIFEST = "thin-link manifest"
 
 
@@ -115,6 +128,29 @@ def compose_final_inputs(
     return [*out, *regular, *(native_of[u] for u in used)]
 
 
+def linker_of(argv: Sequence[str]) -> list[str]:
+    """The lld that a clang link command ARGV runs (--ld-path, or -fuse-ld=lld: the ld.lld beside clang, else on
+    PATH), as clang finds it; [] when ARGV runs lld itself, or when it cannot be found (then the driver alone is
+    the identity, as before)."""
+    driver = argv[0] if argv else ""
+    if "lld" in os.path.basename(driver):
+        return []
+    path = ""
+    for a in argv[1:]:
+        if a.startswith("--ld-path="):
+            path = a.split("=", 1)[1]
+        elif a.startswith("-fuse-ld="):
+            value = a.split("=", 1)[1]
+            path = value if os.sep in value else ""
+            if value == "lld":
+                import shutil
+
+                real = os.path.realpath(shutil.which(driver) or driver)
+                beside = os.path.join(os.path.dirname(real), "ld.lld")
+                path = beside if os.path.isfile(beside) else (shutil.which("ld.lld") or "")
+    return [path] if path and os.path.exists(path) else []
+
+
 def fingerprint(
     manifest: bytes, inputs: Sequence[str], known: dict[str, list[Any]], linker: str = ""
 ) -> tuple[str, dict[str, list[Any]]] | None:
@@ -168,8 +204,8 @@ def run(manifest_path: str) -> int:
         return thin_link(m)
     check_manifest(m, manifest_path, ("inputs",))
     state = _read_state(state_path)
-    try:  # a new toolchain under the same path makes the next thin link run lld again
-        linker = compiler_identity(m["argv"][0])
+    try:  # a new toolchain under the same path makes the next thin link run lld again: the driver's and lld's
+        linker = "\0".join(compiler_identity(p) for p in (m["argv"][0], *linker_of(m["argv"])))
     except OSError:
         linker = ""
     current = fingerprint(raw, m["inputs"], state.get("files", {}), linker) if linker else None

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import gn_thinlto.hook
+
 from gn_thinlto.errors import GnThinltoError
 from gn_thinlto.hook import PROJECT_MARKER_KEY, check_graph_in_place, run_hook
 from gn_thinlto.regen import STATE_FILE
@@ -40,10 +42,21 @@ def test_hook_writes_graph_edits_gn_files_and_marks_project_json(out: Path, tmp_
     manifest = json.loads((out / "gn-thinlto/app/thinlink.json").read_text())
     assert manifest["final_output"] == "./app" and manifest["target"] == "//app:app"
     launcher = f" {(out / 'gn-thinlto/step-launcher').resolve()}" if c_compiler() else ""
-    assert (out / "build.ninja.d").read_text() == f"build.ninja.stamp: ../a/BUILD.gn {config.resolve()}{launcher}\n"
+    hook_code = Path(gn_thinlto.hook.__file__).resolve()  # an upgrade plans again
+    assert (out / "build.ninja.d").read_text() == \
+        f"build.ninja.stamp: ../a/BUILD.gn {config.resolve()} {hook_code}{launcher}\n"
     # GN's files now carry our edits: running the hook again without a gn gen is refused.
     with pytest.raises(GnThinltoError, match="already carry gn-thinlto edits"):
         run_hook(out / "project.json", config, "/venv/bin/python")
+
+
+def test_a_config_made_after_the_first_gen_is_read(out: Path) -> None:
+    """Without a gn_thinlto.yaml, its directory (the source root) is a regeneration input: making the file there
+    changes the directory's mtime, so the next ninja runs gn and this hook again, which reads it."""
+    (out / "build.ninja.d").write_text("build.ninja.stamp: ../a/BUILD.gn\n")
+    run_hook(out / "project.json", None, "/venv/bin/python")
+    root = Path(json.loads((out / "gn-thinlto/project.json").read_text())["build_settings"]["root_path"])
+    assert f" {root.resolve()} " in (out / "build.ninja.d").read_text()
 
 
 def test_hook_output_is_deterministic(out: Path, tmp_path: Path) -> None:

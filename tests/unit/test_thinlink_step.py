@@ -129,3 +129,18 @@ def test_a_missing_partition_bitcode_file_runs_lld_again(tmp_path: Path, links: 
     assert thinlink.run(str(manifest)) == 0 and len(links) == 1
     (tmp_path / "lto/part1.bc").unlink()  # the partition edge's input: ninja reran the thin link for it
     assert thinlink.run(str(manifest)) == 0 and len(links) == 2
+
+
+def test_the_fingerprint_knows_the_lld_the_driver_runs(tmp_path: Path) -> None:
+    """The thin link runs ld.lld, a package of its own on Debian: an upgrade of lld alone must run it again. The
+    driver's identity alone would not change."""
+    import shutil
+
+    assert thinlink.linker_of(["clang++-19", "-fuse-ld=lld", "a.o"]) == [
+        os.path.join(os.path.dirname(os.path.realpath(shutil.which("clang++-19") or "")), "ld.lld")]
+    assert thinlink.linker_of(["clang++-19", "--ld-path=/usr/bin/ld.lld-19"]) == ["/usr/bin/ld.lld-19"]
+    assert thinlink.linker_of(["/usr/bin/ld.lld-19", "a.o"]) == []  # lld itself: its own identity is the driver's
+    own = tmp_path / "ld.lld"
+    own.write_bytes(b"#!/bin/sh\n")
+    assert thinlink.linker_of(["clang++-19", f"-fuse-ld={own}"]) == [str(own)]
+    assert thinlink.FINGERPRINT_VERSION != b"gn-thinlto-thinlink-v1"  # the steps' code is in it
