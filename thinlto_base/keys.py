@@ -140,10 +140,21 @@ def compiler_identity(compiler: str) -> str:
         path = shutil.which(compiler) or compiler
     real = os.path.realpath(path)
     try:
-        return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real)))
+        return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real), *config_files(real)))
     except FileNotFoundError:  # a library upgraded under a long-lived process (the step server): look again
         _LIBRARIES.clear()
-        return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real)))
+        return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real), *config_files(real)))
+
+
+def config_files(real: str) -> list[str]:
+    """The clang configuration files beside the compiler REAL (resolved): clang reads `<triple>-clang.cfg`,
+    `clang.cfg` and the like from its own directory and adds their flags to every command."""
+    bindir = os.path.dirname(real)
+    try:
+        names = os.listdir(bindir)
+    except OSError:
+        return []
+    return sorted(os.path.join(bindir, n) for n in names if n.endswith(".cfg"))
 
 
 def _stat_identity(path: str) -> str:

@@ -242,7 +242,11 @@ class Distributor:
         with store.miss_lock(key) as served:  # the same backend in a concurrent link compiles once
             if served and fetch_outputs(store, key, {k: str(self.cwd / p) for k, p in dests.items()}):
                 return self._record(job, stats.Mode.BACKEND_CACHE, 0, start)
-            record = self._remote_job(job, backend, content, start) if self._remote else None
+            remote = self._remote is not None and not backend.dwo_name
+            if self._remote is not None and backend.dwo_name:  # its .dwo (or its own name) would not come back
+                self._warn_once("split DWARF backends compile locally: a remote job brings no .dwo file back and "
+                                "names its staging path", kind="remote:split-dwarf")
+            record = self._remote_job(job, backend, content, start) if remote else None
             if record is None:
                 record = self._local_job(job, backend, start)
             if record.exit_code == 0 and store.root:

@@ -26,6 +26,7 @@ from goma_ext.reapi.errors import InputError
 from goma_ext.reapi.merkle import BlobSource, FileDigester, InputTree, hash_file, tree_of_files
 from goma_ext.remote import identity_cache
 from goma_ext.remote.elf import DynamicInfo, ElfError, read_dynamic
+from thinlto_base.keys import config_files
 
 TOOLCHAIN_DIR = ".goma_ext_toolchain"
 DEFAULT_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
@@ -147,6 +148,9 @@ def closure(
 
     top = _Loaded(compiler, info, None)
     files = [ToolchainFile(f"bin/{name}", compiler, True)]
+    # clang's configuration files beside it add their flags to every command: the remote clang reads them too
+    files += [ToolchainFile(f"bin/{posixpath.basename(c)}", Path(c), False) for c in config_files(str(compiler))
+              if posixpath.basename(c) != name]
     seen: set[str] = set()
     queue = [top]
     while queue:

@@ -59,3 +59,26 @@ def test_a_library_upgraded_under_a_long_lived_process_is_seen_and_breaks_nothin
     lib.unlink()
     lib.symlink_to(upgraded.name)
     assert compiler_identity(str(prog)) != first
+
+
+def test_a_clang_config_file_beside_the_compiler_is_part_of_it_locally_and_remotely(tmp_path: Path) -> None:
+    """clang reads `clang.cfg` (and `<triple>-clang.cfg`) from its own directory: a flag there changes every
+    object. It is in the local cache's key, and it travels with the remote toolchain, so the remote clang reads
+    it too (an attacker's review, 2026-12-07: a clang.cfg with -ffunction-sections gave another object locally)."""
+    import shutil
+
+    from goma_ext.remote.toolchain import closure
+    from thinlto_base.keys import config_files
+
+    (tmp_path / "bin").mkdir()
+    clang = tmp_path / "bin" / "clang"
+    shutil.copy2(os.path.realpath(shutil.which("clang-19") or ""), clang)
+    (tmp_path / "lib").symlink_to("/usr/lib/llvm-19/lib")
+    before = compiler_identity(str(clang))
+    (tmp_path / "bin" / "clang.cfg").write_text("-ffunction-sections\n")
+    assert config_files(str(clang)) == [str(tmp_path / "bin" / "clang.cfg")]
+    assert compiler_identity(str(clang)) != before
+    from goma_ext.remote.config import DEFAULT_BASE_SYSTEM
+
+    tree = {f.rel: f.source for f in closure(clang, "clang++", DEFAULT_BASE_SYSTEM)}
+    assert tree["bin/clang.cfg"] == tmp_path / "bin" / "clang.cfg"

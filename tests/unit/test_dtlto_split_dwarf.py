@@ -1,0 +1,51 @@
+"""[harden] A DTLTO backend with split DWARF never runs remotely: the remote job declared only the object, so the
+.dwo stayed on the worker and the object named its staging path (an attacker's review, 2026-12-07, with
+llvm-dwarfdump: DW_AT_dwo_name "stage/k/native.dwo"), and that object went into the shared caches."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goma_ext.dtlto import distributor
+from goma_ext.dtlto.jobfile import DistJob
+from goma_ext.remote import stats
+from thinlto_base.store import CacheStore
+
+
+class _NoRemote:
+    def run(self, *args: Any) -> None:
+        raise AssertionError("a split-DWARF backend was sent to the remote")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("flag", ["-gsplit-dwarf", "-gsplit-dwarf=single"])
+def test_a_split_dwarf_backend_compiles_locally_with_one_warning(flag: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the distributor's paths are relative to the link's directory
+    (tmp_path / "a.o").write_bytes(b"bitcode")
+    shutil.copyfile(Path(__file__).parent / "index_data" / "llvm22-a.o.thinlto.bc", tmp_path / "a.thinlto.bc")
+    d = object.__new__(distributor.Distributor)
+    d.settings = distributor.Settings(remote=None, cache=CacheStore(""), cache_policy="", slots=None,  # type: ignore[arg-type]
+                                      stats_log=None)
+    d._remote = _NoRemote()  # type: ignore[assignment]
+    d.cwd = tmp_path
+    warned: list[str] = []
+    d._warn_once = lambda message, kind="": warned.append(kind)  # type: ignore[method-assign]
+    ran: list[str] = []
+
+    def local(job: DistJob, backend: Any, start: float) -> stats.RunRecord:
+        ran.append(job.output)
+        return stats.RunRecord(job.output, stats.Mode.LOCAL, 0, 0.0)
+
+    d._local_job = local  # type: ignore[method-assign]
+    job = DistJob(("clang", "-c", "-x", "ir", "a.o", "-fthinlto-index=a.thinlto.bc", "-g", flag, "-o", "a.native.o"),
+                  "a.o", "a.thinlto.bc", "a.native.o", ("a.o",), ("a.native.o",))
+    record = d._run_job(job, time.monotonic())
+    assert record.exit_code == 0 and ran == ["a.native.o"] and warned == ["remote:split-dwarf"]
