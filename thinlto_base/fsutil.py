@@ -8,8 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 from thinlto_base.safefs import create_exclusive, makedirs
+
+# A file changed less than this before it was hashed may change again within the same (coarse) timestamp tick,
+# leaving its stat identity as it was (git's "racy" rule).
+RACY_NS = 100_000_000
+
+
+def changed_lately(st: os.stat_result) -> bool:
+    """Whether the file of ST changed less than RACY_NS ago: a digest of it is not to be remembered by its stat
+    identity."""
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

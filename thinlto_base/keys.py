@@ -15,7 +15,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from thinlto_base.fsutil import file_sha256
+from thinlto_base.fsutil import changed_lately, file_sha256
 from thinlto_base.split_dwarf import split_dwarf_file, split_dwarf_mode
 from thinlto_base.two_step import CODEGEN_OPTION, split_codegen_level, two_step_commands
 
@@ -271,18 +271,15 @@ def flag_file_parts(job: BackendJob) -> list[str]:
 
 
 _FLAG_FILES: dict[tuple[str, int, int, int, int, int], str] = {}
-_RACY_NS = 100_000_000  # a file changed less than this before it was hashed may change again unseen (git's rule)
 
 
 def _remembered_digest(path: str) -> str:
-    import time
-
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     known = _FLAG_FILES.get(key)
     if known is None:
         known = _file_digest(path)
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= _RACY_NS:
+        if not changed_lately(st):
             if len(_FLAG_FILES) > 10_000:
                 _FLAG_FILES.clear()
             _FLAG_FILES[key] = known

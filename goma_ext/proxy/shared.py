@@ -29,18 +29,17 @@ from goma_ext.remote.client import (
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM, RemoteConfig
 from goma_ext.remote.identity import CompilerIdentity
 from goma_ext.remote.toolchain import ToolchainCache
+from thinlto_base.fsutil import changed_lately
 
 T = TypeVar("T")
 MEMO_LIMIT = 500_000  # hashed files remembered; the memo starts over beyond this
-# A file changed less than this before it was hashed may change again within the same (coarse) timestamp tick,
-# leaving its stat identity as it was: such digests are not remembered (git's "racy" rule).
-RACY_NS = 100_000_000
 DOWN_HOLD_S = 30.0  # after UNAVAILABLE, answer at once for this long instead of retrying per action
 
 
 class DigestMemo:
     """File digests keyed by the file's stat identity (path, size, mtime, ctime, inode): each file hashed once
-    (unless it had just changed when it was hashed: see RACY_NS). An upload still verifies the bytes it sends."""
+    (unless it had just changed when it was hashed: fsutil.changed_lately). An upload still verifies the bytes it
+    sends."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -63,7 +62,7 @@ class DigestMemo:
         return digest
 
     def _hash(self, key: tuple[str, int, int, int, int], path: Path, st: os.stat_result) -> Digest:
-        racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
+        racy = changed_lately(st)
         digest = Digest.of_file(path)
         with self._lock:
             self.misses += 1
