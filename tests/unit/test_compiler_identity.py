@@ -8,6 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from tests.unit.test_toolchain import own_clang, rewrite_in_place
 from thinlto_base.keys import compiler_identity
 
 
@@ -30,10 +31,7 @@ def test_an_update_of_a_library_the_compiler_loads_is_another_compiler(tmp_path:
     assert str(lib) in first and "libc.so" not in first  # the C runtime is no compiler's code generator
     assert compiler_identity(str(prog)) == first
     before = lib.stat()
-    data = bytearray(lib.read_bytes())
-    data[-1] ^= 0xFF
-    lib.write_bytes(data)  # same size, a new modification time (what a package update gives)
-    os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    rewrite_in_place(lib, before.st_mtime_ns + 1_000_000_000)  # same size, a new modification time (an update's)
     assert compiler_identity(str(prog)) != first
     # Not the change time: a cache shared by machines with the same packages (dpkg keeps mtimes) still hits.
     os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -65,15 +63,10 @@ def test_a_clang_config_file_beside_the_compiler_is_part_of_it_locally_and_remot
     """clang reads `clang.cfg` (and `<triple>-clang.cfg`) from its own directory: a flag there changes every
     object. It is in the local cache's key, and it travels with the remote toolchain, so the remote clang reads
     it too (an attacker's review, 2026-12-07: a clang.cfg with -ffunction-sections gave another object locally)."""
-    import shutil
-
     from goma_ext.remote.toolchain import closure
     from thinlto_base.keys import config_files
 
-    (tmp_path / "bin").mkdir()
-    clang = tmp_path / "bin" / "clang"
-    shutil.copy2(os.path.realpath(shutil.which("clang-19") or ""), clang)
-    (tmp_path / "lib").symlink_to("/usr/lib/llvm-19/lib")
+    clang = own_clang(tmp_path)
     before = compiler_identity(str(clang))
     (tmp_path / "bin" / "clang.cfg").write_text("-ffunction-sections\n")
     assert config_files(str(clang)) == [str(tmp_path / "bin" / "clang.cfg")]

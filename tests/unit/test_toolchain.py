@@ -86,6 +86,27 @@ def test_a_library_that_cannot_be_resolved_is_named(tmp_path: Path) -> None:
     assert "libgxgone.so.1" in str(err.value) and "runs locally" in str(err.value) and "\n" not in str(err.value)
 
 
+def own_clang(root: Path) -> Path:
+    """A toolchain of the test's own: a copy of clang-19 in ROOT/bin, its libraries reached through ROOT/lib."""
+    (root / "bin").mkdir()
+    own = root / "bin" / "clang"
+    shutil.copy2(CLANG, own)
+    (root / "lib").symlink_to("/usr/lib/llvm-19/lib")
+    return own
+
+
+def rewrite_in_place(path: Path, mtime_ns: int | None = None) -> None:
+    """PATH with its last byte changed, written in place (the same inode and size), and its modification time set
+    to MTIME_NS (by default the one it had: as `cp -p` over it leaves it)."""
+    before = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 0xFF]))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns if mtime_ns is None else mtime_ns))
+
+
 def test_the_tree_is_hashed_once_per_compiler_and_again_when_a_file_changes(tmp_path: Path) -> None:
     hashed: list[Path] = []
 
@@ -93,11 +114,7 @@ def test_the_tree_is_hashed_once_per_compiler_and_again_when_a_file_changes(tmp_
         hashed.append(path)
         return hash_file(path, st)
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    own = bin_dir / "clang"
-    shutil.copy2(CLANG, own)
-    (tmp_path / "lib").symlink_to("/usr/lib/llvm-19/lib")
+    own = own_clang(tmp_path)
     persist = tmp_path / "toolchains.json"
     first = ToolchainCache(persist, counting).get(own, "clang++", DEFAULT_BASE_SYSTEM)  # type: ignore[arg-type]
     assert len(hashed) == len(set(hashed)) > 10
@@ -114,21 +131,12 @@ def test_the_tree_is_hashed_once_per_compiler_and_again_when_a_file_changes(tmp_
 def test_a_compiler_copied_over_in_place_with_its_old_size_and_time_is_hashed_again(tmp_path: Path) -> None:
     """`cp -p` over the file (same inode), same size, the old modification time set back: only the change time
     tells. Missed, the actions would carry the old compiler while the request names the new one."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    own = bin_dir / "clang"
-    shutil.copy2(CLANG, own)
-    (tmp_path / "lib").symlink_to("/usr/lib/llvm-19/lib")
+    own = own_clang(tmp_path)
     persist = tmp_path / "toolchains.json"
     cache = ToolchainCache(persist)
     first = cache.get(own, "clang++", DEFAULT_BASE_SYSTEM)
     before = own.stat()
-    with open(own, "r+b") as f:  # in place: the same inode and size
-        f.seek(-1, os.SEEK_END)
-        last = f.read(1)
-        f.seek(-1, os.SEEK_END)
-        f.write(bytes([last[0] ^ 0xFF]))
-    os.utime(own, ns=(before.st_atime_ns, before.st_mtime_ns))
+    rewrite_in_place(own)
     after = own.stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
     for changed in (cache.get(own, "clang++", DEFAULT_BASE_SYSTEM),  # the proxy's memory
@@ -145,13 +153,7 @@ def test_the_compiler_identity_of_a_compiler_copied_over_in_place_is_taken_again
     shutil.copy2(CLANG, own)
     cache = tmp_path / "compiler-identity.json"
     first = identify_cached(str(own), tmp_path, cache)
-    before = own.stat()
-    with open(own, "r+b") as f:
-        f.seek(-1, os.SEEK_END)
-        last = f.read(1)
-        f.seek(-1, os.SEEK_END)
-        f.write(bytes([last[0] ^ 0xFF]))
-    os.utime(own, ns=(before.st_atime_ns, before.st_mtime_ns))
+    rewrite_in_place(own)
     assert identify_cached(str(own), tmp_path, cache).sha256 != first.sha256
 
 
