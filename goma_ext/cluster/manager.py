@@ -284,18 +284,24 @@ def _still_ours(st: ClusterState) -> ClusterState:
     """ST without the recorded pids of processes that are not the daemons it started: a daemon that died leaves its
     pid to be handed out again in the same boot, and as root any root process passes procs.alive. Taken for ours
     (stopped by `stop`, left running by `start`) is only a process whose command line names this state's own
-    files, as the manager started it: BuildGrid and the cleanup their config, the workers their work directory.
-    (redis: redis_title.)"""
-    state = Path(st.state)
-    marks = {"server_pid": (b"server", os.fsencode(state / SERVER_CONFIG)),
-             "cleanup_pid": (b"cleanup", os.fsencode(state / CLEANUP_CONFIG)),
-             "worker_pid": (b"--work-dir", os.fsencode(state / "workers"))}
-    foreign: dict[str, Any] = {}
-    for name, words in marks.items():
-        pid = getattr(st, name)
-        if procs.alive(pid) and not set(words) <= set(procs.cmdline(pid).split(b"\0")):
-            foreign[name] = None
+    files, as the manager started it (_is_daemon). (redis: redis_title.)"""
+    foreign: dict[str, Any] = {name: None for name in _DAEMON_MARKS
+                               if procs.alive(getattr(st, name)) and not _is_daemon(st, name)}
     return replace(st, **foreign) if foreign else st
+
+
+# What names each recorded daemon's own files in its command line: an option and its value, side by side.
+_DAEMON_MARKS = {"server_pid": ("start", SERVER_CONFIG), "cleanup_pid": ("start", CLEANUP_CONFIG),
+                 "worker_pid": ("--work-dir", "workers")}
+
+
+def _is_daemon(st: ClusterState, name: str) -> bool:
+    """Whether the process of ST's recorded pid NAME (server_pid, cleanup_pid, worker_pid) has the command line the
+    manager starts it with: BuildGrid's and the cleanup's `start STATE/CONFIG`, the workers' `--work-dir
+    STATE/workers`."""
+    flag, below_state = _DAEMON_MARKS[name]
+    pair = (os.fsencode(flag), os.fsencode(Path(st.state) / below_state))
+    return pair in itertools.pairwise(procs.cmdline(getattr(st, name)).split(b"\0"))
 
 
 def _wait_ready(st: ClusterState, pid: int, log: Path) -> None:
@@ -528,8 +534,7 @@ def _private_socket(current: str | None, preferred: Path, what: str, prefix: str
     if not procs.socket_fits(preferred):
         return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp")) / preferred.name
     where = preferred.parent
-    where.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(where, 0o700)
+    private_dir(where)
     why = safefs.unsafe_dir(where)
     if why is not None:
         raise ClusterError(f"{where}: {why}; {what} must be in a directory of ours")
@@ -550,9 +555,7 @@ def _own_worker_socket(st: ClusterState) -> ClusterState:
     if sock is None:
         return st
     # only what is ours runs on with the old address: a pid recorded before a reboot may be anyone's process now
-    args = procs.cmdline(st.worker_pid).split(b"\0")
-    work_dir = os.fsencode(Path(st.state) / "workers")
-    if procs.alive(st.worker_pid) and any(a == b"--work-dir" and b == work_dir for a, b in itertools.pairwise(args)):
+    if procs.alive(st.worker_pid) and _is_daemon(st, "worker_pid"):
         procs.stop(st.worker_pid)
     if st.server_serving:
         st = stop_server(st)
