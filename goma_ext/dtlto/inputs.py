@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -13,6 +12,7 @@ from goma_ext.bitcode.rename import rename_modules
 from goma_ext.dtlto.jobfile import DistJob, JobFile
 from goma_ext.errors import GomaExtError
 from goma_ext.inputs.backend import backend_inputs
+from thinlto_base.fsutil import file_sha256
 
 # A module lld 22 extracted from an archive for DTLTO: `<archive>(<member> at <offset>).<task>.<pid, hex>.o`.
 EXTRACTED_MEMBER = re.compile(r"\(.* at \d+\)\.\d+\.[0-9A-Fa-f]+\.o$")
@@ -60,14 +60,14 @@ def stage_members(cwd: Path, index: str, staged_index: str, stage: str) -> dict[
     renames, digests = {}, {}
     for module in modules:
         if EXTRACTED_MEMBER.search(module.path):
-            digest = hashlib.sha256((cwd / module.path).read_bytes()).hexdigest()
+            digest = file_sha256(cwd / module.path)
             renames[module.path] = os.path.join(stage, "m", f"{digest[:32]}.o")
             digests[module.path] = digest
     for old, new in renames.items():
         target = cwd / new
         target.parent.mkdir(parents=True, exist_ok=True)
         try:  # one already there (an earlier link's) is kept only if it holds these bytes: never a leftover's
-            if not target.is_symlink() and hashlib.sha256(target.read_bytes()).hexdigest() == digests[old]:
+            if not target.is_symlink() and file_sha256(target) == digests[old]:
                 continue
         except OSError:
             pass

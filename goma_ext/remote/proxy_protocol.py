@@ -159,9 +159,9 @@ def make_state_dir(directory: str) -> None:
     """Create the state directory as the user's alone (0700); refuse one that another user owns or could replace,
     or reached through a link another user could re-point: the proxy writes its pid, log, lock and `.hung` files
     there by path, and another user who could swap the directory for one of theirs would have those writes follow
-    links of their choosing (say
-    GOMA_EXT_PROXY_DIR=/tmp/goma-ext/$USER, where someone else made /tmp/goma-ext first). Not for the thin
-    client: it only reads and touches `.hung` there (mark_hung, without following a link)."""
+    links of their choosing (say GOMA_EXT_PROXY_DIR=/tmp/goma-ext/$USER, where someone else made /tmp/goma-ext
+    first). Not for the thin client: it only reads and touches `.hung` there (mark_hung, without following a
+    link)."""
     from thinlto_base import safefs  # the full client's and the proxy's: the thin client imports only the stdlib
 
     try:
