@@ -169,6 +169,12 @@ _RUNTIME = ("libc.so.", "libm.so.", "libstdc++.so.", "libgcc_s.so.", "libpthread
 _TRIPLES = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 
 
+def system_library_dirs(triple: str) -> list[str]:
+    """Where the dynamic loader looks for a library after the object's run paths (and ld.so.cache): the multiarch
+    directories of TRIPLE (none when it is ""), then the classic ones."""
+    return [*((f"/lib/{triple}", f"/usr/lib/{triple}") if triple else ()), "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+
+
 def _own_libraries(real: str) -> tuple[str, ...]:
     """The shared libraries REAL loads, and theirs in turn, but the C and C++ runtime: found as the loader finds
     them, in DT_RUNPATH (or DT_RPATH) directories, then the system's (Debian's libLLVM is in /usr/lib/TRIPLE). Each
@@ -178,8 +184,7 @@ def _own_libraries(real: str) -> tuple[str, ...]:
     known = _LIBRARIES.get(memo_key)
     if known is not None:
         return known
-    triple = _TRIPLES.get(os.uname().machine)
-    system = [*((f"/lib/{triple}", f"/usr/lib/{triple}") if triple else ()), "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+    system = system_library_dirs(_TRIPLES.get(os.uname().machine, ""))
     found: dict[str, str] = {}  # real path -> the name it was found under
     todo = [real]
     while todo:

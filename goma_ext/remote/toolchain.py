@@ -26,10 +26,9 @@ from goma_ext.reapi.errors import InputError
 from goma_ext.reapi.merkle import BlobSource, FileDigester, InputTree, hash_file, tree_of_files
 from goma_ext.remote import identity_cache
 from goma_ext.remote.elf import DynamicInfo, ElfError, read_dynamic
-from thinlto_base.keys import config_files
+from thinlto_base.keys import config_files, system_library_dirs
 
 TOOLCHAIN_DIR = ".goma_ext_toolchain"
-DEFAULT_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 TRIPLES = {62: "x86_64-linux-gnu", 183: "aarch64-linux-gnu", 3: "i386-linux-gnu", 40: "arm-linux-gnueabihf"}
 LD_SO_CACHE = Path("/etc/ld.so.cache")
 CACHE_MAGIC = b"glibc-ld.so.cache1.1"
@@ -109,8 +108,7 @@ def _candidates(name: str, loader: _Loaded, cache: Callable[[], Mapping[str, lis
             obj = obj.loader
     yield from (os.path.join(_expand(d, loader), name) for d in loader.info.runpath)
     yield from cache().get(name, ())
-    triple = TRIPLES.get(loader.info.machine, "")
-    yield from (os.path.join(d.format(triple=triple), name) for d in DEFAULT_DIRS if triple or "{" not in d)
+    yield from (os.path.join(d, name) for d in system_library_dirs(TRIPLES.get(loader.info.machine, "")))
 
 
 def _find(name: str, loader: _Loaded, root: DynamicInfo, cache: Callable[[], Mapping[str, list[str]]]) -> _Loaded:
