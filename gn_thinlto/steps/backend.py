@@ -263,9 +263,11 @@ def launch(argv: list[str]) -> int:
     import subprocess
     import time
 
+    from thinlto_base.compile_env import compile_environment
+
     start = time.perf_counter()
     try:
-        return subprocess.run(argv).returncode
+        return subprocess.run(argv, env=compile_environment()).returncode
     finally:
         _child_wall[0] += time.perf_counter() - start
 

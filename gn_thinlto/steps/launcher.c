@@ -50,6 +50,12 @@
    'A', a step may rightly wait long: on another build's compile of the same job, or on its own compiler). */
 #define ACK_TIMEOUT_MS 10000
 
+/* Removed from the environment of the commands the server has this program run (a local compile, or the
+   remote launcher that may compile locally): thinlto_base/compile_env.py, UNSET, says why. */
+static const char *const UNSET_FOR_COMMANDS[] = {
+    "CCC_OVERRIDE_OPTIONS", "COMPILER_PATH", "CLANG_NO_DEFAULT_CONFIG", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT",
+};
+
 static char **step_command;
 static struct timespec started;
 static int64_t child_wall_us;
@@ -147,6 +153,7 @@ static int run_command(char *body, size_t n) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   pid_t pid = fork();
   if (pid == 0) {
+    for (size_t i = 0; i < sizeof UNSET_FOR_COMMANDS / sizeof *UNSET_FOR_COMMANDS; i++) unsetenv(UNSET_FOR_COMMANDS[i]);
     execvp(argv[0], argv);
     fprintf(stderr, "gn-thinlto: error: backend: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);

@@ -31,6 +31,7 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.names import COMPILER_CACHE
+from thinlto_base.compile_env import compile_environment
 from thinlto_base.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
 from thinlto_base.keys import BackendJob, cache_key, flag_file_parts
 from thinlto_base.safefs import open_nofollow
@@ -331,7 +332,7 @@ class Distributor:
         with self.settings.slots.take():
             try:
                 proc = subprocess.run([*argv, *backend.split_dwarf_args(str(tmp_dwo))], cwd=self.cwd,
-                                      capture_output=True, check=False)
+                                      capture_output=True, check=False, env=compile_environment())
             except OSError as e:
                 raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
         code = proc.returncode

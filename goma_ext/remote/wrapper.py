@@ -176,8 +176,10 @@ def load_site() -> None:
 def run_local(argv: Sequence[str], cwd: Path) -> int:
     import subprocess
 
+    from thinlto_base.compile_env import compile_environment
+
     try:
-        return subprocess.run(list(argv), cwd=cwd, check=False).returncode
+        return subprocess.run(list(argv), cwd=cwd, check=False, env=compile_environment()).returncode
     except OSError as e:
         raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
 
