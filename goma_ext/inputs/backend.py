@@ -17,7 +17,7 @@ from goma_ext.bitcode import objects as bitcode
 from goma_ext.bitcode.index import IndexModule, ThinLtoIndex, imports_file_path, read_index
 from goma_ext.errors import GomaExtError
 from goma_ext.inputs.archive import THIN_MAGIC, parse_member_ref, thin_member_path
-from goma_ext.inputs.clang_args import Arg, Role, classify, expand_response_files
+from goma_ext.inputs.clang_args import Arg, Role, classify, expand_response_files, system_program_flag
 
 PROFILE_USE_DEFAULT = "default.profdata"  # clang: -fprofile-use=DIR reads DIR/default.profdata
 
@@ -71,6 +71,10 @@ def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
     if not argv:
         raise GomaExtError("empty backend command line")
     args, rsp_files = expand_response_files(list(argv[1:]), lambda p: _read_text(cwd, p))
+    program = system_program_flag(args)
+    if program is not None:
+        raise GomaExtError(f"{program}: clang would start a program of the worker's system (an assembler, GCC's "
+                           "files), which no key covers; the backend runs locally")
     classified = classify(args)
     positional = [a.value for a in classified if a.role is Role.INPUT and a.flag is None]
     if len(positional) != 1:

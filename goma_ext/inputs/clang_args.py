@@ -85,6 +85,19 @@ FLAGS: tuple[FlagSpec, ...] = (
 )
 
 
+# Flags after which clang's driver starts programs of the system it runs on (an assembler, GCC's files) or looks
+# for them in directories the action does not carry: remotely those are the worker's, outside every key.
+_SYSTEM_PROGRAM_FLAGS = ("-fno-integrated-as", "-no-integrated-as")
+_SYSTEM_PROGRAM_PREFIXES = ("-B", "--prefix", "--gcc-toolchain", "-gcc-toolchain", "--gcc-install-dir",
+                            "--gcc-triple", "-ccc-install-dir")
+
+
+def system_program_flag(args: Sequence[str]) -> str | None:
+    """The first of ARGS (response files expanded) after which the driver would start a program of the machine
+    it runs on, or find one in a directory the action does not carry; None when there is none."""
+    return next((a for a in args if a in _SYSTEM_PROGRAM_FLAGS or a.startswith(_SYSTEM_PROGRAM_PREFIXES)), None)
+
+
 @dataclass(frozen=True)
 class Arg:
     """One classified argument: a flag's value with its role, or a positional input (role INPUT, flag None)."""

@@ -101,3 +101,20 @@ def test_compile_flags_with_separate_values_are_not_inputs() -> None:
     args = classify(["-I", "inc", "-isystem", "sys", "-D", "X=1", "-include-pch", "p.pch", "-include", "h.h",
                      "-Iinc2", "-DY", "-resource-dir", "rd", "-x", "ir", "obj/a.o"])
     assert [a.value for a in args if a.role is Role.INPUT] == ["obj/a.o"]
+
+
+@pytest.mark.parametrize("flags", [["-fno-integrated-as"], ["-no-integrated-as"], ["-B/opt/gnu/bin"], ["-B", "x"],
+                                   ["--gcc-toolchain=/opt/gcc"], ["--prefix=/opt"], ["@prog.rsp"]])
+def test_a_backend_that_would_start_a_program_of_the_worker_runs_locally(flags: list[str], workdir: Path) -> None:
+    """The driver would run the worker's `as` (or look in directories the action does not carry): the remote
+    object would come from a program outside every key ([harden], the remote-vs-local review)."""
+    from goma_ext.reapi.errors import InputError
+    from goma_ext.remote.action_inputs import action_files
+
+    (workdir / "prog.rsp").write_text("-O2 -fno-integrated-as\n")
+    argv = ["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/skip.o.thinlto.bc", *flags, "-o", "a.native.o"]
+    with pytest.raises(GomaExtError, match=r"clang would start a program of the worker's system"):
+        backend_inputs(argv, workdir)
+    with pytest.raises(InputError, match=r"the backend runs locally"):
+        action_files(argv, workdir)
+    assert action_files([a for a in argv if a not in flags], workdir).outputs == ("a.native.o",)
