@@ -118,6 +118,18 @@ def check_shell_free(argv: Sequence[str]) -> None:
         raise Refused(f"link command uses shell syntax ({bad[0]!r}); cannot rewrite it safely")
 
 
+def check_no_response_files(argv: Sequence[str]) -> None:
+    """Refuse a link whose line (GN's own response file already expanded) names another response file: `@FILE`,
+    `-Wl,@FILE` or `-Xlinker @FILE`. Planning reads no file, so flags in it would be neither routed to the
+    backends nor refused."""
+    for i, a in enumerate(argv[1:], 1):
+        linker = a.split(",")[1:] if a.startswith("-Wl,") else [a] if argv[i - 1] == "-Xlinker" else []
+        named = next((w for w in (a, *linker) if w.startswith("@") and len(w) > 1), None)
+        if named:
+            raise Refused(f"link command reads flags from the response file {named[1:]!r} ({a!r}), which gn-thinlto "
+                          "does not read: its flags could change the backends' code")
+
+
 def check_lld(argv: Sequence[str]) -> None:
     """Refuse links whose linker is not lld (-fuse-ld=lld, --ld-path=…lld, or a direct ld.lld call)."""
     driver = argv[0].rsplit("/", 1)[-1] if argv else ""
@@ -269,6 +281,7 @@ def check_driver_codegen_flags(argv: Sequence[str]) -> None:
 def analyze(argv: Sequence[str]) -> LinkAnalysis:
     """Classify a full link argv (response files already expanded); raise Refused when unsafe."""
     check_shell_free(argv)
+    check_no_response_files(argv)
     check_lld(argv)
     check_driver_codegen_flags(argv)
     mode = lto_mode(argv)

@@ -53,6 +53,13 @@ def test_sections_pic_and_target() -> None:
         (["-Wl,-r"], "a relocatable link (-r) keeps lld's LTO relocation model from the modules; not split"),
         (["-Wl,--thinlto-index-only"], "link already sets '--thinlto-index-only' (a hand-made distributed link)"),
         (["&&", "true"], "link command uses shell syntax ('&&'); cannot rewrite it safely"),
+        (["@flags.rsp"], "link command reads flags from the response file 'flags.rsp' ('@flags.rsp'), which gn-thinlto "
+                         "does not read: its flags could change the backends' code"),
+        (["-Wl,--gc-sections,@../../ld.rsp"],
+         "link command reads flags from the response file '../../ld.rsp' ('-Wl,--gc-sections,@../../ld.rsp'), which "
+         "gn-thinlto does not read: its flags could change the backends' code"),
+        (["-Xlinker", "@x"], "link command reads flags from the response file 'x' ('@x'), which gn-thinlto does not "
+                             "read: its flags could change the backends' code"),
     ],
 )
 def test_refusals(extra: list[str], reason: str) -> None:
