@@ -21,10 +21,13 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Iterator
 from typing import BinaryIO
 
 MODULE_BLOCK = 8  # llvm/Bitcode/LLVMBitCodes.h: MODULE_BLOCK_ID
+MODULE_STRTAB_BLOCK = 19  # MODULE_STRTAB_BLOCK_ID: a summary index's modules
 THIN_SUMMARY_BLOCK = 20  # GLOBALVAL_SUMMARY_BLOCK_ID: the module is ThinLTO
+_MST_ENTRY, _MST_HASH = 1, 2  # bitc::ModulePathSymtabCodes: MST_CODE_ENTRY, MST_CODE_HASH
 _REGULAR_FLAG = b"ThinLTO"  # the module flag's name, in the metadata strings of a module written for regular LTO
 _MAGIC = b"BC\xc0\xde"
 _WRAPPER_MAGIC = 0x0B17C0DE
@@ -125,50 +128,100 @@ def _count(bits: _Bits, end: int) -> int:
     return n
 
 
+def _walk(bits: _Bits, end: int, abbrev_width: int, abbrevs: list[list[tuple[int, int]]] | None = None
+          ) -> Iterator[tuple[int, int, int, int]]:
+    """The entries of the block whose contents BITS is at, up to its END_BLOCK: (kind, value, bit, width) where
+    kind is 1 (a nested block: value its id, bit where its contents start, width its abbreviation width), or a
+    record (kind 3 for an unabbreviated one, else the abbreviation's id: value its code, bit where it starts).
+    Nested blocks and records are skipped; the abbreviations the block defines are applied (and appended to
+    ABBREVS). Raises IndexError on contents that do not parse (an abbreviation used before its definition, a
+    cut-off block, no END_BLOCK)."""
+    abbrevs = [] if abbrevs is None else abbrevs
+    while bits.bit + abbrev_width <= end:
+        start = bits.bit
+        code = bits.fixed(abbrev_width)
+        if code == 0:  # END_BLOCK
+            return
+        if code == 1:  # ENTER_SUBBLOCK: id, abbreviation width, then its length in words, 32-bit aligned
+            block, width = bits.vbr(8), bits.vbr(4)
+            bits.align32()
+            words = bits.fixed(32)  # moves past the length word
+            contents = bits.bit
+            yield 1, block, contents, width
+            bits.bit = contents + 32 * words
+        elif code == 2:  # DEFINE_ABBREV
+            ops: list[tuple[int, int]] = []
+            for _ in range(bits.vbr(5)):
+                if bits.fixed(1):
+                    ops.append((_LITERAL, bits.vbr(8)))
+                else:
+                    encoding = bits.fixed(3)
+                    ops.append((encoding, bits.vbr(5) if encoding in (_FIXED, _VBR) else 0))
+            abbrevs.append(ops)
+        else:
+            bits.bit = start
+            yield code, _record(bits, abbrev_width, abbrevs, end, keep=False)[0], start, 0
+    raise IndexError("a block without its END_BLOCK")
+
+
+def _record(bits: _Bits, abbrev_width: int, abbrevs: list[list[tuple[int, int]]], end: int, keep: bool = True
+            ) -> list[int]:
+    """The record at BITS (its code first, then its operands: blob bytes and array elements one by one), BITS
+    moved past it; with KEEP false only the code, the rest skipped without decoding."""
+    code = bits.fixed(abbrev_width)
+    if code == 3:  # UNABBREV_RECORD: code, operand count, operands, all VBR6
+        values = [bits.vbr(6)]
+        for _ in range(_count(bits, end)):
+            value = bits.vbr(6)
+            if keep:
+                values.append(value)
+        return values
+    if code - 4 >= len(abbrevs):
+        raise IndexError("an abbreviation used before its definition")
+    ops, values = abbrevs[code - 4], []
+    for i, (encoding, width) in enumerate(ops):
+        if encoding == _ARRAY:  # its element's encoding is the next (and last) operand
+            element, element_width = ops[i + 1]
+            if not (element == _CHAR6 or (element in (_FIXED, _VBR) and element_width)):
+                raise IndexError("array elements of no bits")  # LLVM's reader rejects those too
+            n = _count(bits, end)
+            if keep or not values:
+                values.extend(_operand(bits, element, element_width) for _ in range(n))
+            elif element == _VBR:
+                for _ in range(n):
+                    bits.vbr(element_width)
+            else:
+                bits.bit += n * (6 if element == _CHAR6 else element_width)
+            break
+        if keep or not values:
+            values.append(_operand(bits, encoding, width))
+        else:
+            _skip_operand(bits, encoding, width)
+    return values
+
+
+_CHAR6_ALPHABET = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
+
+
+def _operand(bits: _Bits, encoding: int, width: int) -> int:
+    if encoding == _LITERAL:
+        return width
+    if encoding == _FIXED:
+        return bits.fixed(width) if width else 0
+    if encoding == _VBR:
+        return bits.vbr(width) if width else 0
+    if encoding == _CHAR6:
+        return _CHAR6_ALPHABET[bits.fixed(6)]
+    raise IndexError("a blob where a module path was expected")
+
+
 def sub_blocks(data: bytes, abbrev_width: int) -> list[int] | None:
     """The ids of the blocks nested directly in a block whose contents are DATA (entries at ABBREV_WIDTH), in
     order; None when the contents do not parse (an abbreviation used before its definition, a cut-off block)."""
-    bits, end = _Bits(data), 8 * len(data)
-    abbrevs: list[list[tuple[int, int]]] = []
-    found: list[int] = []
     try:
-        while bits.bit + abbrev_width <= end:
-            code = bits.fixed(abbrev_width)
-            if code == 0:  # END_BLOCK
-                return found
-            if code == 1:  # ENTER_SUBBLOCK: id, abbreviation width, then its length in words, 32-bit aligned
-                found.append(bits.vbr(8))
-                bits.vbr(4)
-                bits.align32()
-                words = bits.fixed(32)  # moves past the length word
-                bits.bit += 32 * words
-            elif code == 2:  # DEFINE_ABBREV
-                ops: list[tuple[int, int]] = []
-                for _ in range(bits.vbr(5)):
-                    if bits.fixed(1):
-                        ops.append((_LITERAL, bits.vbr(8)))
-                    else:
-                        encoding = bits.fixed(3)
-                        ops.append((encoding, bits.vbr(5) if encoding in (_FIXED, _VBR) else 0))
-                abbrevs.append(ops)
-            elif code == 3:  # UNABBREV_RECORD: code, operand count, operands, all VBR6
-                bits.vbr(6)
-                for _ in range(_count(bits, end)):
-                    bits.vbr(6)
-            else:
-                ops = abbrevs[code - 4]
-                for i, (encoding, width) in enumerate(ops):
-                    if encoding == _ARRAY:  # its element's encoding is the next (and last) operand
-                        element, element_width = ops[i + 1]
-                        if not (element == _CHAR6 or (element in (_FIXED, _VBR) and element_width)):
-                            return None  # elements of no bits (LLVM's reader rejects those too)
-                        for _ in range(_count(bits, end)):
-                            _skip_operand(bits, element, element_width)
-                        break
-                    _skip_operand(bits, encoding, width)
+        return [value for kind, value, _bit, _width in _walk(_Bits(data), 8 * len(data), abbrev_width) if kind == 1]
     except IndexError:
         return None
-    return None
 
 
 def _regular_single_module(f: BinaryIO, offset: int, size: int, abbrev_width: int) -> bool:
@@ -190,3 +243,47 @@ def regular_lto_bytes(path: str | os.PathLike[str]) -> int:
         if len(modules) == 1 and _regular_single_module(f, *modules[0]):
             return modules[0][1]
     return sum(size for _offset, size, _width in modules[1:])
+
+
+def unhashed_modules(path: str | os.PathLike[str]) -> list[str] | None:
+    """The modules a ThinLTO index file (lld's X.thinlto.bc) names without a module hash, by path; None when PATH
+    does not parse as one.
+
+    The index names each module it imports from in its MODULE_STRTAB_BLOCK: an ENTRY record (module id, path),
+    followed by a HASH record when the module has one. clang -flto=thin always writes the hash; `opt
+    -module-summary` does not unless asked (-module-hash). A backend's cache key and ninja's restat see an
+    imported module's change only through its hash (thinlto_base.keys), so the thin-link step refuses an import
+    from a module without one. Only the ENTRY records' lengths are read, and the paths of those without a hash."""
+    with open(path, "rb") as f:
+        module = next(((offset, size, width) for block, offset, size, width in _blocks(f) if block == MODULE_BLOCK),
+                      None)
+        if module is None:
+            return [] if os.fstat(f.fileno()).st_size == 0 else None  # lld writes an empty index for an unused module
+        f.seek(module[0])
+        data = f.read(module[1])
+    end = 8 * len(data)
+    try:
+        for kind, block, bit, width in _walk(_Bits(data), end, module[2]):
+            if kind == 1 and block == MODULE_STRTAB_BLOCK:
+                return _unhashed_entries(data, bit, end, width)
+    except IndexError:
+        return None
+    return None
+
+
+def _unhashed_entries(data: bytes, bit: int, end: int, width: int) -> list[str]:
+    bits, abbrevs, entries = _Bits(data), [], []  # type: ignore[var-annotated]
+    bits.bit = bit
+    for kind, code, start, _width in _walk(bits, end, width, abbrevs):
+        if kind == 1:
+            continue
+        if code == _MST_ENTRY:
+            entries.append(start)
+        elif code == _MST_HASH and entries:
+            entries[-1] = -1
+    names = []
+    for start in (e for e in entries if e >= 0):
+        bits.bit = start
+        ops = _record(bits, width, abbrevs, end)
+        names.append(bytes(ops[2:]).decode("utf-8", "surrogateescape"))  # code, module id, path
+    return names

@@ -60,6 +60,14 @@ def _same_content(path: str | os.PathLike[str], data: bytes) -> bool:
         return False
 
 
+def same_files(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether files A and B both exist with the same contents."""
+    try:
+        return _same_content(b, read_bytes(a))
+    except OSError:
+        return False
+
+
 def write_if_changed(path: str | os.PathLike[str], content: bytes | str) -> bool:
     """Write CONTENT to PATH unless it already holds exactly that; atomic (temp file + replace). True if written."""
     data = content.encode() if isinstance(content, str) else content

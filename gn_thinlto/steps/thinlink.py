@@ -29,11 +29,13 @@ from typing import Any
 from gn_thinlto.errors import GnThinltoError, decode_json, file_error, read_text
 from gn_thinlto.steps.manifest import check_manifest
 from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives, partition_paths
+from thinlto_base.bitcode_blocks import unhashed_modules
 from thinlto_base.fsutil import (
     file_sha256,
     read_bytes,
     remove_if_exists,
     replace_if_changed,
+    same_files,
     write_if_changed,
 )
 from thinlto_base.keys import compiler_identity
@@ -212,14 +214,38 @@ def run(manifest_path: str) -> int:
     if current is not None and state.get("fingerprint") == current[0] and all(map(os.path.isfile, _outputs(m))):
         return 0  # same inputs as the last successful run: lld would write the same files
     remove_if_exists(state_path)  # a failed run below must not leave a record of success
-    rc = thin_link(m)
+    rc = thin_link(m, checked=state.get("checked") == FINGERPRINT_VERSION.hex())
     if rc == 0 and current is not None:
-        write_if_changed(state_path, json.dumps({"fingerprint": current[0], "files": current[1]}))
+        write_if_changed(state_path, json.dumps({"fingerprint": current[0], "files": current[1],
+                                                 "checked": FINGERPRINT_VERSION.hex()}))
     return rc
 
 
-def thin_link(m: dict[str, Any]) -> int:
-    """Run lld's thin link and keep its outputs (only changed files move), then the final rsp and dyndep."""
+def check_module_hashes(m: dict[str, Any], every: bool = True) -> None:
+    """Refuse a backend importing from a module without a module hash (thinlto_base.bitcode_blocks.unhashed_modules):
+    its index, its cache key and ninja's restat would not change with that module, and the backend would keep
+    the code it inlined before. Reads the indexes lld just staged, tens of microseconds each: all of them when
+    EVERY, else those that differ from the ones kept (a kept index passed this check when it was kept)."""
+    for bitcode, staged_index, staged_imports, index, imports in manifest_index_files(m):
+        for staged in (staged_index, staged_imports):
+            if not os.path.isfile(staged):
+                raise GnThinltoError(f"thin link of {m['target']}: lld wrote no {staged}")
+        if not every and same_files(staged_index, index) and same_files(staged_imports, imports):
+            continue
+        unhashed = unhashed_modules(staged_index)
+        if unhashed is None:
+            raise GnThinltoError(f"thin link of {m['target']}: cannot read the module table of {staged_index}")
+        bad = sorted(set(unhashed) & set(read_text(staged_imports, "imports file").splitlines())) if unhashed else []
+        if bad:
+            raise GnThinltoError(
+                f"thin link of {m['target']}: {bitcode} imports from {bad[0]}, which has no module hash (bitcode "
+                "written without one, as by opt -module-summary): a change to it would not reach this backend; "
+                "write it with clang -flto=thin (or opt -module-hash), or leave the target to GN (targets.exclude)")
+
+
+def thin_link(m: dict[str, Any], checked: bool = False) -> int:
+    """Run lld's thin link and keep its outputs (only changed files move), then the final rsp and dyndep. CHECKED:
+    the kept indexes passed this code's checks (the last success was this code's)."""
     import shlex
     import shutil
     import subprocess
@@ -242,11 +268,10 @@ def thin_link(m: dict[str, Any]) -> int:
         return proc.returncode
     if proc.stderr:
         sys.stderr.write(proc.stderr)
+    check_module_hashes(m, every=not checked)  # before any index moves: a refused one must not look kept
     for _, staged_index, staged_imports, index, imports in manifest_index_files(m):
-        for staged, kept in ((staged_index, index), (staged_imports, imports)):
-            if not os.path.isfile(staged):
-                raise GnThinltoError(f"thin link of {m['target']}: lld wrote no {staged}")
-            replace_if_changed(staged, kept)
+        replace_if_changed(staged_index, index)
+        replace_if_changed(staged_imports, imports)
     staged, kept = m["split_object"]
     if not os.path.isfile(staged):
         raise GnThinltoError(f"thin link of {m['target']}: lld wrote no regular-LTO object {staged}")

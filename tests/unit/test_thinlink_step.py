@@ -35,7 +35,7 @@ def links(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Replace lld's run by one that writes every output and records the target (or fails, once asked to)."""
     calls: list[str] = []
 
-    def fake(m: dict[str, Any]) -> int:
+    def fake(m: dict[str, Any], checked: bool = False) -> int:
         calls.append(m["target"])
         if os.environ.get("FAKE_THIN_LINK_FAILS"):
             return 1
