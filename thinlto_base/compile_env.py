@@ -30,3 +30,13 @@ UNSET = (
 def compile_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """ENV (default: this process's) without the UNSET names: what a local backend compile runs with."""
     return {k: v for k, v in (os.environ if env is None else env).items() if k not in UNSET}
+
+
+def explain_failure(code: int, env: Mapping[str, str] | None = None) -> str:
+    """The line to show after a compile that could not start (the loader's exit status, 127) while ENV (default:
+    this process's) set a loader variable this module removed; else ""."""
+    removed = [name for name in UNSET if name.startswith("LD_") and (os.environ if env is None else env).get(name)]
+    if code != 127 or not removed:
+        return ""
+    return (f"gn-thinlto: note: backend compiles run without {', '.join(removed)} (docs/guide/cache.md); a compiler "
+            "that needs it to start needs a run path instead (-Wl,-rpath, or patchelf --set-rpath)")

@@ -148,13 +148,24 @@ def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], 
     after)."""
     runner = runner or launch
     if not job.codegen:
-        return runner([*launcher, *argv, *dwo_args])
+        return _explained(runner([*launcher, *argv, *dwo_args]), launcher)
     optimize, codegen = job.two_steps(argv, module)
     try:
         rc = runner([*launcher, *optimize])
-        return rc if rc != 0 else runner([*launcher, *codegen, *dwo_args])
+        return _explained(rc if rc != 0 else runner([*launcher, *codegen, *dwo_args]), launcher)
     finally:
         remove_if_exists(module)
+
+
+def _explained(rc: int, launcher: Sequence[str]) -> int:
+    """RC, after saying why a local compile could not start when a variable it runs without explains it."""
+    if rc == 127 and not launcher:
+        from thinlto_base.compile_env import explain_failure
+
+        note = explain_failure(rc)
+        if note:
+            print(note, file=sys.stderr)
+    return rc
 
 
 def run_launched(

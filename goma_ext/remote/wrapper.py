@@ -176,12 +176,16 @@ def load_site() -> None:
 def run_local(argv: Sequence[str], cwd: Path) -> int:
     import subprocess
 
-    from thinlto_base.compile_env import compile_environment
+    from thinlto_base.compile_env import compile_environment, explain_failure
 
     try:
-        return subprocess.run(list(argv), cwd=cwd, check=False, env=compile_environment()).returncode
+        code = subprocess.run(list(argv), cwd=cwd, check=False, env=compile_environment()).returncode
     except OSError as e:
         raise GomaExtError(f"cannot run {argv[0]}: {e.strerror}") from e
+    note = explain_failure(code)
+    if note:
+        print(note, file=sys.stderr)
+    return code
 
 
 def marked_down(cwd: Path, now: float) -> str | None:

@@ -59,16 +59,23 @@ def _needs_ld_library_path(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_compiler_whose_library_cannot_be_resolved_runs_locally_naming_it(
     cluster: Cluster, program: ThinProgram, ref: dict[str, bytes], tmp_path: Path, salt: str
 ) -> None:
+    """The remote closure cannot find the library; the local compile runs without LD_LIBRARY_PATH (what the cache
+    key cannot describe: thinlto_base.compile_env), so it cannot start either, and both say why."""
     drv, libs = _needs_ld_library_path(tmp_path)
     m = thin_program.MODULES[0]
     proc = wrapper(program, program.backend(m, compiler=str(drv)), cluster.endpoint, salt, "--no-proxy",
                    env={"LD_LIBRARY_PATH": str(libs)})
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 127, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
     assert len(warnings) == 1 and "libgxshim.so.1" in warnings[0] and "runs locally" in warnings[0], proc.stderr
+    assert "gn-thinlto: note: backend compiles run without LD_LIBRARY_PATH" in proc.stderr
     assert [r.mode for r in records(program)] == [stats.Mode.FALLBACK]
+    with_run_path = tmp_path / "bin" / "clang-gx-rpath"
+    subprocess.run(["clang-19", "-o", with_run_path, tmp_path / "drv.c", f"-L{libs}", "-l:libgxshim.so.1",
+                    f"-Wl,-rpath,{libs}"], check=True)
+    proc = wrapper(program, program.backend(m, compiler=str(with_run_path)), cluster.endpoint, salt, "--no-proxy")
+    assert proc.returncode == 0, proc.stderr
     assert program.native(m).read_bytes() == ref[m]
-
 
 
 def test_a_platform_the_service_rejects_is_one_line_with_its_message_and_a_local_run(
