@@ -72,14 +72,16 @@ class _Routed:
     partitions: int = 0
 
 def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
-    """(argv index, linker argument) for every -Wl,… / -Xlinker argument, in order."""
+    """(argv index, linker argument) for every -Wl,… / -Xlinker / --for-linker argument, in order."""
     out: list[tuple[int, str]] = []
     i = 0
     while i < len(argv):
         a = argv[i]
         if a.startswith("-Wl,"):
             out.extend((i, part) for part in a[4:].split(","))
-        elif a == "-Xlinker" and i + 1 < len(argv):
+        elif a.startswith("--for-linker="):
+            out.append((i, a.split("=", 1)[1]))
+        elif a in ("-Xlinker", "--for-linker") and i + 1 < len(argv):
             out.append((i, argv[i + 1]))
             i += 1
         i += 1
@@ -119,11 +121,15 @@ def check_shell_free(argv: Sequence[str]) -> None:
 
 
 def check_no_response_files(argv: Sequence[str]) -> None:
-    """Refuse a link whose line (GN's own response file already expanded) names another response file: `@FILE`,
-    `-Wl,@FILE` or `-Xlinker @FILE`. Planning reads no file, so flags in it would be neither routed to the
-    backends nor refused."""
+    """Refuse a link whose line (GN's own response file already expanded) names another response file (`@FILE`,
+    `-Wl,@FILE`, `-Xlinker @FILE`, `--for-linker[=]@FILE`) or a clang configuration file (`--config`). Planning
+    reads no file, so flags in them would be neither routed to the backends nor refused."""
     for i, a in enumerate(argv[1:], 1):
-        linker = a.split(",")[1:] if a.startswith("-Wl,") else [a] if argv[i - 1] == "-Xlinker" else []
+        linker = a.split(",")[1:] if a.startswith("-Wl,") else [a.split("=", 1)[1]] if a.startswith(
+            "--for-linker=") else [a] if argv[i - 1] in ("-Xlinker", "--for-linker") else []
+        if a.startswith("--config") and argv[i - 1] not in ("-Xlinker", "--for-linker"):
+            raise Refused(f"link command reads a clang configuration file ({a!r}), which gn-thinlto does not read: "
+                          "its flags could change the backends' code")
         named = next((w for w in (a, *linker) if w.startswith("@") and len(w) > 1), None)
         if named:
             raise Refused(f"link command reads flags from the response file {named[1:]!r} ({a!r}), which gn-thinlto "
@@ -207,7 +213,7 @@ def _driver_flags(argv: Sequence[str], mllvm: list[str]) -> list[str]:
     while i < len(argv):
         a = argv[i]
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
-        if a == "-Xlinker":
+        if a in ("-Xlinker", "--for-linker"):
             i += 2
             continue
         if a.startswith(_DRIVER_COPY_PREFIXES):
@@ -270,7 +276,7 @@ def check_driver_codegen_flags(argv: Sequence[str]) -> None:
         if skip:
             skip = False
             continue
-        if a in ("-Xlinker", "-mllvm", "-o", "-Xclang", "-Xassembler") or a.startswith("-Xarch_"):
+        if a in ("-Xlinker", "--for-linker", "-mllvm", "-o", "-Xclang", "-Xassembler") or a.startswith("-Xarch_"):
             skip = True
             continue
         if _DRIVER_LTO_CODEGEN.match(a):

@@ -52,6 +52,8 @@ LINKER_OPTIONS: tuple[tuple[re.Pattern[str], LinkerOption, str], ...] = (
      "-funique-basic-block-section-names"),
     (re.compile(r"--?no-lto-pgo-warn-mismatch()$"), LinkerOption.BACKEND, "-mllvm -no-pgo-warn-mismatch"),
     (re.compile(r"--?lto-pgo-warn-mismatch()$"), LinkerOption.IGNORED, ""),  # the default, as in clang
+    (re.compile(r"--?plugin-opt=(mcpu=native)$"), LinkerOption.UNEXPRESSIBLE,
+     "lld resolves the CPU name native itself, and clang's -target-cpu takes no such name"),
     (re.compile(r"--?plugin-opt=mcpu=(.+)$"), LinkerOption.BACKEND, "-Xclang -target-cpu -Xclang {}"),
     (re.compile(r"--?plugin-opt=(thinlto)$"), LinkerOption.IGNORED, ""),
     (re.compile(r"--?(?:thinlto-jobs|plugin-opt=jobs)=(.+)$"), LinkerOption.THIN_LINK_ONLY, ""),

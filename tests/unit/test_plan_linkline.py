@@ -50,6 +50,9 @@ def test_sections_pic_and_target() -> None:
          "-mllvm -code-model=large sets lld's code generation, and clang's backends cannot express it"),
         (["-Wl,-plugin-opt=-code-model=medium"],
          "-mllvm -code-model=medium sets lld's code generation, and clang's backends cannot express it"),
+        (["-Wl,-plugin-opt=mcpu=native"],
+         "-plugin-opt=mcpu=native: lld resolves the CPU name native itself, and clang's -target-cpu takes no such "
+         "name"),
         (["-Wl,-r"], "a relocatable link (-r) keeps lld's LTO relocation model from the modules; not split"),
         (["-Wl,--thinlto-index-only"], "link already sets '--thinlto-index-only' (a hand-made distributed link)"),
         (["&&", "true"], "link command uses shell syntax ('&&'); cannot rewrite it safely"),
@@ -58,6 +61,14 @@ def test_sections_pic_and_target() -> None:
         (["-Wl,--gc-sections,@../../ld.rsp"],
          "link command reads flags from the response file '../../ld.rsp' ('-Wl,--gc-sections,@../../ld.rsp'), which "
          "gn-thinlto does not read: its flags could change the backends' code"),
+        (["--for-linker=@l.rsp"], "link command reads flags from the response file 'l.rsp' "
+                                  "('--for-linker=@l.rsp'), which gn-thinlto does not read: its flags could change "
+                                  "the backends' code"),
+        (["--for-linker", "@l.rsp"], "link command reads flags from the response file 'l.rsp' ('@l.rsp'), which "
+                                     "gn-thinlto does not read: its flags could change the backends' code"),
+        (["--config=lto.cfg"], "link command reads a clang configuration file ('--config=lto.cfg'), which "
+                               "gn-thinlto does not read: its flags could change the backends' code"),
+        (["--for-linker=--lto-debug-pass-manager"], "unknown LTO linker option '--lto-debug-pass-manager'"),
         (["-Xlinker", "@x"], "link command reads flags from the response file 'x' ('@x'), which gn-thinlto does not "
                              "read: its flags could change the backends' code"),
     ],
@@ -77,6 +88,12 @@ def test_cache_options_are_dropped_and_split_detected() -> None:
     a = analyze([*BASE, "-Wl,--thinlto-cache-dir=/tmp/c", "-fsanitize=cfi"])
     assert a.thin_link_drop == frozenset({"-Wl,--thinlto-cache-dir=/tmp/c"})
     assert a.split_lto_unit
+
+
+def test_for_linker_routes_like_xlinker() -> None:
+    """clang's --for-linker=X is -Xlinker X (a review, 2026-12-07: --for-linker=--lto-O0 was taken as -O2)."""
+    assert analyze([*BASE, "--for-linker=--lto-O0"]).opt_level == 0
+    assert analyze([*BASE, "--for-linker", "--lto-O1"]).opt_level == 1
 
 
 def test_lto_mode_last_wins() -> None:
