@@ -46,10 +46,11 @@ def _steps_version() -> bytes:
     (final inputs, partitions) runs lld again once, instead of keeping what the old code wrote."""
     h = hashlib.sha256(b"gn-thinlto-thinlink-v1")
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(here)):
-        if name.endswith(".py"):
-            with open(os.path.join(here, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
+    base = os.path.join(os.path.dirname(os.path.dirname(here)), "thinlto_base")
+    files = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
+    for path in (*files, *(os.path.join(base, n) for n in ("bitcode_blocks.py", "fsutil.py"))):  # what it reads with
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
     return h.hexdigest().encode()
 
 
@@ -235,7 +236,8 @@ def check_module_hashes(m: dict[str, Any], every: bool = True) -> None:
         unhashed = unhashed_modules(staged_index)
         if unhashed is None:
             raise GnThinltoError(f"thin link of {m['target']}: cannot read the module table of {staged_index}")
-        bad = sorted(set(unhashed) & set(read_text(staged_imports, "imports file").splitlines())) if unhashed else []
+        imported = set(read_text(staged_imports, "imports file").split("\n")) if unhashed else set()
+        bad = sorted(set(unhashed) & imported)  # lld ends each path with "\n" alone (a path may hold \r or \f)
         if bad:
             raise GnThinltoError(
                 f"thin link of {m['target']}: {bitcode} imports from {bad[0]}, which has no module hash (bitcode "
@@ -261,7 +263,9 @@ def thin_link(m: dict[str, Any], checked: bool = False) -> int:
         partitions, reason = parts.count(m)
     # With 2 or more partitions lld writes the optimized regular-LTO module to its -o, for the partition edges
     argv = [*m["argv"], parts.EMIT_MODULE] if partitions >= 2 else m["argv"]
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    from thinlto_base.compile_env import compile_environment  # as the backends run: the same clang, the same flags
+
+    proc = subprocess.run(argv, capture_output=True, text=True, env=compile_environment())
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout + proc.stderr)
         print(f"gn-thinlto: thin link of {m['target']} failed (exit {proc.returncode})", file=sys.stderr)
