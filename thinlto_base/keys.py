@@ -90,28 +90,28 @@ class BackendJob:
         if not self.dwo_name:
             names[self.output] = "<out>"
         flags = [names.get(a, a) for a in self.argv[1:]]
+        if any(a.endswith("=native") and a.startswith(NATIVE_CPU_FLAGS) for a in self.argv):
+            flags.append(f"<native cpu>{host_cpu()}")  # the CPU clang resolves `native` to, with its features
         return [f"{CODEGEN_OPTION}{self.codegen}", *flags] if self.codegen else flags
 
     def flag_files(self) -> list[tuple[str, str]]:
-        """(flag, file) for each flag whose value names a regular file (`-fprofile-sample-use=F`,
-        `-fbasic-block-sections=list=F`, an `-mllvm` option's `=F`, a response file `@F`): what the command reads
-        besides its bitcode and index. Any value that is a file counts; a value that only looks like one costs a
-        hash, never a wrong hit."""
-        out = []
-        skip = {self.bitcode, f"-fthinlto-index={self.index}", self.output}
+        """(argument, file) for each argument that names a regular file the command reads besides its bitcode and
+        index: a flag's `=F` (`-fprofile-sample-use=F`, `-fbasic-block-sections=list=F`, an `-mllvm` option's),
+        `-fprofile-use=DIR`'s DIR/default.profdata, a separate value (`--config F`, `-Xclang -load -Xclang F`,
+        `-ivfsoverlay F`) and a response file `@F`, whose own words count too. Any value that is a file counts: a
+        value that only looks like one costs a hash, never a wrong hit. Files the command writes do not (a time
+        trace, an optimization record, a dependency file): they would change the key at every run."""
+        skip = {self.bitcode, f"-fthinlto-index={self.index}", self.output, self.dwo}
+        return file_arguments(self.argv[1:], skip)
+
+    def cacheable(self) -> bool:
+        """Whether the job's object depends only on what the key covers: not when the driver would start a
+        program of the machine (an assembler under -fno-integrated-as, what -B or --gcc-toolchain names)."""
+        args = list(self.argv[1:])
         for arg in self.argv[1:]:
-            if arg in skip:
-                continue
-            if arg.startswith("@"):
-                value = arg[1:]
-            elif arg.startswith("-") and "=" in arg:
-                value = arg.split("=", 1)[1]
-                value = value.removeprefix("list=")
-            else:
-                continue
-            if value and os.path.isfile(value):
-                out.append((arg, value))
-        return out
+            if arg.startswith("@") and os.path.isfile(arg[1:]):
+                args.extend(_response_words(arg[1:]))  # one level: clang's nested files are rare, and refused remotely
+        return system_program_flag(args) is None
 
     def two_steps(self, argv: Sequence[str], module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A two-step job's commands for ARGV (this job's command, maybe relocated), the optimized module
@@ -126,6 +126,103 @@ class BackendJob:
             return ("-Xclang", "-split-dwarf-file", "-Xclang", self.dwo_name) if self.dwo_name else ()
         return ("-Xclang", "-split-dwarf-file", "-Xclang", self.dwo, "-Xclang", "-split-dwarf-output", "-Xclang",
                 output_dwo)
+
+
+# Flags after which clang's driver starts programs of the machine (an assembler, GCC's files), or looks for them in
+# directories: the object then depends on programs no key covers. Such jobs run locally, and are not cached.
+_SYSTEM_PROGRAM_FLAGS = ("-fno-integrated-as", "-no-integrated-as")
+_SYSTEM_PROGRAM_PREFIXES = ("-B", "--prefix", "--gcc-toolchain", "-gcc-toolchain", "--gcc-install-dir",
+                            "--gcc-triple", "-ccc-install-dir")
+
+
+def system_program_flag(args: Sequence[str]) -> str | None:
+    """The first of ARGS after which the driver would start a program of the machine it runs on, or find one in
+    a directory; None when there is none."""
+    return next((a for a in args if a in _SYSTEM_PROGRAM_FLAGS or a.startswith(_SYSTEM_PROGRAM_PREFIXES)), None)
+
+
+# `-march=native` and the like: clang resolves the name to this machine's CPU and its features.
+NATIVE_CPU_FLAGS = ("-march=", "-mcpu=", "-mtune=")
+
+
+def host_cpu() -> str:
+    """This machine's CPU as clang's `native` sees it: the first processor's vendor, family, model, name and
+    feature flags in /proc/cpuinfo, by digest ("" where there is none)."""
+    if _HOST_CPU:
+        return _HOST_CPU[0]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            first = f.read().split("\n\n", 1)[0]
+    except OSError:
+        first = ""
+    keep = ("vendor_id", "cpu family", "model", "model name", "flags", "Features", "CPU implementer", "CPU part")
+    lines = sorted(line for line in first.splitlines() if line.split(":", 1)[0].strip() in keep)
+    _HOST_CPU.append(hashlib.sha256("\n".join(lines).encode()).hexdigest() if lines else "")
+    return _HOST_CPU[0]
+
+
+_HOST_CPU: list[str] = []
+
+
+# Flags whose value is a file the command writes (joined `-flag=F`, or the separate value after the flag).
+_WRITTEN = ("-ftime-trace=", "-foptimization-record-file=", "-fprofile-generate=", "-fprofile-instr-generate=",
+            "-fcs-profile-generate=", "-fthin-link-bitcode=", "-fcrash-diagnostics-dir=")
+_WRITTEN_SEPARATE = frozenset({"-o", "-MF", "-split-dwarf-output", "-split-dwarf-file", "-dependency-file",
+                               "-ftime-trace", "-opt-record-file"})
+_PASSED_ON = frozenset({"-Xclang", "-mllvm", "-Xlinker", "-Xassembler"})  # the next argument is another tool's
+_PROFILE_DIR_FLAGS = ("-fprofile-use=", "-fprofile-instr-use=")  # a directory means its default.profdata
+_CONFIG_DIR_FLAGS = ("--config-user-dir=", "--config-system-dir=")
+_MAX_RESPONSE_DEPTH = 16
+
+
+def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozenset(), cwd: str = "",
+                   depth: int = 0) -> list[tuple[str, str]]:
+    """(argument, file) for each of ARGS (a compiler's arguments, argv[0] excluded) but SKIP that names a regular
+    file the compiler, run in CWD (default: here), reads: BackendJob.flag_files, and goma-ext's remote inputs."""
+    out: list[tuple[str, str]] = []
+
+    def isfile(path: str) -> bool:
+        return os.path.isfile(os.path.join(cwd, path))
+
+    for i, arg in enumerate(args):
+        if arg in skip or not arg:
+            continue
+        owner = args[i - 1] if i else ""
+        if owner in _PASSED_ON and i >= 2 and args[i - 2] not in _PASSED_ON:
+            owner = args[i - 2]  # -Xclang -split-dwarf-output -Xclang F: F is the value of -split-dwarf-output
+        if arg.startswith("@"):
+            value = arg[1:]
+            if value and isfile(value):
+                out.append((arg, value))
+                if depth < _MAX_RESPONSE_DEPTH:  # deeper nesting: the compiler itself refuses the command
+                    out.extend(file_arguments(_response_words(os.path.join(cwd, value)), skip, cwd, depth + 1))
+            continue
+        if arg.startswith("-"):
+            if "=" not in arg or arg.startswith(_WRITTEN):
+                continue
+            value = arg.split("=", 1)[1].removeprefix("list=")
+            if arg.startswith(_PROFILE_DIR_FLAGS) and os.path.isdir(os.path.join(cwd, value)):
+                value = os.path.join(value, "default.profdata")
+            elif arg.startswith(_CONFIG_DIR_FLAGS):  # clang reads DIR/<its name>.cfg: every one there counts
+                out.extend((arg, path) for path in config_files(os.path.join(cwd, value, "-")))
+                continue
+        elif owner in _WRITTEN_SEPARATE or owner.startswith(_WRITTEN):
+            continue
+        else:
+            value = arg
+        if value and isfile(value):
+            out.append((arg, value))
+    return out
+
+
+def _response_words(path: str) -> list[str]:
+    import shlex  # only for a command with a response file
+
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            return shlex.split(f.read())
+    except (OSError, ValueError):
+        return []  # the compiler reports it; the file's own digest is in the key
 
 
 def compiler_identity(compiler: str) -> str:

@@ -85,6 +85,8 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
             if path:
                 write_if_changed(path, b"")
         return 0, False
+    if not job.cacheable():
+        store = CacheStore("")  # its object depends on a program of this machine (-fno-integrated-as): not kept
     content = content_key(job)  # hashes the bitcode and index once, for both keys
     key = cache_key(job, content)
     wanted()

@@ -31,6 +31,7 @@ from goma_ext.reapi.errors import RemoteError
 from goma_ext.remote import stats
 from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.names import COMPILER_CACHE
+from thinlto_base.bitcode_blocks import unhashed_modules
 from thinlto_base.compile_env import compile_environment
 from thinlto_base.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
 from thinlto_base.keys import BackendJob, cache_key, flag_file_parts
@@ -67,10 +68,27 @@ def content_key(job: BackendJob) -> str:
     contents of the files its flags name (a sample profile lld passes to every job)."""
     h = hashlib.sha256(KEY_VERSION)
     for part in (*job.flags_for_key(), file_sha256(job.bitcode), canonical_index_digest(job.index, job.bitcode),
-                 *flag_file_parts(job)):
+                 *flag_file_parts(job), *_unhashed_module_parts(job)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def _unhashed_module_parts(job: BackendJob) -> list[str]:
+    """The contents of the modules JOB's index names without a module hash (written by opt -module-summary):
+    the canonical index digest leaves paths out, so only their files tell two such modules apart."""
+    from goma_ext.inputs.backend import archive_of
+
+    unhashed = unhashed_modules(job.index) if job.index else []
+    if unhashed is None:
+        raise GomaExtError(f"cannot read the module table of the index {job.index}")
+    parts = []
+    for name in unhashed:
+        try:
+            parts.append(file_sha256(archive_of(name)))
+        except OSError:  # not here to hash: a key of its own, so the job never takes another's object
+            parts.append(f"unread:{os.urandom(16).hex()}")
+    return sorted(parts)
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
@@ -234,7 +252,8 @@ class Distributor:
     def _run_job(self, job: DistJob, start: float) -> stats.RunRecord:
         backend = BackendJob(job.argv, job.module, job.index, job.output)
         dests = _dests(backend, job.output, backend.dwo)
-        store = self.settings.cache if set(job.outputs) <= set(dests.values()) else CacheStore("")
+        keep = set(job.outputs) <= set(dests.values()) and backend.cacheable()
+        store = self.settings.cache if keep else CacheStore("")
         # the keys cost a decode of the index: only for the cache and for remote staging
         content = content_key(backend) if store.root or self._remote else ""
         key = cache_key(backend, content) if store.root else ""
@@ -277,10 +296,15 @@ class Distributor:
         import fcntl
 
         from goma_ext.dtlto.inputs import remote_inputs, stage_members
+        from goma_ext.inputs.backend import MachineDependent
         from goma_ext.remote.identity import identify_cached
 
         assert self._remote is not None
-        inputs = remote_inputs(self.jobs, job, self.cwd)  # a disagreement with lld is an error, not a fallback
+        try:  # a disagreement with lld is an error, not a fallback
+            inputs = remote_inputs(self.jobs, job, self.cwd)
+        except MachineDependent as e:
+            self._warn_once(str(e), kind="remote:machine")
+            return None
         stage = os.path.join(STAGE, content)
         os.makedirs(self.cwd / stage, exist_ok=True)
         index, native = os.path.join(stage, "index.thinlto.bc"), os.path.join(stage, "native.o")

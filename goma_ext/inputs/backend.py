@@ -17,7 +17,15 @@ from goma_ext.bitcode import objects as bitcode
 from goma_ext.bitcode.index import IndexModule, ThinLtoIndex, imports_file_path, read_index
 from goma_ext.errors import GomaExtError
 from goma_ext.inputs.archive import THIN_MAGIC, parse_member_ref, thin_member_path
-from goma_ext.inputs.clang_args import Arg, Role, classify, expand_response_files, system_program_flag
+from goma_ext.inputs.clang_args import (
+    Arg,
+    Role,
+    classify,
+    config_file_words,
+    expand_response_files,
+    machine_flag,
+)
+from thinlto_base.keys import file_arguments
 
 PROFILE_USE_DEFAULT = "default.profdata"  # clang: -fprofile-use=DIR reads DIR/default.profdata
 
@@ -39,6 +47,10 @@ class BackendInputs:
         """Bitcode, index, imports, other inputs; each once, in that order."""
         ordered = (self.bitcode, *((self.index,) if self.index else ()), *self.imports, *self.other_inputs)
         return tuple(dict.fromkeys(ordered))
+
+
+class MachineDependent(GomaExtError):
+    """The backend's object would depend on the machine that compiles it: it runs locally, never remotely."""
 
 
 def archive_of(module_path: str) -> str:
@@ -71,10 +83,10 @@ def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
     if not argv:
         raise GomaExtError("empty backend command line")
     args, rsp_files = expand_response_files(list(argv[1:]), lambda p: _read_text(cwd, p))
-    program = system_program_flag(args)
-    if program is not None:
-        raise GomaExtError(f"{program}: clang would start a program of the worker's system (an assembler, GCC's "
-                           "files), which no key covers; the backend runs locally")
+    machine = machine_flag([*args, *config_file_words(args, lambda p: _read_text(cwd, p))])
+    if machine is not None:
+        raise MachineDependent(f"{machine}: the object would depend on the worker (its CPU, or a program of its system "
+                           "that clang starts), which no key covers; the backend runs locally")
     classified = classify(args)
     positional = [a.value for a in classified if a.role is Role.INPUT and a.flag is None]
     if len(positional) != 1:
@@ -93,6 +105,10 @@ def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
         archives: dict[str, bytes] = {}
         imports = tuple(dict.fromkeys(_rel(cwd, f) for m in imported for f in module_files(m, cwd, archives)))
     others = [_rel(cwd, p) for p in rsp_files] + [_rel(cwd, p) for a in classified for p in _flag_inputs(a, cwd)]
+    # and every other argument that names a file the backend reads, as the local cache key finds them: a value
+    # the table does not know (`-Xclang -load -Xclang F`) would otherwise be the worker's file, or none
+    named = {positional[0], *(f"-fthinlto-index={i}" for i in index_args), *outputs}
+    others += [_rel(cwd, p) for _arg, p in file_arguments(list(argv[1:]), named, str(cwd))]
     return BackendInputs(
         bitcode=bitcode_path, index=index_path, imports=imports, other_inputs=tuple(dict.fromkeys(others)),
         output=_rel(cwd, outputs[-1]) if outputs else None, skip=skip,

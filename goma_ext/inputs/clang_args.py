@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from goma_ext.errors import GomaExtError
+from thinlto_base.keys import system_program_flag
 
 MAX_RESPONSE_FILE_DEPTH = 16
 
@@ -85,17 +86,31 @@ FLAGS: tuple[FlagSpec, ...] = (
 )
 
 
-# Flags after which clang's driver starts programs of the system it runs on (an assembler, GCC's files) or looks
-# for them in directories the action does not carry: remotely those are the worker's, outside every key.
-_SYSTEM_PROGRAM_FLAGS = ("-fno-integrated-as", "-no-integrated-as")
-_SYSTEM_PROGRAM_PREFIXES = ("-B", "--prefix", "--gcc-toolchain", "-gcc-toolchain", "--gcc-install-dir",
-                            "--gcc-triple", "-ccc-install-dir")
+_NATIVE_CPU = ("-march=native", "-mcpu=native", "-mtune=native")  # clang resolves it to the machine's CPU
+_CONFIG_DIRS = ("--config-user-dir", "--config-system-dir")  # clang reads DIR/<name>.cfg: not in the action
 
 
-def system_program_flag(args: Sequence[str]) -> str | None:
-    """The first of ARGS (response files expanded) after which the driver would start a program of the machine
-    it runs on, or find one in a directory the action does not carry; None when there is none."""
-    return next((a for a in args if a in _SYSTEM_PROGRAM_FLAGS or a.startswith(_SYSTEM_PROGRAM_PREFIXES)), None)
+def machine_flag(args: Sequence[str]) -> str | None:
+    """The first of ARGS (response and config files expanded) after which the object depends on the machine that
+    compiles it: the driver would start a program of that machine (thinlto_base.keys.system_program_flag), read
+    its configuration directories, or build for its CPU (`native`). None when there is none."""
+    return system_program_flag(args) or next(
+        (a for a in args if a in _NATIVE_CPU or a.startswith(_CONFIG_DIRS)), None)
+
+
+def config_file_words(args: Sequence[str], read: Callable[[str], str]) -> list[str]:
+    """The words of the configuration files ARGS name (`--config=F`, `--config F`), each read by READ, `#`
+    comments left out: flags clang adds as if they were on the command line."""
+    words: list[str] = []
+    for i, arg in enumerate(args):
+        path = arg.removeprefix("--config=") if arg.startswith("--config=") else \
+            args[i + 1] if arg == "--config" and i + 1 < len(args) else ""
+        if path:
+            try:
+                words.extend(shlex.split(read(path), comments=True, posix=True))
+            except ValueError as e:
+                raise GomaExtError(f"configuration file {path}: {e}") from e
+    return words
 
 
 @dataclass(frozen=True)

@@ -49,3 +49,23 @@ def test_a_split_dwarf_backend_compiles_locally_with_one_warning(flag: str, tmp_
                   "a.o", "a.thinlto.bc", "a.native.o", ("a.o",), ("a.native.o",))
     record = d._run_job(job, time.monotonic())
     assert record.exit_code == 0 and ran == ["a.native.o"] and warned == ["remote:split-dwarf"]
+
+
+def test_a_machine_dependent_backend_compiles_locally_with_one_warning(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """-fno-integrated-as (or -march=native) with a remote configured: the job runs locally, the link goes on (a
+    review of 49ab385 found the refusal failing the whole link)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.o").write_bytes(b"bitcode")
+    d = object.__new__(distributor.Distributor)
+    d._remote = _NoRemote()  # type: ignore[assignment]
+    d.cwd = tmp_path
+    d.jobs = None  # type: ignore[assignment]
+    warned: list[str] = []
+    d._warn_once = lambda message, kind="": warned.append(f"{kind} {message}")  # type: ignore[method-assign]
+    for flag in ("-fno-integrated-as", "-march=native"):
+        job = DistJob(("clang", "-c", "-x", "ir", "a.o", flag, "-o", "a.native.o"), "a.o", "", "a.native.o",
+                      ("a.o",), ("a.native.o",))
+        assert d._remote_job(job, distributor.BackendJob(job.argv, "a.o", "", "a.native.o"), "k", 0.0) is None
+    assert [w.split(":")[:2] for w in warned] == [["remote", "machine -fno-integrated-as"],
+                                                  ["remote", "machine -march=native"]]

@@ -104,17 +104,62 @@ def test_compile_flags_with_separate_values_are_not_inputs() -> None:
 
 
 @pytest.mark.parametrize("flags", [["-fno-integrated-as"], ["-no-integrated-as"], ["-B/opt/gnu/bin"], ["-B", "x"],
-                                   ["--gcc-toolchain=/opt/gcc"], ["--prefix=/opt"], ["@prog.rsp"]])
-def test_a_backend_that_would_start_a_program_of_the_worker_runs_locally(flags: list[str], workdir: Path) -> None:
-    """The driver would run the worker's `as` (or look in directories the action does not carry): the remote
-    object would come from a program outside every key ([harden], the remote-vs-local review)."""
+                                   ["--gcc-toolchain=/opt/gcc"], ["--prefix=/opt"], ["@prog.rsp"], ["-march=native"],
+                                   ["-mtune=native"], ["-mcpu=native"]])
+def test_a_backend_that_would_depend_on_the_worker_runs_locally(flags: list[str], workdir: Path) -> None:
+    """The driver would run the worker's `as` (or look in directories the action does not carry), or build for
+    the worker's CPU: the remote object would depend on what no key covers ([harden], the remote-vs-local
+    reviews; with -march=native an AVX-512 worker's object crashed an AVX2 client's binary)."""
     from goma_ext.reapi.errors import InputError
     from goma_ext.remote.action_inputs import action_files
 
     (workdir / "prog.rsp").write_text("-O2 -fno-integrated-as\n")
     argv = ["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/skip.o.thinlto.bc", *flags, "-o", "a.native.o"]
-    with pytest.raises(GomaExtError, match=r"clang would start a program of the worker's system"):
+    with pytest.raises(GomaExtError, match=r"the object would depend on the worker"):
         backend_inputs(argv, workdir)
     with pytest.raises(InputError, match=r"the backend runs locally"):
         action_files(argv, workdir)
     assert action_files([a for a in argv if a not in flags], workdir).outputs == ("a.native.o",)
+
+
+def test_configuration_files_are_read_for_what_makes_the_object_machine_dependent(workdir: Path) -> None:
+    """A `--config` file with -fno-integrated-as, or a configuration directory of the machine (a review,
+    2026-12-07): the remote object would come from the worker's `as`, or its own configuration."""
+    from goma_ext.inputs.backend import MachineDependent
+
+    (workdir / "as.cfg").write_text("# an assembler of our own\n-fno-integrated-as\n")
+    (workdir / "plain.cfg").write_text("-O2 # nothing of the machine\n")
+    base = ["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/skip.o.thinlto.bc", "-o", "a.native.o"]
+    for flags, machine in ((["--config=as.cfg"], "-fno-integrated-as"), (["--config", "as.cfg"], "-fno-integrated-as"),
+                           (["--config-user-dir=cfgs"], "--config-user-dir=cfgs")):
+        with pytest.raises(MachineDependent, match=f"^{machine}: the object would depend on the worker"):
+            backend_inputs([*base, *flags], workdir)
+    assert backend_inputs([*base, "--config=plain.cfg"], workdir).other_inputs == ("plain.cfg",)
+
+
+def test_a_job_that_starts_a_program_of_the_machine_is_not_cached(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its object depends on the `as` on PATH (or what -B names), which no key covers (a review, 2026-12-07)."""
+    from gn_thinlto.steps.backend import serve
+    from thinlto_base.keys import BackendJob
+    from thinlto_base.store import CacheStore
+    from thinlto_base.trust import Trust
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.o").write_bytes(b"bitcode")
+    (tmp_path / "flags.rsp").write_text("-fno-integrated-as\n")
+    runs: list[list[str]] = []
+
+    def compile_(argv: list[str]) -> int:
+        runs.append(argv)
+        Path(argv[argv.index("-o") + 1]).write_bytes(b"object")
+        return 0
+
+    store = CacheStore(str(tmp_path / "cache"), Trust(""))
+    for extra in ([], ["-fno-integrated-as"], ["-B/opt/binutils/bin"], ["@flags.rsp"]):
+        job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o", *extra])
+        assert job.cacheable() == (not extra)
+        runs.clear()
+        served = [serve(job, store, str(tmp_path / "log"), (), compile_) for _ in range(2)]
+        assert served == ([(0, True), (0, False)] if not extra else [(0, True), (0, True)]), extra
+        assert len(runs) == (1 if not extra else 2), extra

@@ -98,3 +98,28 @@ def test_after_a_success_only_indexes_that_changed_are_read(tmp_path: Path, monk
     Path(manifest_index_files(m)[0][3]).write_bytes(b"another index")
     with pytest.raises(GnThinltoError, match="no module hash"):
         check_module_hashes(m, every=False)
+
+
+def test_dtlto_keys_tell_modules_without_a_hash_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lld's DTLTO jobs are keyed by an index digest without module paths: two different modules without a hash
+    (x*3 and x*5) gave one key, and the cache would hand one link the other's object (a review, 2026-12-07)."""
+    from goma_ext.bitcode.canonical import canonical_index_digest
+    from goma_ext.dtlto.distributor import content_key
+    from thinlto_base.keys import BackendJob
+
+    keys, digests = set(), set()
+    for factor in (3, 5):
+        d = tmp_path / f"x{factor}"
+        d.mkdir()
+        monkeypatch.chdir(d)
+        _thin_link(d, ("-module-summary",), False)
+        (d / "b.c").write_text(f"int f(int x) {{ return x * {factor}; }}\n")
+        _run("clang-19", "-O2", "-emit-llvm", "-S", "b.c", "-o", "b.ll", cwd=d)
+        _run("opt-19", "-module-summary", "b.ll", "-o", "b.o", cwd=d)
+        _run("clang-19", "-flto=thin", "-fuse-ld=lld", "-Wl,--thinlto-index-only", "-Wl,--thinlto-prefix-replace=;stage/",
+             "a.o", "b.o", "-o", "x", cwd=d)
+        job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-fthinlto-index=stage/a.o.thinlto.bc", "-o",
+                                "a.native.o", "-O2"])
+        digests.add(canonical_index_digest(job.index, job.bitcode))
+        keys.add(content_key(job))
+    assert len(digests) == 1 and len(keys) == 2

@@ -232,3 +232,56 @@ def test_the_key_covers_the_files_the_flags_name(tmp_path: Path, monkeypatch: py
     second = content_key(job)
     Path("prof.txt").write_text("bar:1:1\n")
     assert len({first, second, content_key(job)}) == 3
+
+
+def test_the_key_covers_separate_values_profile_directories_and_response_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An attacker's review (2026-12-07) found files a backend reads outside the key: `--config F`, a plugin
+    loaded with `-Xclang -load -Xclang F`, `-fprofile-use=DIR` (its default.profdata), `-ivfsoverlay F`, and the
+    files a response file names. Files the backend writes (a time trace) are not keyed: the key would change at
+    every run."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.o", "a.o.thinlto.bc", "my.cfg", "plugin.so", "vfs.yaml", "s.prof", "tt.json", "n.dwo"):
+        Path(name).write_bytes(b"x")
+    Path("pgo").mkdir()
+    Path("pgo/default.profdata").write_bytes(b"p")
+    Path("flags.rsp").write_text("-O2 -fprofile-sample-use=s.prof\n")
+    job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-fthinlto-index=a.o.thinlto.bc", "-o", "n.o",
+                            "--config", "my.cfg", "-Xclang", "-load", "-Xclang", "plugin.so", "-fprofile-use=pgo",
+                            "-ivfsoverlay", "vfs.yaml", "@flags.rsp", "-ftime-trace=tt.json",
+                            "-Xclang", "-split-dwarf-output", "-Xclang", "n.dwo"])
+    assert job.flag_files() == [("my.cfg", "my.cfg"), ("plugin.so", "plugin.so"),
+                                ("-fprofile-use=pgo", "pgo/default.profdata"), ("vfs.yaml", "vfs.yaml"),
+                                ("@flags.rsp", "flags.rsp"), ("-fprofile-sample-use=s.prof", "s.prof")]
+    keys = {content_key(job)}
+    for name in ("my.cfg", "plugin.so", "pgo/default.profdata", "vfs.yaml", "s.prof"):
+        Path(name).write_bytes(b"changed")
+        keys.add(content_key(job))
+    Path("tt.json").write_bytes(b"a new trace")
+    keys.add(content_key(job))
+    assert len(keys) == 6  # one per read file's change, none for the trace
+
+
+def test_remote_inputs_are_the_files_the_key_covers(tmp_path: Path) -> None:
+    """The same files travel with the remote action, so a remote backend reads them, not the worker's (or none,
+    when a plugin was missing and the remote compile failed without a local fallback)."""
+    from goma_ext.inputs.backend import backend_inputs
+
+    for name in ("a.o", "plugin.so", "my.cfg", "tt.json"):
+        (tmp_path / name).write_bytes(b"x")
+    result = backend_inputs(["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o", "-Xclang", "-load", "-Xclang",
+                             "plugin.so", "--config", "my.cfg", "-ftime-trace=tt.json"], tmp_path)
+    assert result.other_inputs == ("my.cfg", "plugin.so")
+
+
+def test_a_native_cpu_is_in_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-march=native (copied from a link line) builds for the machine's CPU: the key names that CPU, so a cache
+    shared by machines with other CPUs never serves one's object to another."""
+    from thinlto_base import keys
+
+    base = ["clang-19", "-c", "-x", "ir", "a.o", "-fthinlto-index=a.o.thinlto.bc", "-o", "n.o"]
+    assert not any(f.startswith("<native cpu>") for f in BackendJob.parse(base).flags_for_key())
+    native = BackendJob.parse([*base, "-march=native"]).flags_for_key()
+    assert native[-1] == f"<native cpu>{keys.host_cpu()}" and len(keys.host_cpu()) == 64
+    monkeypatch.setattr(keys, "_HOST_CPU", ["another cpu"])
+    assert BackendJob.parse([*base, "-march=native"]).flags_for_key() != native
