@@ -89,6 +89,9 @@ class BackendCommand:
 
     head: tuple[str, ...]  # clang -c -x ir
     flags: tuple[str, ...]
+    # files the flags name that every backend edge depends on: a sample profile, a basic-block sections list, and
+    # any other flag value the link declares as an input (GN `inputs`): an edit of one runs the backends again
+    inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

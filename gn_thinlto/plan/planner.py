@@ -16,6 +16,7 @@ from gn_thinlto.plan import linkline
 from gn_thinlto.plan.config import AUTO_PARTITIONS, Config, TestonlyMode
 from gn_thinlto.plan.linkline import LtoMode, Refused
 from gn_thinlto.plan.links import GnGraph, GnLink, InputClassifier, LinkInput, Producer, gn_link, producers_of, rules_of
+from gn_thinlto.plan.lld_options import backend_flag_files
 from gn_thinlto.plan.model import (
     Backend,
     BackendCommand,
@@ -114,11 +115,29 @@ def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
     return list(dict.fromkeys(itertools.chain.from_iterable(inp.bitcode for inp in inputs)))
 
 
-def _backend_command(compiler: str, flags: Sequence[str], analysis: linkline.LinkAnalysis) -> BackendCommand:
+def _backend_command(compiler: str, flags: Sequence[str], analysis: linkline.LinkAnalysis,
+                     declared: Sequence[str] = ()) -> BackendCommand:
     """The link's backend command: one clang run when lld's code generation level is its optimization level,
-    else the backend step's two-step form (thinlto_base.keys.BackendJob: clang cannot set them apart)."""
+    else the backend step's two-step form (thinlto_base.keys.BackendJob: clang cannot set them apart). Its
+    inputs: the files the routed flags name, and the flag values DECLARED (the link's implicit inputs) holds."""
     two_step = (f"{CODEGEN_OPTION}{analysis.cg_opt_level}",) if analysis.cg_opt_level != analysis.opt_level else ()
-    return BackendCommand((*two_step, compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags))
+    return BackendCommand((*two_step, compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags),
+                          flag_inputs(flags, declared))
+
+
+def flag_inputs(flags: Sequence[str], declared: Sequence[str] = ()) -> tuple[str, ...]:
+    """The files backend FLAGS name that ninja must know of: the routed flags' files (a sample profile, a
+    basic-block sections list), then each value (`-flag=V`, `-mllvm -opt=V`, a separate V) that DECLARED holds."""
+    known = {posixpath.normpath(d): d for d in declared}
+    values = (f.rsplit("=", 1)[-1] if f.startswith("-") else f for f in flags)
+    named = [known[posixpath.normpath(v)] for v in values if v and posixpath.normpath(v) in known]
+    return tuple(dict.fromkeys((*backend_flag_files(flags), *named)))
+
+
+def _declared(f: _LinkFacts) -> tuple[str, ...]:
+    """The files F's link declares (GN `inputs`: ninja's implicit inputs of its edge) that its backends' flags may
+    name; none for null-index backends, which links with other declarations share."""
+    return () if f.null_index else f.link.edge.implicit
 
 
 def _index_dir(tdir: str) -> str:
@@ -178,7 +197,7 @@ def _analysis(argv: tuple[str, ...]) -> linkline.LinkAnalysis:
 def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Backend]) -> tuple[Backend, ...]:
     """F's backends; a null-index backend is taken from SHARED when another link made it (same native: same
     flags, same bitcode), else made and added there."""
-    command = _backend_command(f.compiler, f.flags, f.analysis)
+    command = _backend_command(f.compiler, f.flags, f.analysis, _declared(f))
     if f.null_index:
         made = []
         for b in f.bitcode:
@@ -224,8 +243,8 @@ def _partition_count(f: _LinkFacts, config: Config) -> tuple[int, str]:
 def _partition_backends(f: _LinkFacts, count: int) -> tuple[Backend, ...]:
     """The edges compiling partitions 0…COUNT-1 of F's regular-LTO module, as lld's code generation does it
     (thinlto_base.two_step: the module is already optimized; checked byte for byte against lld's partitions)."""
-    command = BackendCommand((f.compiler, "-c", "-x", "ir"),
-                             ("-Wno-unused-command-line-argument", *codegen_only(f.flags, f.analysis.cg_opt_level)))
+    flags = ("-Wno-unused-command-line-argument", *codegen_only(f.flags, f.analysis.cg_opt_level))
+    command = BackendCommand((f.compiler, "-c", "-x", "ir"), flags, flag_inputs(flags, _declared(f)))
     out = []
     for k in range(count):
         bitcode, native = partition_paths(_partition_dir(f.tdir), k)
@@ -256,7 +275,7 @@ def plan_target(
     shared = {} if shared is None else shared
     f = _analyze(target, graph, config, producers, rules, classifier)
     link, output = f.link, target.outputs[0]
-    command = _backend_command(f.compiler, f.flags, f.analysis)
+    command = _backend_command(f.compiler, f.flags, f.analysis, _declared(f))
     native_root = _shared_dir(command) if f.null_index else _native_dir(f.tdir)
     native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
     final_items, final_lazy = _final_items(f.inputs, native_of, link.whole_archive, f.null_index)

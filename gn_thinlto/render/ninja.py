@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from gn_thinlto import steps
 from gn_thinlto.errors import GnThinltoError
-from gn_thinlto.plan.lld_options import backend_flag_files
 from gn_thinlto.plan.model import Backend, BackendCommand, FinalLink, GraphPlan, TargetPlan, TargetSummary
 from gn_thinlto.render.templating import render, shell_join
 from gn_thinlto.steps import ninja_syntax
@@ -61,7 +60,7 @@ def backend_edges(group: BackendGroup) -> str:
     head_ref = f"${group.head_var} " if group.command.head else ""
     flags_ref = f" ${group.flags_var}" if group.command.flags else ""
     backends = group.backends
-    files = backend_flag_files(group.command.flags)
+    files = group.command.inputs
     if files:  # rare (a link's sample profile): each edge also depends on them, written one by one
         return "\n".join(
             ninja_syntax.build(b.native, "gn_thinlto_backend", b.bitcode, [*([b.index] if b.index else []), *files],

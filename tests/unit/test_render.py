@@ -15,6 +15,7 @@ from gn_thinlto.gn.ninja_text import parse
 from gn_thinlto.plan.config import Config
 from gn_thinlto.plan.config import TestonlyMode as Mode
 from gn_thinlto.plan.model import BackendCommand
+from gn_thinlto.plan.planner import flag_inputs
 from gn_thinlto.render.ninja import (
     SHARED_FILE,
     backend_groups,
@@ -134,13 +135,16 @@ def test_backends_depend_on_the_files_their_flags_name() -> None:
     as -fprofile-sample-use): editing it must run the backends again, as it would relink in-process."""
     plan = basic_plan(Config(testonly=Mode.SHARED_NULL_INDEX))
     shared = list(plan.shared_backends)
-    command = BackendCommand(shared[0].command.head, (*shared[0].command.flags, "-fprofile-sample-use=p f.prof",
-                                                       "-fbasic-block-sections=list=bb.txt"))
+    flags = (*shared[0].command.flags, "-fprofile-sample-use=p f.prof", "-fbasic-block-sections=list=bb.txt",
+             "-mllvm", "-some-list=../../data/l.txt")
+    command = BackendCommand(shared[0].command.head, flags, flag_inputs(flags, ("../../data/./l.txt", "x.TOC")))
+    assert command.inputs == ("p f.prof", "bb.txt", "../../data/./l.txt")
     with_files = tuple(replace(b, command=command) for b in shared)
     text = render_files(replace(plan, shared_backends=with_files))[SHARED_FILE]
     edges = [e for e in parse(text).edges if e.rule == "gn_thinlto_backend"]
     assert len(edges) == len(shared)
-    assert all({"p f.prof", "bb.txt"} <= set(e.implicit) for e in edges), edges[0]
+    assert all({"p f.prof", "bb.txt", "../../data/./l.txt"} <= set(e.implicit) for e in edges), edges[0]
+    assert not any("x.TOC" in e.implicit for e in edges)  # what the link declares but no flag names
     assert _edge_argvs(text) == {b.native: shell_join(b.argv) for b in with_files}
 
 
