@@ -90,7 +90,7 @@ class BackendJob:
         if not self.dwo_name:
             names[self.output] = "<out>"
         flags = [names.get(a, a) for a in self.argv[1:]]
-        if any(a.endswith("=native") and a.startswith(NATIVE_CPU_FLAGS) for a in self.argv):
+        if native_cpu_flag(self.words()):
             flags.append(f"<native cpu>{host_cpu()}")  # the CPU clang resolves `native` to, with its features
         return [f"{CODEGEN_OPTION}{self.codegen}", *flags] if self.codegen else flags
 
@@ -102,16 +102,18 @@ class BackendJob:
         value that only looks like one costs a hash, never a wrong hit. Files the command writes do not (a time
         trace, an optimization record, a dependency file): they would change the key at every run."""
         skip = {self.bitcode, f"-fthinlto-index={self.index}", self.output, self.dwo}
-        return file_arguments(self.argv[1:], skip)
+        return file_arguments(self.argv[1:], skip, "", self.argv[0])
 
     def cacheable(self) -> bool:
         """Whether the job's object depends only on what the key covers: not when the driver would start a
         program of the machine (an assembler under -fno-integrated-as, what -B or --gcc-toolchain names)."""
-        args = list(self.argv[1:])
-        for arg in self.argv[1:]:
-            if arg.startswith("@") and os.path.isfile(arg[1:]):
-                args.extend(_response_words(arg[1:]))  # one level: clang's nested files are rare, and refused remotely
-        return system_program_flag(args) is None
+        return system_program_flag(self.words()) is None
+
+    def words(self) -> list[str]:
+        """The arguments as clang reads them: response and configuration files expanded (expand_arguments)."""
+        if not any(a.startswith(("@", "--config")) for a in self.argv):
+            return list(self.argv[1:])  # the common case: nothing to read
+        return expand_arguments(self.argv[1:], "", self.argv[0])[0]
 
     def two_steps(self, argv: Sequence[str], module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A two-step job's commands for ARGV (this job's command, maybe relocated), the optimized module
@@ -166,47 +168,96 @@ _HOST_CPU: list[str] = []
 
 # Flags whose value is a file the command writes (joined `-flag=F`, or the separate value after the flag).
 _WRITTEN = ("-ftime-trace=", "-foptimization-record-file=", "-fprofile-generate=", "-fprofile-instr-generate=",
-            "-fcs-profile-generate=", "-fthin-link-bitcode=", "-fcrash-diagnostics-dir=")
-_WRITTEN_SEPARATE = frozenset({"-o", "-MF", "-split-dwarf-output", "-split-dwarf-file", "-dependency-file",
-                               "-ftime-trace", "-opt-record-file"})
+            "-fcs-profile-generate=", "-fthin-link-bitcode=", "-fcrash-diagnostics-dir=", "-fproc-stat-report=",
+            "-stats-file=", "-info-output-file=", "-fprofile-instrument-path=")
+_WRITTEN_SEPARATE = frozenset({"-o", "-MF", "-MJ", "-split-dwarf-output", "-split-dwarf-file", "-dependency-file",
+                               "-ftime-trace", "-opt-record-file", "--serialize-diagnostics",
+                               "-serialize-diagnostic-file"})
 _PASSED_ON = frozenset({"-Xclang", "-mllvm", "-Xlinker", "-Xassembler"})  # the next argument is another tool's
 _PROFILE_DIR_FLAGS = ("-fprofile-use=", "-fprofile-instr-use=")  # a directory means its default.profdata
 _CONFIG_DIR_FLAGS = ("--config-user-dir=", "--config-system-dir=")
 _MAX_RESPONSE_DEPTH = 16
 
 
+def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> tuple[list[str], list[tuple[str, str]]]:
+    """ARGS (argv[0] excluded) as clang reads them, run in CWD (default: here) by COMPILER: each response file
+    `@F` replaced by its words, nested ones too; then the words of each configuration file (`--config=F`,
+    `--config F`; a name without a slash is looked up beside COMPILER, as clang does), in which `@G` is relative
+    to the file's own directory. Also (argument, file) for each file so read. A file that cannot be read is left
+    out: the compiler itself reports it."""
+    read: list[tuple[str, str]] = []
+
+    def expand(words: Sequence[str], base: str, depth: int) -> list[str]:
+        out: list[str] = []
+        for word in words:
+            if not (word.startswith("@") and len(word) > 1):
+                out.append(word)
+                continue
+            path = os.path.join(base, word[1:]) if base else word[1:]
+            inner = _response_words(os.path.join(cwd, path)) if depth < _MAX_RESPONSE_DEPTH else None
+            if inner is None:
+                out.append(word)  # not a file here: clang takes it as an argument, or reports it
+                continue
+            read.append((word, path))
+            out.extend(expand(inner, base, depth + 1))
+        return out
+
+    words = expand(args, "", 0)
+    for i, word in enumerate(list(words)):
+        name = word.removeprefix("--config=") if word.startswith("--config=") else \
+            words[i + 1] if word == "--config" and i + 1 < len(words) else ""
+        if not name:
+            continue
+        path = name if "/" in name else os.path.join(_compiler_dir(compiler), name) if compiler else ""
+        inner = _response_words(os.path.join(cwd, path)) if path else None
+        if inner is not None:
+            read.append((word, path))
+            words.extend(expand(inner, os.path.dirname(path), 1))
+    return words, read
+
+
+def _compiler_dir(compiler: str) -> str:
+    path = compiler
+    if os.sep not in compiler:
+        import shutil  # only for a bare command name
+
+        path = shutil.which(compiler) or compiler
+    return os.path.dirname(os.path.realpath(path))
+
+
+def native_cpu_flag(words: Sequence[str]) -> str | None:
+    """The first of WORDS that builds for the compiling machine's CPU: -march, -mcpu or -mtune naming `native`
+    (with extensions too, `-mcpu=native+crc`); None when there is none."""
+    return next((w for w in words if w.startswith(NATIVE_CPU_FLAGS) and w.split("=", 1)[1].split("+")[0] == "native"),
+                None)
+
+
 def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozenset(), cwd: str = "",
-                   depth: int = 0) -> list[tuple[str, str]]:
-    """(argument, file) for each of ARGS (a compiler's arguments, argv[0] excluded) but SKIP that names a regular
-    file the compiler, run in CWD (default: here), reads: BackendJob.flag_files, and goma-ext's remote inputs."""
-    out: list[tuple[str, str]] = []
+                   compiler: str = "") -> list[tuple[str, str]]:
+    """(argument, file) for each of ARGS (a compiler's arguments, argv[0] excluded; response and configuration
+    files expanded: expand_arguments) but SKIP that names a regular file COMPILER, run in CWD (default: here),
+    reads: BackendJob.flag_files, and goma-ext's remote inputs."""
+    words, out = expand_arguments(args, cwd, compiler)
 
     def isfile(path: str) -> bool:
         return os.path.isfile(os.path.join(cwd, path))
 
-    for i, arg in enumerate(args):
-        if arg in skip or not arg:
+    for i, arg in enumerate(words):
+        if arg in skip or not arg or arg.startswith("@"):
             continue
-        owner = args[i - 1] if i else ""
-        if owner in _PASSED_ON and i >= 2 and args[i - 2] not in _PASSED_ON:
-            owner = args[i - 2]  # -Xclang -split-dwarf-output -Xclang F: F is the value of -split-dwarf-output
-        if arg.startswith("@"):
-            value = arg[1:]
-            if value and isfile(value):
-                out.append((arg, value))
-                if depth < _MAX_RESPONSE_DEPTH:  # deeper nesting: the compiler itself refuses the command
-                    out.extend(file_arguments(_response_words(os.path.join(cwd, value)), skip, cwd, depth + 1))
-            continue
+        owner = words[i - 1] if i else ""
+        if owner in _PASSED_ON and i >= 2 and words[i - 2] not in _PASSED_ON:
+            owner = words[i - 2]  # -Xclang -split-dwarf-output -Xclang F: F is the value of -split-dwarf-output
         if arg.startswith("-"):
-            if "=" not in arg or arg.startswith(_WRITTEN):
-                continue
+            if "=" not in arg or arg.startswith(_WRITTEN) or arg.startswith("--config="):
+                continue  # a configuration file is in OUT already, where clang finds it
             value = arg.split("=", 1)[1].removeprefix("list=")
             if arg.startswith(_PROFILE_DIR_FLAGS) and os.path.isdir(os.path.join(cwd, value)):
                 value = os.path.join(value, "default.profdata")
             elif arg.startswith(_CONFIG_DIR_FLAGS):  # clang reads DIR/<its name>.cfg: every one there counts
                 out.extend((arg, path) for path in config_files(os.path.join(cwd, value, "-")))
                 continue
-        elif owner in _WRITTEN_SEPARATE or owner.startswith(_WRITTEN):
+        elif owner in _WRITTEN_SEPARATE or owner.startswith(_WRITTEN) or owner == "--config":
             continue
         else:
             value = arg
@@ -215,14 +266,16 @@ def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozen
     return out
 
 
-def _response_words(path: str) -> list[str]:
+def _response_words(path: str) -> list[str] | None:
+    """The words of the response or configuration file PATH (`#` comments out, as clang reads configuration
+    files; a response file's words never start with one); None when it is not a file that can be read."""
     import shlex  # only for a command with a response file
 
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return shlex.split(f.read())
+            return shlex.split(f.read(), comments=True)
     except (OSError, ValueError):
-        return []  # the compiler reports it; the file's own digest is in the key
+        return None
 
 
 def compiler_identity(compiler: str) -> str:

@@ -267,7 +267,11 @@ def thin_link(m: dict[str, Any], checked: bool = False) -> int:
 
     proc = subprocess.run(argv, capture_output=True, text=True, env=compile_environment())
     if proc.returncode != 0:
+        from thinlto_base.compile_env import explain_failure
+
         sys.stderr.write(proc.stdout + proc.stderr)
+        if note := explain_failure(proc.returncode):
+            print(note, file=sys.stderr)
         print(f"gn-thinlto: thin link of {m['target']} failed (exit {proc.returncode})", file=sys.stderr)
         return proc.returncode
     if proc.stderr:

@@ -88,7 +88,7 @@ def _unhashed_module_parts(job: BackendJob) -> list[str]:
             parts.append(file_sha256(archive_of(name)))
         except OSError:  # not here to hash: a key of its own, so the job never takes another's object
             parts.append(f"unread:{os.urandom(16).hex()}")
-    return sorted(parts)
+    return parts  # in the index's order: which module has which content
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:

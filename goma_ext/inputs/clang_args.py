@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from goma_ext.errors import GomaExtError
-from thinlto_base.keys import system_program_flag
+from thinlto_base.keys import native_cpu_flag, system_program_flag
 
 MAX_RESPONSE_FILE_DEPTH = 16
 
@@ -86,31 +86,16 @@ FLAGS: tuple[FlagSpec, ...] = (
 )
 
 
-_NATIVE_CPU = ("-march=native", "-mcpu=native", "-mtune=native")  # clang resolves it to the machine's CPU
 _CONFIG_DIRS = ("--config-user-dir", "--config-system-dir")  # clang reads DIR/<name>.cfg: not in the action
 
 
-def machine_flag(args: Sequence[str]) -> str | None:
-    """The first of ARGS (response and config files expanded) after which the object depends on the machine that
-    compiles it: the driver would start a program of that machine (thinlto_base.keys.system_program_flag), read
-    its configuration directories, or build for its CPU (`native`). None when there is none."""
-    return system_program_flag(args) or next(
-        (a for a in args if a in _NATIVE_CPU or a.startswith(_CONFIG_DIRS)), None)
-
-
-def config_file_words(args: Sequence[str], read: Callable[[str], str]) -> list[str]:
-    """The words of the configuration files ARGS name (`--config=F`, `--config F`), each read by READ, `#`
-    comments left out: flags clang adds as if they were on the command line."""
-    words: list[str] = []
-    for i, arg in enumerate(args):
-        path = arg.removeprefix("--config=") if arg.startswith("--config=") else \
-            args[i + 1] if arg == "--config" and i + 1 < len(args) else ""
-        if path:
-            try:
-                words.extend(shlex.split(read(path), comments=True, posix=True))
-            except ValueError as e:
-                raise GomaExtError(f"configuration file {path}: {e}") from e
-    return words
+def machine_flag(words: Sequence[str]) -> str | None:
+    """The first of WORDS (response and configuration files expanded: thinlto_base.keys.expand_arguments) after
+    which the object depends on the machine that compiles it: the driver would start a program of that machine
+    (thinlto_base.keys.system_program_flag), read its configuration directories, or build for its CPU
+    (native_cpu_flag). None when there is none."""
+    return system_program_flag(words) or native_cpu_flag(words) or next(
+        (w for w in words if w.startswith(_CONFIG_DIRS)), None)
 
 
 @dataclass(frozen=True)

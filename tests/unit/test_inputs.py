@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from goma_ext.inputs.clang_args import Role, classify, expand_response_files
-from goma_ext.errors import GomaExtError
 from goma_ext.bitcode.index import read_index
+from goma_ext.errors import GomaExtError
 from goma_ext.inputs.backend import archive_of, backend_inputs
+from goma_ext.inputs.clang_args import Role, classify, expand_response_files
 
 DATA = Path(__file__).parent / "index_data"
 
@@ -130,11 +130,18 @@ def test_configuration_files_are_read_for_what_makes_the_object_machine_dependen
     (workdir / "as.cfg").write_text("# an assembler of our own\n-fno-integrated-as\n")
     (workdir / "plain.cfg").write_text("-O2 # nothing of the machine\n")
     base = ["clang", "-c", "-x", "ir", "obj/a.o", "-fthinlto-index=obj/skip.o.thinlto.bc", "-o", "a.native.o"]
-    for flags, machine in ((["--config=as.cfg"], "-fno-integrated-as"), (["--config", "as.cfg"], "-fno-integrated-as"),
-                           (["--config-user-dir=cfgs"], "--config-user-dir=cfgs")):
+    (workdir / "cfgs").mkdir()
+    (workdir / "cfgs/outer.cfg").write_text("@inner.cfg\n")  # relative to the configuration file's directory
+    (workdir / "cfgs/inner.cfg").write_text("-mcpu=native+crc\n")
+    (workdir / "deep.rsp").write_text("@as.rsp\n")
+    (workdir / "as.rsp").write_text("-march=native\n")
+    for flags, machine in ((["--config=./as.cfg"], "-fno-integrated-as"),
+                           (["--config", "./as.cfg"], "-fno-integrated-as"),
+                           (["--config-user-dir=cfgs"], "--config-user-dir=cfgs"),
+                           (["--config=cfgs/outer.cfg"], "-mcpu=native\\+crc"), (["@deep.rsp"], "-march=native")):
         with pytest.raises(MachineDependent, match=f"^{machine}: the object would depend on the worker"):
             backend_inputs([*base, *flags], workdir)
-    assert backend_inputs([*base, "--config=plain.cfg"], workdir).other_inputs == ("plain.cfg",)
+    assert backend_inputs([*base, "--config=./plain.cfg"], workdir).other_inputs == ("plain.cfg",)
 
 
 def test_a_job_that_starts_a_program_of_the_machine_is_not_cached(tmp_path: Path,
@@ -156,7 +163,10 @@ def test_a_job_that_starts_a_program_of_the_machine_is_not_cached(tmp_path: Path
         return 0
 
     store = CacheStore(str(tmp_path / "cache"), Trust(""))
-    for extra in ([], ["-fno-integrated-as"], ["-B/opt/binutils/bin"], ["@flags.rsp"]):
+    (tmp_path / "outer.rsp").write_text("@flags.rsp\n")
+    (tmp_path / "as.cfg").write_text("-fno-integrated-as\n")
+    for extra in ([], ["-fno-integrated-as"], ["-B/opt/binutils/bin"], ["@flags.rsp"], ["@outer.rsp"],
+                  ["--config=./as.cfg"]):
         job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o", *extra])
         assert job.cacheable() == (not extra)
         runs.clear()

@@ -247,12 +247,12 @@ def test_the_key_covers_separate_values_profile_directories_and_response_files(
     Path("pgo/default.profdata").write_bytes(b"p")
     Path("flags.rsp").write_text("-O2 -fprofile-sample-use=s.prof\n")
     job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-fthinlto-index=a.o.thinlto.bc", "-o", "n.o",
-                            "--config", "my.cfg", "-Xclang", "-load", "-Xclang", "plugin.so", "-fprofile-use=pgo",
+                            "--config", "./my.cfg", "-Xclang", "-load", "-Xclang", "plugin.so", "-fprofile-use=pgo",
                             "-ivfsoverlay", "vfs.yaml", "@flags.rsp", "-ftime-trace=tt.json",
                             "-Xclang", "-split-dwarf-output", "-Xclang", "n.dwo"])
-    assert job.flag_files() == [("my.cfg", "my.cfg"), ("plugin.so", "plugin.so"),
+    assert job.flag_files() == [("@flags.rsp", "flags.rsp"), ("--config", "./my.cfg"), ("plugin.so", "plugin.so"),
                                 ("-fprofile-use=pgo", "pgo/default.profdata"), ("vfs.yaml", "vfs.yaml"),
-                                ("@flags.rsp", "flags.rsp"), ("-fprofile-sample-use=s.prof", "s.prof")]
+                                ("-fprofile-sample-use=s.prof", "s.prof")]
     keys = {content_key(job)}
     for name in ("my.cfg", "plugin.so", "pgo/default.profdata", "vfs.yaml", "s.prof"):
         Path(name).write_bytes(b"changed")
@@ -285,3 +285,25 @@ def test_a_native_cpu_is_in_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert native[-1] == f"<native cpu>{keys.host_cpu()}" and len(keys.host_cpu()) == 64
     monkeypatch.setattr(keys, "_HOST_CPU", ["another cpu"])
     assert BackendJob.parse([*base, "-march=native"]).flags_for_key() != native
+
+
+def test_configuration_files_and_native_cpus_inside_response_files_are_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review of 87e5739: `@G` inside a --config file (relative to its directory) was neither keyed nor
+    checked, and -march=native inside a response or configuration file left the CPU out of the key."""
+    from thinlto_base import keys
+
+    monkeypatch.chdir(tmp_path)
+    Path("a.o").write_bytes(b"bitcode")
+    Path("cfgd").mkdir()
+    Path("cfgd/outer.cfg").write_text("# options of ours\n@inner.cfg\n")
+    Path("cfgd/inner.cfg").write_text("-O0\n")
+    Path("native.rsp").write_text("-march=native\n")
+    base = ["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o"]
+    job = BackendJob.parse([*base, "--config=cfgd/outer.cfg"])
+    assert job.flag_files() == [("--config=cfgd/outer.cfg", "cfgd/outer.cfg"), ("@inner.cfg", "cfgd/inner.cfg")]
+    before = content_key(job)
+    Path("cfgd/inner.cfg").write_text("-O2 -mavx512f\n")
+    assert content_key(job) != before
+    for extra in (["@native.rsp"], ["--config=./native.rsp"], ["-mcpu=native+crc"]):
+        assert BackendJob.parse([*base, *extra]).flags_for_key()[-1] == f"<native cpu>{keys.host_cpu()}", extra
