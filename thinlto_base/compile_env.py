@@ -7,8 +7,10 @@ clang's driver edits its arguments after CCC_OVERRIDE_OPTIONS, finds the program
 skips its `.cfg` files under CLANG_NO_DEFAULT_CONFIG; the loader's variables load other libraries than the
 compiler identity names. A variable that only changes messages or where temporary files go stays.
 
-The step launcher (gn_thinlto/steps/launcher.c, UNSET_FOR_COMMANDS) removes the same names from the commands the
-step server has it run (tests/unit/test_compile_env.py checks that the two lists agree). Standard library only:
+The step launcher (gn_thinlto/steps/launcher.c, UNSET_FOR_COMPILES) removes the same names from the compiles the
+step server has it run (tests/unit/test_compile_env.py checks that the two lists agree). Only compiles: a remote
+launcher (goma-ext, whose interpreter may need LD_LIBRARY_PATH) keeps the environment, and cleans it itself for
+its local fallback. Standard library only:
 the backend step imports this.
 """
 
@@ -16,6 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+
+# The first word of a backend step's command that is a compile (not a remote launcher): the step and the step
+# launcher drop it and run the rest with compile_environment() (launcher.c: COMPILE_MARK).
+COMPILE_MARK = "gn-thinlto-compile:"
 
 UNSET = (
     "CCC_OVERRIDE_OPTIONS",  # clang's driver: edits (adds, removes, replaces) its arguments

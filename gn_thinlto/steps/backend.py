@@ -148,13 +148,16 @@ def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], 
     """Run the job's command ARGV (its output and index maybe relocated) through LAUNCHER, with DWO_ARGS, by
     RUNNER (None: launch); a two-step job as its two commands, the optimized module written to MODULE (removed
     after)."""
+    from thinlto_base.compile_env import COMPILE_MARK  # a miss: the import costs nothing on a hit
+
     runner = runner or launch
+    head = list(launcher) or [COMPILE_MARK]  # a compile here runs without what compile_env removes
     if not job.codegen:
-        return _explained(runner([*launcher, *argv, *dwo_args]), launcher)
+        return _explained(runner([*head, *argv, *dwo_args]), launcher)
     optimize, codegen = job.two_steps(argv, module)
     try:
-        rc = runner([*launcher, *optimize])
-        return _explained(rc if rc != 0 else runner([*launcher, *codegen, *dwo_args]), launcher)
+        rc = runner([*head, *optimize])
+        return _explained(rc if rc != 0 else runner([*head, *codegen, *dwo_args]), launcher)
     finally:
         remove_if_exists(module)
 
@@ -254,7 +257,8 @@ def _stage_previous(outputs: dict[str, str], staged: dict[str, str]) -> None:
 
 
 def launch(argv: list[str]) -> int:
-    """Run the launcher command; its exit code.
+    """Run the launcher command, or (after COMPILE_MARK) the compile without the variables compile_env removes;
+    its exit code.
 
     A launcher that is a Python script for this interpreter under -S (`python -S SCRIPT …`: goma-ext's thin
     client) runs in this process, as `python SCRIPT` would run it: one interpreter start-up less per remote
@@ -276,11 +280,14 @@ def launch(argv: list[str]) -> int:
     import subprocess
     import time
 
-    from thinlto_base.compile_env import compile_environment
+    from thinlto_base.compile_env import COMPILE_MARK, compile_environment
 
+    env = None
+    if argv[:1] == [COMPILE_MARK]:
+        argv, env = argv[1:], compile_environment()
     start = time.perf_counter()
     try:
-        return subprocess.run(argv, env=compile_environment()).returncode
+        return subprocess.run(argv, env=env).returncode
     finally:
         _child_wall[0] += time.perf_counter() - start
 

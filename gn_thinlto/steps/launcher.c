@@ -17,13 +17,15 @@
 
    Frames, both ways: a 4-byte little-endian length, then that many bytes. The server's copy of this protocol is
    gn_thinlto/steps/step_protocol.py (tests/unit/test_step_protocol.py checks that the two agree).
-     request:  "gn-thinlto-step-v2" NUL CWD NUL COUNT NUL ARG NUL ... ENV NUL ...
+     request:  "gn-thinlto-step-v3" NUL CWD NUL COUNT NUL ARG NUL ... ENV NUL ...
                (COUNT in decimal: how many of the step command's arguments follow; then this process's
                environment as NAME=VALUE strings, for a remote launcher the server runs in its own process)
      answers:  'A'                      the request is taken (first, within ACK_TIMEOUT_MS, or: run the step)
                'F'                      run STEP_COMMAND instead
                'X' STATUS NUL MESSAGE   print MESSAGE on stderr, exit STATUS
-               'R' ARG NUL ARG NUL ...  run this command, then send its status as a frame of decimal digits
+               'R' ARG NUL ARG NUL ...  run this command, then send its status as a frame of decimal digits; when
+                                        the first ARG is COMPILE_MARK, the rest is a compile, run without the
+                                        variables UNSET_FOR_COMPILES names
 
    GN_THINLTO_STEP_ACCOUNTING=FILE appends one line per run, for the benchmarks:
      "launcher WALL_US CHILD_WALL_US USER_US SYS_US" (this process's own CPU, children excluded).
@@ -44,15 +46,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROTOCOL "gn-thinlto-step-v2"
+#define PROTOCOL "gn-thinlto-step-v3"
 #define MAX_FRAME (16u << 20)
 /* A server that does not take a request this fast is stopped or wedged: the step runs without it (after the
    'A', a step may rightly wait long: on another build's compile of the same job, or on its own compiler). */
 #define ACK_TIMEOUT_MS 10000
 
-/* Removed from the environment of the commands the server has this program run (a local compile, or the
-   remote launcher that may compile locally): thinlto_base/compile_env.py, UNSET, says why. */
-static const char *const UNSET_FOR_COMMANDS[] = {
+/* Removed from the environment of the compiles the server has this program run (a RUN command whose first word
+   is COMPILE_MARK): thinlto_base/compile_env.py, UNSET, says why. */
+#define COMPILE_MARK "gn-thinlto-compile:"
+static const char *const UNSET_FOR_COMPILES[] = {
     "CCC_OVERRIDE_OPTIONS", "COMPILER_PATH", "CLANG_NO_DEFAULT_CONFIG", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT",
 };
 
@@ -153,7 +156,11 @@ static int run_command(char *body, size_t n) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   pid_t pid = fork();
   if (pid == 0) {
-    for (size_t i = 0; i < sizeof UNSET_FOR_COMMANDS / sizeof *UNSET_FOR_COMMANDS; i++) unsetenv(UNSET_FOR_COMMANDS[i]);
+    if (strcmp(argv[0], COMPILE_MARK) == 0) {
+      for (size_t i = 0; i < sizeof UNSET_FOR_COMPILES / sizeof *UNSET_FOR_COMPILES; i++) unsetenv(UNSET_FOR_COMPILES[i]);
+      argv++;
+      if (!argv[0]) _exit(127);
+    }
     execvp(argv[0], argv);
     fprintf(stderr, "gn-thinlto: error: backend: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);

@@ -6,7 +6,9 @@ tests/unit/test_step_protocol.py reads launcher.c and fails when the two differ.
 
 Frames, both ways: a 4-byte little-endian length (1 to MAX_FRAME), then that many bytes.
   request:  VERSION NUL CWD NUL COUNT NUL ARG NUL … ENV NUL …   (COUNT step arguments, then NAME=VALUE strings)
-  answers:  see Answer; after RUN, the launcher sends the command's exit status as a frame of decimal digits.
+  answers:  see Answer; after RUN, the launcher sends the command's exit status as a frame of decimal digits (a RUN
+            command starting with thinlto_base.compile_env.COMPILE_MARK is a compile, run without the variables
+            compile_env removes).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-VERSION = b"gn-thinlto-step-v2"  # launcher.c: PROTOCOL
+VERSION = b"gn-thinlto-step-v3"  # launcher.c: PROTOCOL
 MAX_FRAME = 16 << 20  # launcher.c: MAX_FRAME
 _LENGTH = struct.Struct("<I")
 

@@ -12,16 +12,18 @@ from pathlib import Path
 import pytest
 
 from gn_thinlto.steps.launcher_build import LAUNCHER_SOURCE
-from thinlto_base.compile_env import UNSET, compile_environment
+from thinlto_base.compile_env import COMPILE_MARK, UNSET, compile_environment
 from tests.unit.test_step_server import Dir, build  # noqa: F401  (the fixture)
 
 SET = {name: f"/planted/{name.lower()}" for name in UNSET}
 
 
-def test_launcher_c_removes_the_same_names() -> None:
-    body = re.search(r"UNSET_FOR_COMMANDS\[\] = \{(.*?)\};", open(LAUNCHER_SOURCE).read(), re.DOTALL)
-    assert body, "launcher.c no longer spells UNSET_FOR_COMMANDS as this test reads it"
+def test_launcher_c_removes_the_same_names_after_the_same_mark() -> None:
+    source = open(LAUNCHER_SOURCE).read()
+    body = re.search(r"UNSET_FOR_COMPILES\[\] = \{(.*?)\};", source, re.DOTALL)
+    assert body, "launcher.c no longer spells UNSET_FOR_COMPILES as this test reads it"
     assert tuple(re.findall(r'"([^"]+)"', body.group(1))) == UNSET
+    assert f'#define COMPILE_MARK "{COMPILE_MARK}"' in source
 
 
 def test_the_compile_environment_keeps_everything_else() -> None:
@@ -87,3 +89,20 @@ def test_goma_ext_local_fallback_runs_without_them(tmp_path: Path, monkeypatch: 
         monkeypatch.setenv(name, value)
     assert run_local([str(compiler), "-o", "out.o"], tmp_path) == 0
     assert (tmp_path / "out.o").read_text() == " ".join(f"{name}=" for name in UNSET)
+
+
+def test_a_remote_launcher_keeps_the_environment_and_a_compile_does_not(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only compiles run without the variables: a remote launcher (goma-ext, whose interpreter may need
+    LD_LIBRARY_PATH) keeps them, and cleans them itself for its local fallback (a review of cad6970)."""
+    from gn_thinlto.steps.backend import launch
+
+    tool = tmp_path / "tool"
+    _env_recording_compiler(tool)
+    monkeypatch.chdir(tmp_path)
+    for name, value in SET.items():
+        monkeypatch.setenv(name, value)
+    assert launch([COMPILE_MARK, str(tool), "-o", "compiled"]) == 0
+    assert (tmp_path / "compiled").read_text() == " ".join(f"{name}=" for name in UNSET)
+    assert launch([str(tool), "-o", "launched"]) == 0
+    assert (tmp_path / "launched").read_text() == " ".join(f"{name}={value}" for name, value in SET.items())
