@@ -209,7 +209,7 @@ def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> 
         if not name:
             continue
         path = name if "/" in name else os.path.join(_compiler_dir(compiler), name) if compiler else ""
-        inner = _response_words(os.path.join(cwd, path)) if path else None
+        inner = _response_words(os.path.join(cwd, path), config=True) if path else None
         if inner is not None:
             read.append((word, path))
             words.extend(expand(inner, os.path.dirname(path), 1))
@@ -266,14 +266,17 @@ def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozen
     return out
 
 
-def _response_words(path: str) -> list[str] | None:
-    """The words of the response or configuration file PATH (`#` comments out, as clang reads configuration
-    files; a response file's words never start with one); None when it is not a file that can be read."""
+def _response_words(path: str, config: bool = False) -> list[str] | None:
+    """The words of the response file PATH, or of the CONFIG file PATH (whose lines starting with `#` are comments:
+    in a response file `#` is an ordinary character); None when it is not a file that can be read."""
     import shlex  # only for a command with a response file
 
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return shlex.split(f.read(), comments=True)
+            text = f.read()
+        if config:
+            text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        return shlex.split(text)
     except (OSError, ValueError):
         return None
 

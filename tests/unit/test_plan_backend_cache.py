@@ -307,3 +307,17 @@ def test_configuration_files_and_native_cpus_inside_response_files_are_read(
     assert content_key(job) != before
     for extra in (["@native.rsp"], ["--config=./native.rsp"], ["-mcpu=native+crc"]):
         assert BackendJob.parse([*base, *extra]).flags_for_key()[-1] == f"<native cpu>{keys.host_cpu()}", extra
+
+
+def test_a_hash_sign_is_a_comment_in_configuration_files_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """clang reads `#` lines as comments in configuration files, never in response files: a word after `#` in a
+    response file is a flag clang applies."""
+    from thinlto_base import keys
+
+    monkeypatch.chdir(tmp_path)
+    Path("a.rsp").write_text("-DX #y -march=native\n")
+    Path("a.cfg").write_text("# -march=native\n  # also a comment\n-O2\n")
+    base = ["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o"]
+    assert BackendJob.parse([*base, "@a.rsp"]).words()[-3:] == ["-DX", "#y", "-march=native"]
+    assert BackendJob.parse([*base, "--config=./a.cfg"]).words()[-1:] == ["-O2"]
+    assert keys.native_cpu_flag(BackendJob.parse([*base, "@a.rsp"]).words()) == "-march=native"
