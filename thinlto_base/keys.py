@@ -40,7 +40,7 @@ class BackendJob:
     CODEGEN, when set, is the code generation level of a two-step backend (thinlto_base.two_step), whose
     command form is `--cg-opt-level=N CLANG …`; ARGV is the clang command without it."""
 
-    __slots__ = ("argv", "bitcode", "codegen", "dwo", "dwo_name", "index", "output")
+    __slots__ = ("_expanded", "argv", "bitcode", "codegen", "dwo", "dwo_name", "index", "output")
 
     def __init__(self, argv: tuple[str, ...], bitcode: str, index: str, output: str, codegen: str = "") -> None:
         self.argv, self.bitcode, self.index, self.output, self.codegen = argv, bitcode, index, output, codegen
@@ -48,8 +48,7 @@ class BackendJob:
         # The split DWARF file the object names (DW_AT_dwo_name): the .dwo beside it, or under -gsplit-dwarf=single
         # the object itself, which then holds the .dwo sections.
         self.dwo_name = self.dwo or (output if split_dwarf_mode(argv) == "single" else "")
-
-
+        self._expanded: tuple[list[str], list[tuple[str, str]]] | None = None  # expanded(), once
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BackendJob) and self._fields() == other._fields()
@@ -102,7 +101,7 @@ class BackendJob:
         value that only looks like one costs a hash, never a wrong hit. Files the command writes do not (a time
         trace, an optimization record, a dependency file): they would change the key at every run."""
         skip = {self.bitcode, f"-fthinlto-index={self.index}", self.output, self.dwo}
-        return file_arguments(self.argv[1:], skip, "", self.argv[0])
+        return file_arguments(self.argv[1:], skip, "", self.argv[0], self.expanded())
 
     def cacheable(self) -> bool:
         """Whether the job's object depends only on what the key covers: not when the driver would start a
@@ -111,9 +110,16 @@ class BackendJob:
 
     def words(self) -> list[str]:
         """The arguments as clang reads them: response and configuration files expanded (expand_arguments)."""
-        if not any(a.startswith(("@", "--config")) for a in self.argv):
-            return list(self.argv[1:])  # the common case: nothing to read
-        return expand_arguments(self.argv[1:], "", self.argv[0])[0]
+        return self.expanded()[0]
+
+    def expanded(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """expand_arguments of the command, read once per job (a key reads it three times)."""
+        if self._expanded is None:
+            if any(a.startswith(("@", "--config")) for a in self.argv):
+                self._expanded = expand_arguments(self.argv[1:], "", self.argv[0])
+            else:
+                self._expanded = (list(self.argv[1:]), [])  # the common case: nothing to read
+        return self._expanded
 
     def two_steps(self, argv: Sequence[str], module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A two-step job's commands for ARGV (this job's command, maybe relocated), the optimized module
@@ -181,48 +187,123 @@ _MAX_RESPONSE_DEPTH = 16
 
 def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> tuple[list[str], list[tuple[str, str]]]:
     """ARGS (argv[0] excluded) as clang reads them, run in CWD (default: here) by COMPILER: each response file
-    `@F` replaced by its words, nested ones too; then the words of each configuration file (`--config=F`,
-    `--config F`; a name without a slash is looked up beside COMPILER, as clang does), in which `@G` is relative
-    to the file's own directory. Also (argument, file) for each file so read. A file that cannot be read is left
-    out: the compiler itself reports it."""
+    `@F` replaced by its words, nested ones too (relative to CWD); then the words of each configuration file
+    (`--config=F`, `--config F`), in which a `@G` or a `--config=G` is relative to the file that names it. A
+    configuration name without a slash is looked up as clang does: in the last --config-user-dir, the last
+    --config-system-dir, then beside COMPILER (its link resolved unless -no-canonical-prefixes). Also (argument,
+    file) for each file so read. A file that cannot be read is left out: the compiler itself reports it."""
     read: list[tuple[str, str]] = []
 
-    def expand(words: Sequence[str], base: str, depth: int) -> list[str]:
+    def expand(words: Sequence[str], base: str | None, depth: int) -> list[str]:
+        """WORDS expanded; BASE: the directory of the configuration file they come from (None: the command)."""
         out: list[str] = []
-        for word in words:
-            if not (word.startswith("@") and len(word) > 1):
-                out.append(word)
+        skip = False
+        for n, word in enumerate(words):
+            if skip:
+                skip = False
                 continue
-            path = os.path.join(base, word[1:]) if base else word[1:]
-            inner = _response_words(os.path.join(cwd, path)) if depth < _MAX_RESPONSE_DEPTH else None
-            if inner is None:
-                out.append(word)  # not a file here: clang takes it as an argument, or reports it
+            if word.startswith("@") and len(word) > 1:
+                path = word[1:] if base is None else os.path.join(base, word[1:])
+                text = _read_text(os.path.join(cwd, path)) if depth < _MAX_RESPONSE_DEPTH else None
+                if text is None:
+                    out.append(word)  # not a file here: clang takes it as an argument, or reports it
+                    continue
+                read.append((word, path))
+                inner = tokenize_config(text) if base is not None else tokenize_gnu(text)
+                out.extend(expand(inner, None if base is None else os.path.dirname(path), depth + 1))
                 continue
-            read.append((word, path))
-            out.extend(expand(inner, base, depth + 1))
+            name = word.removeprefix("--config=") if word.startswith("--config=") else \
+                words[n + 1] if word == "--config" and n + 1 < len(words) else None
+            if base is not None and name is not None:  # a configuration file naming another one
+                skip = word == "--config"
+                out.extend(config(word, name if "/" not in name else os.path.join(base, name), depth + 1))
+                continue
+            out.append(word)
         return out
 
-    words = expand(args, "", 0)
-    for i, word in enumerate(list(words)):
+    def config(word: str, name: str, depth: int) -> list[str]:
+        path = name if "/" in name else _config_search(name, words, compiler, cwd)
+        text = _read_text(os.path.join(cwd, path)) if path and depth < _MAX_RESPONSE_DEPTH else None
+        if text is None:
+            return []
+        read.append((word, path))
+        return expand(tokenize_config(text), os.path.dirname(path), depth)
+
+    words = expand(args, None, 0)
+    added: list[str] = []
+    for n, word in enumerate(words):
         name = word.removeprefix("--config=") if word.startswith("--config=") else \
-            words[i + 1] if word == "--config" and i + 1 < len(words) else ""
-        if not name:
-            continue
-        path = name if "/" in name else os.path.join(_compiler_dir(compiler), name) if compiler else ""
-        inner = _response_words(os.path.join(cwd, path), config=True) if path else None
-        if inner is not None:
-            read.append((word, path))
-            words.extend(expand(inner, os.path.dirname(path), 1))
-    return words, read
+            words[n + 1] if word == "--config" and n + 1 < len(words) else ""
+        if name:
+            added.extend(config(word, name, 1))
+    return words + added, read
 
 
-def _compiler_dir(compiler: str) -> str:
+def _config_search(name: str, words: Sequence[str], compiler: str, cwd: str) -> str:
+    """Where clang finds the configuration file NAME (no slash in it), or ""."""
+    dirs = [next((w.split("=", 1)[1] for w in reversed(words) if w.startswith(flag)), "")
+            for flag in ("--config-user-dir=", "--config-system-dir=")]
+    if compiler:
+        dirs.append(_compiler_dir(compiler, resolve="-no-canonical-prefixes" not in words))
+    return next((os.path.join(d, name) for d in dirs if d and os.path.isfile(os.path.join(cwd, d, name))), "")
+
+
+def _compiler_dir(compiler: str, resolve: bool = True) -> str:
     path = compiler
     if os.sep not in compiler:
         import shutil  # only for a bare command name
 
         path = shutil.which(compiler) or compiler
-    return os.path.dirname(os.path.realpath(path))
+    return os.path.dirname(os.path.realpath(path) if resolve else os.path.abspath(path))
+
+
+_SPACE = " \t\r\n"
+
+
+def tokenize_gnu(text: str) -> list[str]:
+    """TEXT split as clang splits a response file (llvm::cl::TokenizeGNUCommandLine): words between whitespace;
+    a backslash takes the next character as it is, in quotes too; a quote runs to the same quote, or to the end
+    of the text. Never fails: clang reads any file."""
+    out: list[str] = []
+    token: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n:
+            token.append(text[i + 1])
+            i += 2
+            continue
+        if c in "\"'":
+            i += 1
+            while i < n and text[i] != c:
+                if text[i] == "\\" and i + 1 < n:
+                    i += 1
+                token.append(text[i])
+                i += 1
+            i += 1
+            continue
+        if c in _SPACE:
+            if token:
+                out.append("".join(token))
+                token = []
+        else:
+            token.append(c)
+        i += 1
+    if token:
+        out.append("".join(token))
+    return out
+
+
+def tokenize_config(text: str) -> list[str]:
+    """TEXT split as clang splits a configuration file (llvm::cl::tokenizeConfigFile): a line whose first
+    character after whitespace is `#` is a comment; a backslash before a line end joins the lines; each line
+    is then split as a response file is."""
+    out: list[str] = []
+    lines = text.replace("\\\r\n", "").replace("\\\n", "").split("\n")
+    for line in lines:
+        if not line.lstrip(_SPACE).startswith("#"):
+            out.extend(tokenize_gnu(line))
+    return out
 
 
 def native_cpu_flag(words: Sequence[str]) -> str | None:
@@ -233,11 +314,13 @@ def native_cpu_flag(words: Sequence[str]) -> str | None:
 
 
 def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozenset(), cwd: str = "",
-                   compiler: str = "") -> list[tuple[str, str]]:
+                   compiler: str = "", expanded: tuple[list[str], list[tuple[str, str]]] | None = None
+                   ) -> list[tuple[str, str]]:
     """(argument, file) for each of ARGS (a compiler's arguments, argv[0] excluded; response and configuration
-    files expanded: expand_arguments) but SKIP that names a regular file COMPILER, run in CWD (default: here),
-    reads: BackendJob.flag_files, and goma-ext's remote inputs."""
-    words, out = expand_arguments(args, cwd, compiler)
+    files expanded: expand_arguments, or EXPANDED when given) but SKIP that names a regular file COMPILER, run in
+    CWD (default: here), reads: BackendJob.flag_files, and goma-ext's remote inputs."""
+    words, read = expanded if expanded is not None else expand_arguments(args, cwd, compiler)
+    out = list(read)
 
     def isfile(path: str) -> bool:
         return os.path.isfile(os.path.join(cwd, path))
@@ -266,18 +349,12 @@ def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozen
     return out
 
 
-def _response_words(path: str, config: bool = False) -> list[str] | None:
-    """The words of the response file PATH, or of the CONFIG file PATH (whose lines starting with `#` are comments:
-    in a response file `#` is an ordinary character); None when it is not a file that can be read."""
-    import shlex  # only for a command with a response file
-
+def _read_text(path: str) -> str | None:
+    """The text of the response or configuration file PATH; None when it is not a file that can be read."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            text = f.read()
-        if config:
-            text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-        return shlex.split(text)
-    except (OSError, ValueError):
+            return f.read()
+    except OSError:
         return None
 
 

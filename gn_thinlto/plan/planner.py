@@ -115,29 +115,33 @@ def _bitcode_objects(inputs: Sequence[LinkInput]) -> list[str]:
     return list(dict.fromkeys(itertools.chain.from_iterable(inp.bitcode for inp in inputs)))
 
 
-def _backend_command(compiler: str, flags: Sequence[str], analysis: linkline.LinkAnalysis,
-                     declared: Sequence[str] = ()) -> BackendCommand:
-    """The link's backend command: one clang run when lld's code generation level is its optimization level,
-    else the backend step's two-step form (thinlto_base.keys.BackendJob: clang cannot set them apart). Its
-    inputs: the files the routed flags name, and the flag values DECLARED (the link's implicit inputs) holds."""
-    two_step = (f"{CODEGEN_OPTION}{analysis.cg_opt_level}",) if analysis.cg_opt_level != analysis.opt_level else ()
-    return BackendCommand((*two_step, compiler, "-c", "-x", "ir"), ("-Wno-unused-command-line-argument", *flags),
-                          flag_inputs(flags, declared))
+def _backend_command(f: _LinkFacts) -> BackendCommand:
+    """F's backend command: one clang run when lld's code generation level is its optimization level, else the
+    backend step's two-step form (thinlto_base.keys.BackendJob: clang cannot set them apart). Its inputs: the
+    files the routed flags name, and the flag values the link declares as inputs (_inputs)."""
+    cg, opt = f.analysis.cg_opt_level, f.analysis.opt_level
+    two_step = (f"{CODEGEN_OPTION}{cg}",) if cg != opt else ()
+    flags = ("-Wno-unused-command-line-argument", *f.flags)
+    return BackendCommand((*two_step, f.compiler, "-c", "-x", "ir"), flags, _inputs(f, flags))
 
 
-def flag_inputs(flags: Sequence[str], declared: Sequence[str] = ()) -> tuple[str, ...]:
+def flag_inputs(flags: Sequence[str], declared: Sequence[str] = (), out_dir: str = "/") -> tuple[str, ...]:
     """The files backend FLAGS name that ninja must know of: the routed flags' files (a sample profile, a
-    basic-block sections list), then each value (`-flag=V`, `-mllvm -opt=V`, a separate V) that DECLARED holds."""
-    known = {posixpath.normpath(d): d for d in declared}
+    basic-block sections list), then each value (`-flag=V`, `-mllvm -opt=V`, a separate V) that DECLARED holds,
+    paths compared as absolute ones under OUT_DIR (a flag may name `/src/x.txt`, ninja `../x.txt`)."""
+    def absolute(path: str) -> str:
+        return posixpath.normpath(posixpath.join(out_dir, path))
+
+    known = {absolute(d): d for d in declared}
     values = (f.rsplit("=", 1)[-1] if f.startswith("-") else f for f in flags)
-    named = [known[posixpath.normpath(v)] for v in values if v and posixpath.normpath(v) in known]
+    named = [known[absolute(v)] for v in values if v and absolute(v) in known]
     return tuple(dict.fromkeys((*backend_flag_files(flags), *named)))
 
 
-def _declared(f: _LinkFacts) -> tuple[str, ...]:
-    """The files F's link declares (GN `inputs`: ninja's implicit inputs of its edge) that its backends' flags may
-    name; none for null-index backends, which links with other declarations share."""
-    return () if f.null_index else f.link.edge.implicit
+def _inputs(f: _LinkFacts, flags: Sequence[str]) -> tuple[str, ...]:
+    """The files F's backends with FLAGS depend on besides their bitcode and index: flag_inputs, with the files
+    F's link declares (GN `inputs`: ninja's implicit inputs of its edge)."""
+    return flag_inputs(flags, f.link.edge.implicit, f.out_dir)
 
 
 def _index_dir(tdir: str) -> str:
@@ -151,7 +155,10 @@ def _native_dir(tdir: str) -> str:
 
 
 def _shared_dir(command: BackendCommand) -> str:
-    digest = hashlib.sha256("\0".join((*command.head, *command.flags)).encode()).hexdigest()[:12]
+    """Where null-index backends of COMMAND go, shared by the links with the same command: its inputs too, so
+    that two links declaring other files for the same flags never make one edge twice."""
+    extra = ("", *command.inputs) if command.inputs else ()  # none: the directory it always had
+    digest = hashlib.sha256("\0".join((*command.head, *command.flags, *extra)).encode()).hexdigest()[:12]
     return f"gn-thinlto/shared/{digest}"
 
 
@@ -168,6 +175,7 @@ class _LinkFacts:
     compiler: str
     tdir: str
     null_index: bool
+    out_dir: str  # the build directory's absolute path (GN's root_path and build_dir), to compare paths
 
 
 def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mapping[str, Producer],
@@ -185,8 +193,9 @@ def _analyze(target: GnTarget, graph: GnGraph, config: Config, producers: Mappin
     if null_index and analysis.split_lto_unit:
         raise Refused("testonly shared null-index backends cannot serve CFI/split LTO units (they need the thin link)")
     flags = linkline.apply_overrides(analysis.backend_flags, config.backend_flags_add, config.backend_flags_remove)
+    out_dir = posixpath.join(graph.project.root_path, graph.project.build_dir.removeprefix("//"))
     return _LinkFacts(target, link, inputs, analysis, bitcode, flags, linkline.backend_compiler(link.before[0]),
-                      target_directory(config, target), null_index)
+                      target_directory(config, target), null_index, out_dir)
 
 
 @functools.lru_cache(maxsize=256)
@@ -197,7 +206,7 @@ def _analysis(argv: tuple[str, ...]) -> linkline.LinkAnalysis:
 def _backends(f: _LinkFacts, native_of: Mapping[str, str], shared: dict[str, Backend]) -> tuple[Backend, ...]:
     """F's backends; a null-index backend is taken from SHARED when another link made it (same native: same
     flags, same bitcode), else made and added there."""
-    command = _backend_command(f.compiler, f.flags, f.analysis, _declared(f))
+    command = _backend_command(f)
     if f.null_index:
         made = []
         for b in f.bitcode:
@@ -244,7 +253,7 @@ def _partition_backends(f: _LinkFacts, count: int) -> tuple[Backend, ...]:
     """The edges compiling partitions 0…COUNT-1 of F's regular-LTO module, as lld's code generation does it
     (thinlto_base.two_step: the module is already optimized; checked byte for byte against lld's partitions)."""
     flags = ("-Wno-unused-command-line-argument", *codegen_only(f.flags, f.analysis.cg_opt_level))
-    command = BackendCommand((f.compiler, "-c", "-x", "ir"), flags, flag_inputs(flags, _declared(f)))
+    command = BackendCommand((f.compiler, "-c", "-x", "ir"), flags, _inputs(f, flags))
     out = []
     for k in range(count):
         bitcode, native = partition_paths(_partition_dir(f.tdir), k)
@@ -275,7 +284,7 @@ def plan_target(
     shared = {} if shared is None else shared
     f = _analyze(target, graph, config, producers, rules, classifier)
     link, output = f.link, target.outputs[0]
-    command = _backend_command(f.compiler, f.flags, f.analysis, _declared(f))
+    command = _backend_command(f)
     native_root = _shared_dir(command) if f.null_index else _native_dir(f.tdir)
     native_of = {b: f"{native_root}/{b}" for b in f.bitcode}
     final_items, final_lazy = _final_items(f.inputs, native_of, link.whole_archive, f.null_index)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -321,3 +322,42 @@ def test_a_hash_sign_is_a_comment_in_configuration_files_only(tmp_path: Path, mo
     assert BackendJob.parse([*base, "@a.rsp"]).words()[-3:] == ["-DX", "#y", "-march=native"]
     assert BackendJob.parse([*base, "--config=./a.cfg"]).words()[-1:] == ["-O2"]
     assert keys.native_cpu_flag(BackendJob.parse([*base, "@a.rsp"]).words()) == "-march=native"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("-march=native -DMSG=it's\n", ["-march=native", "-DMSG=its\n"]),  # a quote runs to the end, no failure
+    ('-DA="x y" -DB=\\"z\n', ["-DA=x y", '-DB="z']),
+    ("a\\ b 'c\\'d' \"\" e", ["a b", "c'd", "e"]),  # an empty quoted word is no word, as in clang
+])
+def test_response_files_split_as_clang_splits_them(text: str, words: list[str]) -> None:
+    from thinlto_base.keys import tokenize_gnu
+
+    assert tokenize_gnu(text) == words
+
+
+def test_configuration_files_are_found_and_nested_as_clang_does(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review of f4805fa (each checked against clang-19 -###): --config inside a configuration file, relative
+    to it; @files nested in a configuration file's @file, relative to the file naming them; a bare name in
+    --config-user-dir, and beside the compiler's unresolved path under -no-canonical-prefixes; a response file
+    with an unbalanced quote."""
+    from thinlto_base import keys
+
+    monkeypatch.chdir(tmp_path)
+    files = {"nest/top.cfg": "--config=sub/leaf.cfg\n", "nest/sub/leaf.cfg": "-march=native\n",
+             "cfgd/c2.cfg": "@sub/r1.rsp\n", "cfgd/sub/r1.rsp": "@r2.rsp\n", "cfgd/sub/r2.rsp": "-march=native\n",
+             "cfgd/r2.rsp": "-DWRONG\n", "ud/n.cfg": "-march=native\n", "bin/x.cfg": "-march=native\n",
+             "apos.rsp": "-march=native -DMSG=it's\n"}
+    for name, text in files.items():
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
+        Path(name).write_text(text)
+    Path("bin/clang-19").symlink_to(shutil.which("clang-19") or "/usr/bin/clang-19")
+    base = ["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o"]
+    for extra, read in ((["--config=nest/top.cfg"], "nest/sub/leaf.cfg"), (["--config=cfgd/c2.cfg"], "cfgd/sub/r2.rsp"),
+                        (["--config-user-dir=ud", "--config=n.cfg"], "ud/n.cfg"), (["@apos.rsp"], "apos.rsp")):
+        job = BackendJob.parse([*base, *extra])
+        assert keys.native_cpu_flag(job.words()) == "-march=native", extra
+        assert read in [path for _arg, path in job.flag_files()], extra
+        assert "-DWRONG" not in job.words()
+    moved = BackendJob.parse(["bin/clang-19", *base[1:], "-no-canonical-prefixes", "--config=x.cfg"])
+    assert keys.native_cpu_flag(moved.words()) == "-march=native"

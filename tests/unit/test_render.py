@@ -137,7 +137,7 @@ def test_backends_depend_on_the_files_their_flags_name() -> None:
     shared = list(plan.shared_backends)
     flags = (*shared[0].command.flags, "-fprofile-sample-use=p f.prof", "-fbasic-block-sections=list=bb.txt",
              "-mllvm", "-some-list=../../data/l.txt")
-    command = BackendCommand(shared[0].command.head, flags, flag_inputs(flags, ("../../data/./l.txt", "x.TOC")))
+    command = BackendCommand(shared[0].command.head, flags, flag_inputs(flags, ("../../data/./l.txt", "x.TOC"), "/src/out/x"))
     assert command.inputs == ("p f.prof", "bb.txt", "../../data/./l.txt")
     with_files = tuple(replace(b, command=command) for b in shared)
     text = render_files(replace(plan, shared_backends=with_files))[SHARED_FILE]
@@ -156,3 +156,11 @@ def test_several_step_servers_are_the_launchers_to_spread_over() -> None:
     assert "gn-thinlto/step-launcher gn-thinlto/step-" in one and "--servers" not in one
     assert "gn-thinlto/step-launcher --servers 3 gn-thinlto/step-" in three
     assert three.replace("--servers 3 ", "") == one
+
+
+def test_flag_values_match_declared_inputs_as_paths_not_text() -> None:
+    """A review of 9410af6: rebase_path() without a base gives the flag `/src/app/chr.txt` while ninja's input is
+    `../../app/chr.txt`; the backends got no dependency on it."""
+    flags = ("-mllvm", "-chr-function-list=/src/app/chr.txt", "-O2")
+    assert flag_inputs(flags, ("../../app/chr.txt", "./libx.so.TOC"), "/src/out/x") == ("../../app/chr.txt",)
+    assert flag_inputs(flags, ("../../app/other.txt",), "/src/out/x") == ()
