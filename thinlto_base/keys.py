@@ -115,7 +115,7 @@ class BackendJob:
     def expanded(self) -> tuple[list[str], list[tuple[str, str]]]:
         """expand_arguments of the command, read once per job (a key reads it three times)."""
         if self._expanded is None:
-            if any(a.startswith(("@", "--config")) for a in self.argv):
+            if any(a.startswith(("@", "--config")) for a in self.argv) or default_config_files((), self.argv[0]):
                 self._expanded = expand_arguments(self.argv[1:], "", self.argv[0])
             else:
                 self._expanded = (list(self.argv[1:]), [])  # the common case: nothing to read
@@ -143,10 +143,16 @@ _SYSTEM_PROGRAM_PREFIXES = ("-B", "--prefix", "--gcc-toolchain", "-gcc-toolchain
                             "--gcc-triple", "-ccc-install-dir")
 
 
+# Flags after which clang reads its response files otherwise than expand_arguments does (Windows quoting): what
+# they hold is not known here, so such jobs are treated as the ones above.
+_OTHER_QUOTING = ("--rsp-quoting=windows", "--driver-mode=cl")
+
+
 def system_program_flag(args: Sequence[str]) -> str | None:
     """The first of ARGS after which the driver would start a program of the machine it runs on, or find one in
-    a directory; None when there is none."""
-    return next((a for a in args if a in _SYSTEM_PROGRAM_FLAGS or a.startswith(_SYSTEM_PROGRAM_PREFIXES)), None)
+    a directory, or read response files in a way expand_arguments does not; None when there is none."""
+    return next((a for a in args if a in _SYSTEM_PROGRAM_FLAGS or a in _OTHER_QUOTING
+                 or a.startswith(_SYSTEM_PROGRAM_PREFIXES)), None)
 
 
 # `-march=native` and the like: clang resolves the name to this machine's CPU and its features.
@@ -209,8 +215,12 @@ def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> 
                     out.append(word)  # not a file here: clang takes it as an argument, or reports it
                     continue
                 read.append((word, path))
-                inner = tokenize_config(text) if base is not None else tokenize_gnu(text)
-                out.extend(expand(inner, None if base is None else os.path.dirname(path), depth + 1))
+                if base is None:
+                    out.extend(expand(tokenize_gnu(text), None, depth + 1))
+                else:  # read as a configuration file: relative to itself, <CFGDIR> its directory
+                    here = os.path.dirname(path)
+                    cfgdir = os.path.abspath(os.path.join(cwd, here))
+                    out.extend(expand([w.replace("<CFGDIR>", cfgdir) for w in tokenize_config(text)], here, depth + 1))
                 continue
             name = word.removeprefix("--config=") if word.startswith("--config=") else \
                 words[n + 1] if word == "--config" and n + 1 < len(words) else None
@@ -227,16 +237,37 @@ def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> 
         if text is None:
             return []
         read.append((word, path))
-        return expand(tokenize_config(text), os.path.dirname(path), depth)
+        here = os.path.dirname(path)
+        cfgdir = os.path.abspath(os.path.join(cwd, here))  # clang 19 puts the file's directory for <CFGDIR>
+        return expand([w.replace("<CFGDIR>", cfgdir) for w in tokenize_config(text)], here, depth)
 
     words = expand(args, None, 0)
     added: list[str] = []
+    if "--no-default-config" not in words:  # clang's default files (<triple>-clang.cfg, clang++.cfg, ...): all
+        for path in default_config_files(words, compiler, cwd):  # of them, whichever this driver's name takes
+            added.extend(config("<default configuration>", path, 1))
     for n, word in enumerate(words):
         name = word.removeprefix("--config=") if word.startswith("--config=") else \
             words[n + 1] if word == "--config" and n + 1 < len(words) else ""
         if name:
             added.extend(config(word, name, 1))
     return words + added, read
+
+
+def default_config_files(words: Sequence[str], compiler: str = "", cwd: str = "") -> list[str]:
+    """The configuration files clang may load without being asked: every `*.cfg` in the last --config-user-dir,
+    the last --config-system-dir and the compiler's directory (unresolved too under -no-canonical-prefixes).
+    Which of them clang takes depends on its name and target; taking them all may over-read, never under-read."""
+    dirs = [next((w.split("=", 1)[1] for w in reversed(words) if w.startswith(flag)), "")
+            for flag in ("--config-user-dir=", "--config-system-dir=")]
+    if compiler and _compiler_dir(compiler):
+        dirs.append(_compiler_dir(compiler))
+        if "-no-canonical-prefixes" in words:
+            dirs.append(_compiler_dir(compiler, resolve=False))
+    found: list[str] = []
+    for d in dict.fromkeys(d for d in dirs if d):
+        found.extend(config_files(os.path.join(cwd, d, "-")))
+    return found
 
 
 def _config_search(name: str, words: Sequence[str], compiler: str, cwd: str) -> str:
@@ -249,11 +280,14 @@ def _config_search(name: str, words: Sequence[str], compiler: str, cwd: str) -> 
 
 
 def _compiler_dir(compiler: str, resolve: bool = True) -> str:
-    path = compiler
+    """The directory of COMPILER (found on PATH when bare), its link resolved when RESOLVE; "" when not found."""
+    path: str | None = compiler
     if os.sep not in compiler:
         import shutil  # only for a bare command name
 
-        path = shutil.which(compiler) or compiler
+        path = shutil.which(compiler)
+    if not path:
+        return ""
     return os.path.dirname(os.path.realpath(path) if resolve else os.path.abspath(path))
 
 
@@ -291,18 +325,39 @@ def tokenize_gnu(text: str) -> list[str]:
         i += 1
     if token:
         out.append("".join(token))
-    return out
+    return [w.split("\0", 1)[0] for w in out] if "\0" in text else out  # clang's words are C strings
 
 
 def tokenize_config(text: str) -> list[str]:
-    """TEXT split as clang splits a configuration file (llvm::cl::tokenizeConfigFile): a line whose first
-    character after whitespace is `#` is a comment; a backslash before a line end joins the lines; each line
-    is then split as a response file is."""
+    """TEXT split as clang splits a configuration file (llvm::cl::tokenizeConfigFile): whitespace is skipped; a
+    line that then starts with `#` is a comment up to the next `\\n`; otherwise the line runs to a `\\n`, in which
+    a backslash takes the next character along (before a line end it joins the lines), and is split as a response
+    file is."""
     out: list[str] = []
-    lines = text.replace("\\\r\n", "").replace("\\\n", "").split("\n")
-    for line in lines:
-        if not line.lstrip(_SPACE).startswith("#"):
-            out.extend(tokenize_gnu(line))
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in _SPACE:
+            i += 1
+            continue
+        if text[i] == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        start, line = i, []
+        while i < n:
+            if text[i] == "\\":
+                if i + 1 < n:
+                    i += 1
+                    if text[i] == "\n" or (text[i] == "\r" and i + 1 < n and text[i + 1] == "\n"):
+                        line.append(text[start:i - 1])
+                        if text[i] == "\r":
+                            i += 1
+                        start = i + 1
+            elif text[i] == "\n":
+                break
+            i += 1
+        line.append(text[start:i])
+        out.extend(tokenize_gnu("".join(line)))
     return out
 
 
@@ -350,12 +405,16 @@ def file_arguments(args: Sequence[str], skip: frozenset[str] | set[str] = frozen
 
 
 def _read_text(path: str) -> str | None:
-    """The text of the response or configuration file PATH; None when it is not a file that can be read."""
+    """The text of the response or configuration file PATH as llvm::cl reads it (a UTF-8 byte order mark dropped,
+    UTF-16 with one decoded, line ends untouched); None when it is not a file that can be read."""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", "surrogatepass")
+    return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "surrogateescape")
 
 
 def compiler_identity(compiler: str) -> str:
@@ -488,7 +547,7 @@ def _file_digest(path: str) -> str:
 def _digest(parts: Sequence[str]) -> str:
     h = hashlib.sha256(KEY_VERSION)
     for part in parts:
-        h.update(part.encode())
+        h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()
 

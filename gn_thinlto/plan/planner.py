@@ -135,7 +135,8 @@ def flag_inputs(flags: Sequence[str], declared: Sequence[str] = (), out_dir: str
     known = {absolute(d): d for d in declared}
     values = (f.rsplit("=", 1)[-1] if f.startswith("-") else f for f in flags)
     named = [known[absolute(v)] for v in values if v and absolute(v) in known]
-    return tuple(dict.fromkeys((*backend_flag_files(flags), *named)))
+    routed = [known.get(absolute(f), f) for f in backend_flag_files(flags)]  # one file, one name: the link's
+    return tuple(dict.fromkeys((*routed, *named)))
 
 
 def _inputs(f: _LinkFacts, flags: Sequence[str]) -> tuple[str, ...]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from goma_ext.errors import GomaExtError
-from thinlto_base.keys import native_cpu_flag, system_program_flag
+from thinlto_base.keys import native_cpu_flag, system_program_flag, tokenize_gnu
 
 MAX_RESPONSE_FILE_DEPTH = 16
 
@@ -121,11 +120,7 @@ def expand_response_files(argv: Sequence[str], read: Callable[[str], str]) -> tu
                 raise GomaExtError(f"response files nested deeper than {MAX_RESPONSE_FILE_DEPTH} at {arg}")
             path = arg[1:]
             files.append(path)
-            try:
-                words = shlex.split(read(path), comments=False, posix=True)
-            except ValueError as e:
-                raise GomaExtError(f"response file {path}: {e}") from e
-            out.extend(expand(words, depth + 1))
+            out.extend(expand(tokenize_gnu(read(path)), depth + 1))  # split as clang splits it: never fails
         return out
 
     return tuple(expand(argv, 0)), tuple(files)

@@ -137,7 +137,8 @@ def test_configuration_files_are_read_for_what_makes_the_object_machine_dependen
     (workdir / "as.rsp").write_text("-march=native\n")
     for flags, machine in ((["--config=./as.cfg"], "-fno-integrated-as"),
                            (["--config", "./as.cfg"], "-fno-integrated-as"),
-                           (["--config-user-dir=cfgs"], "--config-user-dir=cfgs"),
+                           (["--config-user-dir=elsewhere"], "--config-user-dir=elsewhere"),
+                           (["--config-user-dir=cfgs"], "-mcpu=native\\+crc"),  # its files are read as clang may
                            (["--config=cfgs/outer.cfg"], "-mcpu=native\\+crc"), (["@deep.rsp"], "-march=native")):
         with pytest.raises(MachineDependent, match=f"^{machine}: the object would depend on the worker"):
             backend_inputs([*base, *flags], workdir)

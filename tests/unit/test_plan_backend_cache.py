@@ -361,3 +361,32 @@ def test_configuration_files_are_found_and_nested_as_clang_does(tmp_path: Path,
         assert "-DWRONG" not in job.words()
     moved = BackendJob.parse(["bin/clang-19", *base[1:], "-no-canonical-prefixes", "--config=x.cfg"])
     assert keys.native_cpu_flag(moved.words()) == "-march=native"
+
+
+def test_default_configuration_files_and_clangs_reading_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review of 9b61f02, each case checked against clang-19 -###: clang loads `<triple>-clang.cfg` and the like
+    beside itself without being asked; comments end at a line end, a backslash takes the next character along;
+    byte order marks; <CFGDIR>; a NUL ends a word; Windows quoting is not read here, so such a job is not cached."""
+    from thinlto_base import keys
+
+    monkeypatch.chdir(tmp_path)
+    Path("bin").mkdir()
+    shutil.copy(os.path.realpath(shutil.which("clang-19") or "/usr/bin/clang-19"), "bin/clang")
+    Path("bin/x86_64-pc-linux-gnu-clang.cfg").write_text("-march=native\n-fno-integrated-as\n")
+    job = BackendJob.parse(["bin/clang", "-c", "-x", "ir", "a.o", "-o", "n.o"])
+    assert keys.native_cpu_flag(job.words()) == "-march=native" and not job.cacheable()
+    assert BackendJob.parse(["bin/clang", "-c", "-x", "ir", "a.o", "-o", "n.o", "--no-default-config"]).cacheable()
+    assert keys.tokenize_config("# see \\\n-march=native\n") == ["-march=native"]
+    assert keys.tokenize_config("-DX=a\\\\\n-march=native\n") == ["-DX=a\\", "-march=native"]
+    assert keys.tokenize_config("-D\r#x -march=native\n") == ["-D", "#x", "-march=native"]
+    files = {"bom.rsp": b"\xef\xbb\xbf-march=native\n", "u16.rsp": "-march=native\n".encode("utf-16"),
+             "nul.rsp": b"-march=native\0junk\n", "cfgdir.cfg": b"-fprofile-sample-use=<CFGDIR>/prof.txt\n",
+             "prof.txt": b"p"}
+    for name, data in files.items():
+        Path(name).write_bytes(data)
+    base = ["clang-19", "-c", "-x", "ir", "a.o", "-o", "n.o"]
+    for name in ("bom.rsp", "u16.rsp", "nul.rsp"):
+        assert keys.native_cpu_flag(BackendJob.parse([*base, f"@{name}"]).words()) == "-march=native", name
+    cfg = BackendJob.parse([*base, "--config=./cfgdir.cfg"])
+    assert f"{tmp_path}/prof.txt" in [path for _arg, path in cfg.flag_files()]
+    assert not BackendJob.parse([*base, "--rsp-quoting=windows"]).cacheable()

@@ -164,3 +164,8 @@ def test_flag_values_match_declared_inputs_as_paths_not_text() -> None:
     flags = ("-mllvm", "-chr-function-list=/src/app/chr.txt", "-O2")
     assert flag_inputs(flags, ("../../app/chr.txt", "./libx.so.TOC"), "/src/out/x") == ("../../app/chr.txt",)
     assert flag_inputs(flags, ("../../app/other.txt",), "/src/out/x") == ()
+
+
+def test_a_routed_file_the_link_declares_has_one_name() -> None:
+    """Two spellings of one generated file made ninja look for the absolute one with no rule to make it."""
+    assert flag_inputs(("-fprofile-sample-use=/b/out/gen/p.txt",), ("gen/p.txt",), "/b/out/") == ("gen/p.txt",)
