@@ -130,6 +130,10 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
         if rc != 0:
             return rc
         outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
+        if not outputs["o"]:
+            print(f"gn-thinlto: error: backend: the compiler exited 0 but wrote an empty object for {job.output}; "
+                  "its errors are above (clang's ThinLTO backend reports some only there)", file=sys.stderr)
+            return 1
         store_outputs(store, key, outputs)
         wanted()
         if job.dwo:
@@ -211,6 +215,10 @@ def run_launched(
                 return rc
             outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
             kept = {kind: remote_stub.parse(data) for kind, data in outputs.items()}
+            if not outputs["o"] or (kept["o"] is not None and kept["o"].size == 0):
+                print(f"gn-thinlto: warning: the remote backend for {job.output} exited 0 with an empty object "
+                      "(an import it could not load?); compiling it here", file=sys.stderr)
+                return run_local(job, key, store, log, runner or launch, wanted)  # an identical job waits, then hits
             # a stand-in (download: minimal) is not stored: only the action cache, which the proxy checks against
             # the CAS, may give one (a local entry would name an evicted object for ever)
             store_outputs(store, key, outputs)

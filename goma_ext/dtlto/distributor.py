@@ -91,6 +91,14 @@ def _unhashed_module_parts(job: BackendJob) -> list[str]:
     return parts  # in the index's order: which module has which content
 
 
+def _empty_file(path: Path) -> bool:
+    """Whether PATH is a file of no bytes: no ELF object is (clang writes one after an error it only prints)."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
     return {"o": output, "dwo": dwo} if job.dwo else {"o": output}
 
@@ -321,6 +329,10 @@ class Distributor:
                 if got is None:
                     return None
                 res = got
+                if res.exit_code == 0 and _empty_file(self.cwd / native):  # clang's backend errors exit 0
+                    self._warn_once(f"a remote backend exited 0 with an empty object ({job.output}); compiling it "
+                                    "locally", kind="remote:empty")
+                    return None
                 if res.exit_code == 0:
                     os.replace(self.cwd / native, self.cwd / job.output)
             except GomaExtError as e:
@@ -365,6 +377,9 @@ class Distributor:
         if missing:
             code = 1
             proc.stderr += f"{argv[0]} exited 0 but did not write {', '.join(missing)}\n".encode()
+        elif code == 0 and _empty_file(tmp):  # clang's ThinLTO backend reports some errors on stderr only
+            code = 1
+            proc.stderr += f"{argv[0]} exited 0 but wrote an empty object for {job.output}\n".encode()
         if code != 0:
             remove_if_exists(tmp)
             remove_if_exists(tmp_dwo)

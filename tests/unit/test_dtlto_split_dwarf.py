@@ -69,3 +69,26 @@ def test_a_machine_dependent_backend_compiles_locally_with_one_warning(tmp_path:
         assert d._remote_job(job, distributor.BackendJob(job.argv, "a.o", "", "a.native.o"), "k", 0.0) is None
     assert [w.split(":")[:2] for w in warned] == [["remote", "machine -fno-integrated-as"],
                                                   ["remote", "machine -march=native"]]
+
+
+def test_a_local_job_that_writes_an_empty_object_fails(tmp_path: Path) -> None:
+    """clang's ThinLTO backend exits 0 with a 0-byte object after an error it only prints; lld links that."""
+    import threading
+
+    from goma_ext.dtlto.slots import Slots
+
+    compiler = tmp_path / "cc"
+    compiler.write_text('#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\n: > "$2"\n')
+    compiler.chmod(0o755)
+    (tmp_path / "a.o").write_bytes(b"bitcode")
+    d = object.__new__(distributor.Distributor)
+    d.settings = distributor.Settings(remote=None, cache=CacheStore(""), cache_policy="",
+                                      slots=Slots(tmp_path / "slots", 1), stats_log=None)
+    d._remote = None
+    d.cwd = tmp_path
+    d._print = threading.Lock()
+    d._record = lambda job, mode, code, start, phases=None: code  # type: ignore[assignment,method-assign,misc]
+    argv = (str(compiler), "-c", "-x", "ir", "a.o", "-o", "a.native.o")
+    job = DistJob(argv, "a.o", "", "a.native.o", ("a.o",), ("a.native.o",))
+    assert d._local_job(job, distributor.BackendJob.parse(argv), 0.0) == 1
+    assert not (tmp_path / "a.native.o").exists()

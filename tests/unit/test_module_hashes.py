@@ -123,3 +123,53 @@ def test_dtlto_keys_tell_modules_without_a_hash_apart(tmp_path: Path, monkeypatc
         digests.add(canonical_index_digest(job.index, job.bitcode))
         keys.add(content_key(job))
     assert len(digests) == 1 and len(keys) == 2
+
+
+def test_a_backend_that_exits_0_with_an_empty_object_fails_the_step(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """clang-19's ThinLTO backend prints `Error running ThinLTO backend: Error loading imported file …`, exits 0
+    and leaves a 0-byte object (a review, 2026-12-07), which lld links without a word; the step used to cache it."""
+    from gn_thinlto.steps.backend import run
+    from thinlto_base.keys import BackendJob
+    from thinlto_base.store import CacheStore
+    from thinlto_base.trust import Trust
+
+    monkeypatch.chdir(tmp_path)
+    _thin_link(tmp_path, ("-module-summary", "-module-hash"), False)
+    Path("b.o").rename("b.o.away")  # the module a.o imports from is gone when its backend runs
+    job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-fthinlto-index=stage/a.o.thinlto.bc", "-o",
+                            "a.native.o", "-O2"])
+    store = CacheStore(str(tmp_path / "cache"), Trust(""))
+    assert run(job, store, str(tmp_path / "log")) == 1
+    assert not Path("a.native.o").exists()
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and "cas" in p.parts]
+    Path("b.o.away").rename("b.o")
+    assert run(job, store, str(tmp_path / "log")) == 0 and Path("a.native.o").stat().st_size > 0
+
+
+def test_an_empty_object_from_the_remote_is_compiled_again_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The same clang behaviour on a worker (an import it could not load) would put an empty object into the
+    action cache: the step compiles such a job locally instead, and stores only that."""
+    from gn_thinlto.steps.backend import run_launched
+    from thinlto_base.compile_env import COMPILE_MARK
+    from thinlto_base.keys import BackendJob, cache_key, content_key
+    from thinlto_base.store import CacheStore
+    from thinlto_base.trust import Trust
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gn_thinlto.steps.backend.REMOTE_STAGE", str(tmp_path / "stage"))
+    Path("a.o").write_bytes(b"bitcode")
+    ran: list[str] = []
+
+    def runner(argv: list[str]) -> int:
+        ran.append(argv[0])
+        Path(argv[argv.index("-o") + 1]).write_bytes(b"" if argv[0] == "remote" else b"object")
+        return 0
+
+    job = BackendJob.parse(["clang-19", "-c", "-x", "ir", "a.o", "-o", "a.native.o"])
+    content = content_key(job)
+    store = CacheStore(str(tmp_path / "cache"), Trust(""))
+    assert run_launched(job, cache_key(job, content), content, store, str(tmp_path / "log"), ["remote"], runner) == 0
+    assert ran == ["remote", COMPILE_MARK] and Path("a.native.o").read_bytes() == b"object"
+    assert "exited 0 with an empty object" in capsys.readouterr().err
