@@ -464,6 +464,57 @@ def system_library_dirs(triple: str) -> list[str]:
     return [*((f"/lib/{triple}", f"/usr/lib/{triple}") if triple else ()), "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
 
 
+LD_SO_CACHE = "/etc/ld.so.cache"
+_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
+_CACHE_HEADER = "=20sIIB3sI12s"  # magic+version, nlibs, len_strings, flags, pad, extension, unused
+_CACHE_ENTRY = "=iIIIQ"  # flags, key, value, osversion, hwcap
+
+
+def ld_cache(path: str = LD_SO_CACHE) -> dict[str, list[str]]:
+    """soname -> paths, read from glibc's ld.so.cache (the "glibc-ld.so.cache1.1" layout of glibc's dl-cache.h:
+    a 48-byte header, then 24-byte entries whose key and value are offsets of NUL-terminated strings from the
+    header), as `ldconfig -p` lists it but without running a process: the directories of /etc/ld.so.conf
+    (/usr/local/lib). Every architecture; callers check the ELF."""
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return {}
+    header, entry = struct.Struct(_CACHE_HEADER), struct.Struct(_CACHE_ENTRY)
+    base = data.find(_CACHE_MAGIC)
+    if base < 0 or len(data) < base + header.size:
+        return {}
+    nlibs = header.unpack_from(data, base)[1]
+    found: dict[str, list[str]] = {}
+
+    def text(offset: int) -> str:
+        at = base + offset
+        end = data.find(b"\0", at)
+        return data[at:end].decode(errors="replace") if 0 <= at < end else ""
+
+    for i in range(nlibs):
+        at = base + header.size + i * entry.size
+        if at + entry.size > len(data):
+            break
+        _flags, key, value = entry.unpack_from(data, at)[:3]
+        name, lib = text(key), text(value)
+        if name and lib:
+            found.setdefault(name, []).append(lib)
+    return found
+
+
+def _elf_kind(path: str) -> bytes:
+    """PATH's ELF class, byte order and machine (b"" for anything else): which libraries a binary can load."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return b""
+    return head[4:6] + head[18:20] if head[:4] == b"\x7fELF" and len(head) == 20 else b""
+
+
 def _own_libraries(real: str) -> tuple[str, ...]:
     """The shared libraries REAL loads, and theirs in turn, but the C and C++ runtime: found as the loader finds
     them, in DT_RUNPATH (or DT_RPATH) directories, then the system's (Debian's libLLVM is in /usr/lib/TRIPLE). Each
@@ -474,18 +525,26 @@ def _own_libraries(real: str) -> tuple[str, ...]:
     if known is not None:
         return known
     system = system_library_dirs(_TRIPLES.get(os.uname().machine, ""))
+    cache: dict[str, list[str]] | None = None  # ld.so.cache, read when a run path does not find a library
+    kind = _elf_kind(real)
     found: dict[str, str] = {}  # real path -> the name it was found under
     todo = [real]
     while todo:
         binary = todo.pop()
         needed, paths = _dynamic(binary)
         origin = os.path.dirname(binary)
-        dirs = [p.replace("${ORIGIN}", origin).replace("$ORIGIN", origin) for p in paths] + system
+        dirs = [p.replace("${ORIGIN}", origin).replace("$ORIGIN", origin) for p in paths]
         for name in needed:
             if name.startswith(_RUNTIME):
                 continue
             lib = next((os.path.normpath(os.path.join(d, name)) for d in dirs if os.path.isfile(os.path.join(d, name))),
                        None)
+            if lib is None:  # as ld.so: the cache (ld.so.conf's directories), then the default ones
+                if cache is None:
+                    cache = ld_cache()
+                candidates = [*cache.get(name, ()), *(os.path.join(d, name) for d in system)]
+                lib = next((os.path.normpath(c) for c in candidates if os.path.isfile(c) and _elf_kind(c) == kind),
+                           None)
             resolved = os.path.realpath(lib) if lib is not None else None
             if lib is not None and resolved is not None and resolved not in found and resolved != real:
                 found[resolved] = lib

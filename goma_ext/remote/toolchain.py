@@ -15,7 +15,6 @@ import fnmatch
 import json
 import os
 import posixpath
-import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,14 +25,10 @@ from goma_ext.reapi.errors import InputError
 from goma_ext.reapi.merkle import BlobSource, FileDigester, InputTree, hash_file, tree_of_files
 from goma_ext.remote import identity_cache
 from goma_ext.remote.elf import DynamicInfo, ElfError, read_dynamic
-from thinlto_base.keys import config_files, system_library_dirs
+from thinlto_base.keys import config_files, ld_cache, system_library_dirs
 
 TOOLCHAIN_DIR = ".goma_ext_toolchain"
 TRIPLES = {62: "x86_64-linux-gnu", 183: "aarch64-linux-gnu", 3: "i386-linux-gnu", 40: "arm-linux-gnueabihf"}
-LD_SO_CACHE = Path("/etc/ld.so.cache")
-CACHE_MAGIC = b"glibc-ld.so.cache1.1"
-CACHE_HEADER = struct.Struct("=20sIIB3sI12s")  # magic+version, nlibs, len_strings, flags, pad, extension, unused
-CACHE_ENTRY = struct.Struct("=iIIIQ")  # flags, key, value, osversion, hwcap
 
 
 class ToolchainError(InputError):
@@ -51,36 +46,6 @@ class ToolchainFile:
 
 def in_base(name: str, base: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in base)
-
-
-def ld_cache(path: Path = LD_SO_CACHE) -> dict[str, list[str]]:
-    """soname -> paths, read from glibc's ld.so.cache (the "glibc-ld.so.cache1.1" layout of glibc's dl-cache.h:
-    a 48-byte header, then 24-byte entries whose key and value are offsets of NUL-terminated strings from the
-    header), as `ldconfig -p` lists it but without running a process. Every architecture; callers check the ELF."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return {}
-    base = data.find(CACHE_MAGIC)
-    if base < 0 or len(data) < base + CACHE_HEADER.size:
-        return {}
-    nlibs = CACHE_HEADER.unpack_from(data, base)[1]
-    found: dict[str, list[str]] = {}
-
-    def text(offset: int) -> str:
-        at = base + offset
-        end = data.find(b"\0", at)
-        return data[at:end].decode(errors="replace") if 0 <= at < end else ""
-
-    for i in range(nlibs):
-        at = base + CACHE_HEADER.size + i * CACHE_ENTRY.size
-        if at + CACHE_ENTRY.size > len(data):
-            break
-        _flags, key, value = CACHE_ENTRY.unpack_from(data, at)[:3]
-        name, lib = text(key), text(value)
-        if name and lib:
-            found.setdefault(name, []).append(lib)
-    return found
 
 
 @dataclass

@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.unit.test_toolchain import own_clang, rewrite_in_place
 from thinlto_base.keys import compiler_identity
 
@@ -75,3 +77,30 @@ def test_a_clang_config_file_beside_the_compiler_is_part_of_it_locally_and_remot
 
     tree = {f.rel: f.source for f in closure(clang, "clang++", DEFAULT_BASE_SYSTEM)}
     assert tree["bin/clang.cfg"] == tmp_path / "bin" / "clang.cfg"
+
+
+def test_a_library_found_through_ld_so_conf_is_part_of_the_compiler(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """ld.so finds a library without a run path through ld.so.cache, which lists /etc/ld.so.conf's directories
+    (/usr/local/lib): a libLLVM there was left out of the key, so its update kept every entry (a review)."""
+    import shutil
+
+    from thinlto_base import keys
+
+    libs = tmp_path / "local-lib"
+    libs.mkdir()
+    (tmp_path / "shim.c").write_text("int gx_shim(void) { return 0; }\n")
+    (tmp_path / "drv.c").write_text("int gx_shim(void);\nint main(void) { return gx_shim(); }\n")
+    subprocess.run(["clang-19", "-shared", "-fPIC", "-Wl,-soname,libgxconf.so.1", "-o", libs / "libgxconf.so.1",
+                    tmp_path / "shim.c"], check=True)
+    subprocess.run(["clang-19", "-o", tmp_path / "drv", tmp_path / "drv.c", f"-L{libs}", "-l:libgxconf.so.1"],
+                   check=True)
+    (tmp_path / "ld.so.conf").write_text(f"{libs}\n")
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    # a cache of our own (-C), from a configuration of our own (-f): the machine's stays as it is
+    subprocess.run([ldconfig, "-C", tmp_path / "ld.so.cache", "-f", tmp_path / "ld.so.conf"], check=True)
+    keys._LIBRARIES.clear()
+    machines = keys.ld_cache
+    monkeypatch.setattr(keys, "ld_cache", lambda: machines(str(tmp_path / "ld.so.cache")))
+    assert str(libs / "libgxconf.so.1") in compiler_identity(str(tmp_path / "drv"))
+    keys._LIBRARIES.clear()

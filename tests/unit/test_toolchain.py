@@ -18,7 +18,8 @@ from goma_ext.remote.client import prepare_action, toolchain_for
 from goma_ext.remote.config import DEFAULT_BASE_SYSTEM, load_config
 from goma_ext.remote.elf import ElfError, read_dynamic
 from goma_ext.remote.identity import CompilerIdentity
-from goma_ext.remote.toolchain import TOOLCHAIN_DIR, ToolchainCache, ToolchainError, closure, in_base, ld_cache
+from goma_ext.remote.toolchain import TOOLCHAIN_DIR, ToolchainCache, ToolchainError, closure, in_base
+from thinlto_base.keys import ld_cache
 
 CLANG = Path("/usr/lib/llvm-19/bin/clang")
 
