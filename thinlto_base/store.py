@@ -307,6 +307,8 @@ def fetch_outputs(store: CacheStore, key: str, dests: dict[str, str]) -> bool:
         return False
     if data is None:
         return False
+    if not data.get("o", b"?"):  # no object is empty: an entry stored before the steps refused them is a miss
+        return False
     for kind, path in dests.items():
         write_if_changed(path, data[kind])
     return True

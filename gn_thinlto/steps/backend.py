@@ -126,14 +126,16 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
     argv[argv.index("-o") + 1] = tmp
     done = False
     try:
-        rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), f"{tmp.removesuffix('.tmp')}.bc.tmp", runner=runner)
+        try:
+            rc = run_commands(job, argv, job.split_dwarf_args(tmp_dwo), f"{tmp.removesuffix('.tmp')}.bc.tmp",
+                              runner=runner)
+        except EmptyOutput:
+            rc = _said_empty(job)
         if rc != 0:
             return rc
         outputs = {kind: read_bytes(path) for kind, path in _dests(job, tmp, tmp_dwo).items()}
         if not outputs["o"]:
-            print(f"gn-thinlto: error: backend: the compiler exited 0 but wrote an empty object for {job.output}; "
-                  "its errors are above (clang's ThinLTO backend reports some only there)", file=sys.stderr)
-            return 1
+            return _said_empty(job)
         store_outputs(store, key, outputs)
         wanted()
         if job.dwo:
@@ -145,6 +147,12 @@ def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLi
             remove_named_after(tmp.removesuffix(".tmp"))
     record(log, CacheEvent.MISS, key, job.output)
     return 0
+
+
+def _said_empty(job: BackendJob) -> int:
+    print(f"gn-thinlto: error: backend: the compiler exited 0 but wrote an empty object (or module) for "
+          f"{job.output}; its errors are above (clang's ThinLTO backend reports some only there)", file=sys.stderr)
+    return 1
 
 
 def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], module: str,
@@ -161,9 +169,32 @@ def run_commands(job: BackendJob, argv: Sequence[str], dwo_args: Sequence[str], 
     optimize, codegen = job.two_steps(argv, module)
     try:
         rc = runner([*head, *optimize])
+        if rc == 0 and _nothing_in(module):  # the code generation would make a valid object of an empty module
+            raise EmptyOutput(module)
         return _explained(rc if rc != 0 else runner([*head, *codegen, *dwo_args]), launcher)
     finally:
         remove_if_exists(module)
+
+
+class EmptyOutput(Exception):
+    """A compile exited 0 and left an empty file: clang's ThinLTO backend after an error it only prints (an
+    imported module it could not load)."""
+
+
+def _nothing_in(path: str) -> bool:
+    """Whether PATH holds no bytes, or is a stand-in (download: minimal) for a blob of none."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return False  # none written: the command's own failure says why
+    if size == 0:
+        return True
+    from thinlto_base import remote_stub
+
+    if size > remote_stub.MAX_STUB_BYTES:
+        return False
+    stub = remote_stub.parse(read_bytes(path))
+    return stub is not None and stub.size == 0
 
 
 def _explained(rc: int, launcher: Sequence[str]) -> int:
@@ -209,11 +240,17 @@ def run_launched(
             write_new(index, read_regular(job.index)[0])
         try:
             _stage_previous(_dests(job, job.output, job.dwo), _dests(job, native, dwo))
-            rc = run_commands(job, job.relocated(index, native), job.split_dwarf_args(dwo), module, launcher,
-                              runner)
+            try:
+                rc = run_commands(job, job.relocated(index, native), job.split_dwarf_args(dwo), module, launcher,
+                                  runner)
+            except EmptyOutput:  # the optimization action's module: code generation would not notice
+                rc, empty = 0, True
+            else:
+                empty = False
             if rc != 0:
                 return rc
-            outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()}
+            outputs = {kind: read_bytes(path) for kind, path in _dests(job, native, dwo).items()} if not empty \
+                else {"o": b""}
             kept = {kind: remote_stub.parse(data) for kind, data in outputs.items()}
             if not outputs["o"] or (kept["o"] is not None and kept["o"].size == 0):
                 print(f"gn-thinlto: warning: the remote backend for {job.output} exited 0 with an empty object "

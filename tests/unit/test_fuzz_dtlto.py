@@ -47,7 +47,7 @@ from .test_dtlto_jobfile import GOOD
 
 PREFIX = "goma-ext"
 FAKE_COMPILER = ('#!/bin/sh\nout=\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
-                 '[ -n "$out" ] && : > "$out"\n')
+                 '[ -n "$out" ] && printf object > "$out"\n')
 
 
 @pytest.fixture

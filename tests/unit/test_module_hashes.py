@@ -173,3 +173,26 @@ def test_an_empty_object_from_the_remote_is_compiled_again_here(tmp_path: Path, 
     assert run_launched(job, cache_key(job, content), content, store, str(tmp_path / "log"), ["remote"], runner) == 0
     assert ran == ["remote", COMPILE_MARK] and Path("a.native.o").read_bytes() == b"object"
     assert "exited 0 with an empty object" in capsys.readouterr().err
+
+
+def test_a_two_step_backend_whose_optimization_leaves_an_empty_module_fails(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review of 8a874d9: with lld's code generation level apart from its optimization level the backend is two
+    commands; the first wrote a 0-byte module after the same error, and the second made a valid, empty object of
+    it (584 bytes, no main), which was cached."""
+    from gn_thinlto.steps.backend import run
+    from thinlto_base.keys import BackendJob
+    from thinlto_base.store import CacheStore
+    from thinlto_base.trust import Trust
+
+    monkeypatch.chdir(tmp_path)
+    _thin_link(tmp_path, ("-module-summary", "-module-hash"), False)
+    Path("b.o").rename("b.o.away")
+    job = BackendJob.parse(["--cg-opt-level=3", "clang-19", "-c", "-x", "ir", "a.o",
+                            "-fthinlto-index=stage/a.o.thinlto.bc", "-o", "a.native.o", "-O2"])
+    store = CacheStore(str(tmp_path / "cache"), Trust(""))
+    assert run(job, store, str(tmp_path / "log")) == 1 and not Path("a.native.o").exists()
+    Path("b.o.away").rename("b.o")
+    assert run(job, store, str(tmp_path / "log")) == 0
+    symbols = subprocess.run(["llvm-nm-19", "a.native.o"], capture_output=True, text=True).stdout
+    assert " T main" in symbols

@@ -15,6 +15,7 @@ from gn_thinlto.steps.step_args import StepArgs, parse_args
 from thinlto_base.keys import BackendJob, cache_key, content_key
 from thinlto_base import remote_stub
 from thinlto_base.store import CacheStore
+from thinlto_base.trust import Trust
 
 
 @pytest.fixture
@@ -390,3 +391,15 @@ def test_default_configuration_files_and_clangs_reading_rules(tmp_path: Path, mo
     cfg = BackendJob.parse([*base, "--config=./cfgdir.cfg"])
     assert f"{tmp_path}/prof.txt" in [path for _arg, path in cfg.flag_files()]
     assert not BackendJob.parse([*base, "--rsp-quoting=windows"]).cacheable()
+
+
+def test_an_empty_object_in_the_cache_is_never_served(tmp_path: Path) -> None:
+    """An entry stored before the steps refused empty objects (clang's backend leaves one after an error it only
+    prints) is a miss."""
+    from thinlto_base.store import fetch_outputs, store_outputs
+
+    store = CacheStore(str(tmp_path / "cache"), Trust(""))
+    store_outputs(store, "k" * 64, {"o": b""})
+    assert not fetch_outputs(store, "k" * 64, {"o": str(tmp_path / "n.o")}) and not (tmp_path / "n.o").exists()
+    store_outputs(store, "j" * 64, {"o": b"object"})
+    assert fetch_outputs(store, "j" * 64, {"o": str(tmp_path / "n.o")})
