@@ -37,6 +37,14 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def is_empty_file(path: str | os.PathLike[str]) -> bool:
+    """Whether PATH is a file of no bytes (False when it cannot be stat'ed: whoever reads it says why)."""
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False
+
+
 def make_parent(path: str | os.PathLike[str]) -> None:
     """Create PATH's directory (and its parents) if missing."""
     parent = os.path.dirname(os.fspath(path))

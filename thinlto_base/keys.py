@@ -115,10 +115,7 @@ class BackendJob:
     def expanded(self) -> tuple[list[str], list[tuple[str, str]]]:
         """expand_arguments of the command, read once per job (a key reads it three times)."""
         if self._expanded is None:
-            if any(a.startswith(("@", "--config")) for a in self.argv) or default_config_files((), self.argv[0]):
-                self._expanded = expand_arguments(self.argv[1:], "", self.argv[0])
-            else:
-                self._expanded = (list(self.argv[1:]), [])  # the common case: nothing to read
+            self._expanded = expand_arguments(self.argv[1:], "", self.argv[0])
         return self._expanded
 
     def two_steps(self, argv: Sequence[str], module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -217,13 +214,10 @@ def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> 
                 read.append((word, path))
                 if base is None:
                     out.extend(expand(tokenize_gnu(text), None, depth + 1))
-                else:  # read as a configuration file: relative to itself, <CFGDIR> its directory
-                    here = os.path.dirname(path)
-                    cfgdir = os.path.abspath(os.path.join(cwd, here))
-                    out.extend(expand([w.replace("<CFGDIR>", cfgdir) for w in tokenize_config(text)], here, depth + 1))
+                else:  # read as a configuration file: relative to itself
+                    out.extend(configured(text, path, depth + 1))
                 continue
-            name = word.removeprefix("--config=") if word.startswith("--config=") else \
-                words[n + 1] if word == "--config" and n + 1 < len(words) else None
+            name = _config_name(words, n)
             if base is not None and name is not None:  # a configuration file naming another one
                 skip = word == "--config"
                 out.extend(config(word, name if "/" not in name else os.path.join(base, name), depth + 1))
@@ -231,15 +225,20 @@ def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> 
             out.append(word)
         return out
 
+    def configured(text: str, path: str, depth: int) -> list[str]:
+        """The configuration file PATH's words (TEXT), expanded: <CFGDIR> is its directory (clang 19), and the
+        files it names are relative to it."""
+        here = os.path.dirname(path)
+        cfgdir = os.path.abspath(os.path.join(cwd, here))
+        return expand([w.replace("<CFGDIR>", cfgdir) for w in tokenize_config(text)], here, depth)
+
     def config(word: str, name: str, depth: int) -> list[str]:
         path = name if "/" in name else _config_search(name, words, compiler, cwd)
         text = _read_text(os.path.join(cwd, path)) if path and depth < _MAX_RESPONSE_DEPTH else None
         if text is None:
             return []
         read.append((word, path))
-        here = os.path.dirname(path)
-        cfgdir = os.path.abspath(os.path.join(cwd, here))  # clang 19 puts the file's directory for <CFGDIR>
-        return expand([w.replace("<CFGDIR>", cfgdir) for w in tokenize_config(text)], here, depth)
+        return configured(text, path, depth)
 
     words = expand(args, None, 0)
     added: list[str] = []
@@ -247,21 +246,35 @@ def expand_arguments(args: Sequence[str], cwd: str = "", compiler: str = "") -> 
         for path in default_config_files(words, compiler, cwd):  # of them, whichever this driver's name takes
             added.extend(config("<default configuration>", path, 1))
     for n, word in enumerate(words):
-        name = word.removeprefix("--config=") if word.startswith("--config=") else \
-            words[n + 1] if word == "--config" and n + 1 < len(words) else ""
+        name = _config_name(words, n)
         if name:
             added.extend(config(word, name, 1))
     return words + added, read
+
+
+def _config_name(words: Sequence[str], n: int) -> str | None:
+    """The configuration file WORDS[N] names (`--config=F`, or `--config` with F next), or None."""
+    word = words[n]
+    if word.startswith("--config="):
+        return word.removeprefix("--config=")
+    return words[n + 1] if word == "--config" and n + 1 < len(words) else None
+
+
+def _config_dirs(words: Sequence[str]) -> list[str]:
+    """The last --config-user-dir and the last --config-system-dir of WORDS ("" for one not given), in clang's
+    search order."""
+    return [next((w.split("=", 1)[1] for w in reversed(words) if w.startswith(flag)), "")
+            for flag in ("--config-user-dir=", "--config-system-dir=")]
 
 
 def default_config_files(words: Sequence[str], compiler: str = "", cwd: str = "") -> list[str]:
     """The configuration files clang may load without being asked: every `*.cfg` in the last --config-user-dir,
     the last --config-system-dir and the compiler's directory (unresolved too under -no-canonical-prefixes).
     Which of them clang takes depends on its name and target; taking them all may over-read, never under-read."""
-    dirs = [next((w.split("=", 1)[1] for w in reversed(words) if w.startswith(flag)), "")
-            for flag in ("--config-user-dir=", "--config-system-dir=")]
-    if compiler and _compiler_dir(compiler):
-        dirs.append(_compiler_dir(compiler))
+    dirs = _config_dirs(words)
+    own = _compiler_dir(compiler) if compiler else ""
+    if own:
+        dirs.append(own)
         if "-no-canonical-prefixes" in words:
             dirs.append(_compiler_dir(compiler, resolve=False))
     found: list[str] = []
@@ -272,8 +285,7 @@ def default_config_files(words: Sequence[str], compiler: str = "", cwd: str = ""
 
 def _config_search(name: str, words: Sequence[str], compiler: str, cwd: str) -> str:
     """Where clang finds the configuration file NAME (no slash in it), or ""."""
-    dirs = [next((w.split("=", 1)[1] for w in reversed(words) if w.startswith(flag)), "")
-            for flag in ("--config-user-dir=", "--config-system-dir=")]
+    dirs = _config_dirs(words)
     if compiler:
         dirs.append(_compiler_dir(compiler, resolve="-no-canonical-prefixes" not in words))
     return next((os.path.join(d, name) for d in dirs if d and os.path.isfile(os.path.join(cwd, d, name))), "")
@@ -281,14 +293,19 @@ def _config_search(name: str, words: Sequence[str], compiler: str, cwd: str) -> 
 
 def _compiler_dir(compiler: str, resolve: bool = True) -> str:
     """The directory of COMPILER (found on PATH when bare), its link resolved when RESOLVE; "" when not found."""
-    path: str | None = compiler
-    if os.sep not in compiler:
-        import shutil  # only for a bare command name
-
-        path = shutil.which(compiler)
+    path = _found(compiler)
     if not path:
         return ""
     return os.path.dirname(os.path.realpath(path) if resolve else os.path.abspath(path))
+
+
+def _found(compiler: str) -> str | None:
+    """COMPILER as a path: a bare command name found on PATH (None when it is not there)."""
+    if os.sep in compiler:
+        return compiler
+    import shutil  # only for a bare command name
+
+    return shutil.which(compiler)
 
 
 _SPACE = " \t\r\n"
@@ -422,12 +439,7 @@ def compiler_identity(compiler: str) -> str:
     of the shared libraries it loads. Debian's clang is a small driver whose code generator is libLLVM and
     libclang-cpp: an update of those alone must be a new compiler. (Not the change time: a cache directory shared
     by machines with the same packages would never hit, since dpkg and tar keep mtimes, never ctimes.)"""
-    path = compiler
-    if os.sep not in compiler:
-        import shutil  # only for a bare command name
-
-        path = shutil.which(compiler) or compiler
-    real = os.path.realpath(path)
+    real = os.path.realpath(_found(compiler) or compiler)
     try:
         return "\0".join(_stat_identity(p) for p in (real, *_own_libraries(real), *config_files(real)))
     except FileNotFoundError:  # a library upgraded under a long-lived process (the step server): look again
@@ -603,8 +615,9 @@ def _file_digest(path: str) -> str:
     return file_sha256(path) if path else "-"
 
 
-def _digest(parts: Sequence[str]) -> str:
-    h = hashlib.sha256(KEY_VERSION)
+def digest(parts: Sequence[str], version: bytes = KEY_VERSION) -> str:
+    """The key of PARTS under VERSION: the local cache's (this code's KEY_VERSION), and DTLTO's (its own)."""
+    h = hashlib.sha256(version)
     for part in parts:
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
@@ -614,7 +627,7 @@ def _digest(parts: Sequence[str]) -> str:
 def content_key(job: BackendJob) -> str:
     """What the job computes, the same on every machine: flags without paths, bitcode and index contents, and the
     contents of the files its flags name (a sample profile, a basic-block sections list: flag_files)."""
-    return _digest([*job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index), *flag_file_parts(job)])
+    return digest([*job.flags_for_key(), _file_digest(job.bitcode), _file_digest(job.index), *flag_file_parts(job)])
 
 
 def flag_file_parts(job: BackendJob) -> list[str]:
@@ -641,4 +654,4 @@ def _remembered_digest(path: str) -> str:
 
 def cache_key(job: BackendJob, content: str | None = None) -> str:
     """The local cache key: the content key (CONTENT, when already computed) and this machine's compiler binary."""
-    return _digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])
+    return digest([compiler_identity(job.argv[0]), content if content is not None else content_key(job)])

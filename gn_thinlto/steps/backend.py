@@ -29,6 +29,7 @@ from gn_thinlto.steps.server_start import start_server
 from gn_thinlto.steps.step_args import SERVERS_ENV, USAGE, chosen_socket, parse_args
 from gn_thinlto.steps.thinlink_paths import PARTITION_BITCODE_SUFFIX
 from thinlto_base.fsutil import (
+    is_empty_file,
     make_parent,
     read_bytes,
     remove_if_exists,
@@ -79,7 +80,7 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
     an output, so a step that ninja stopped never writes one after a new build has."""
     # a partition edge the thin link left unused (steps.partitions): its bitcode (partK.bc) is empty; bitcode
     # objects of null-index backends (X.o) are not stat'ed for it
-    if not job.index and job.bitcode.endswith(PARTITION_BITCODE_SUFFIX) and _empty(job.bitcode):
+    if not job.index and job.bitcode.endswith(PARTITION_BITCODE_SUFFIX) and is_empty_file(job.bitcode):
         wanted()
         for path in (job.output, job.dwo):
             if path:
@@ -105,14 +106,6 @@ def serve(job: BackendJob, store: CacheStore, log: str | os.PathLike[str], launc
         if launcher:
             return run_launched(job, key, content, store, log, launcher, runner, wanted), True
         return run_local(job, key, store, log, runner, wanted), True
-
-
-def _empty(path: str) -> bool:
-    """Whether PATH is an empty file: no compiler writes one, the thin link does for an unused partition."""
-    try:
-        return os.stat(path).st_size == 0
-    except OSError:
-        return False  # the job's own read reports it
 
 
 def run_local(job: BackendJob, key: str, store: CacheStore, log: str | os.PathLike[str], runner: Runner,
@@ -183,17 +176,11 @@ class EmptyOutput(Exception):
 
 def _nothing_in(path: str) -> bool:
     """Whether PATH holds no bytes, or is a stand-in (download: minimal) for a blob of none."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
-        return False  # none written: the command's own failure says why
-    if size == 0:
+    if is_empty_file(path):
         return True
     from thinlto_base import remote_stub
 
-    if size > remote_stub.MAX_STUB_BYTES:
-        return False
-    stub = remote_stub.parse(read_bytes(path))
+    stub = remote_stub.read_stub(path)
     return stub is not None and stub.size == 0
 
 

@@ -11,7 +11,6 @@ starts, and every output of the link is removed so that lld never sees a partial
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -33,8 +32,8 @@ from goma_ext.remote.config import RemoteConfig, explain_failure
 from goma_ext.remote.names import COMPILER_CACHE
 from thinlto_base.bitcode_blocks import unhashed_modules
 from thinlto_base.compile_env import compile_environment
-from thinlto_base.fsutil import file_sha256, read_bytes, remove_if_exists, replace_if_changed
-from thinlto_base.keys import BackendJob, cache_key, flag_file_parts
+from thinlto_base.fsutil import file_sha256, is_empty_file, read_bytes, remove_if_exists, replace_if_changed
+from thinlto_base.keys import BackendJob, cache_key, digest, flag_file_parts
 from thinlto_base.safefs import open_nofollow
 from thinlto_base.store import CacheStore, fetch_outputs, store_outputs
 
@@ -66,12 +65,8 @@ def content_key(job: BackendJob) -> str:
     """What a DTLTO job computes, whatever the link: its flags without paths, its bitcode's content and its
     index's content with module paths left out (lld 22 names extracted archive members after its pid), and the
     contents of the files its flags name (a sample profile lld passes to every job)."""
-    h = hashlib.sha256(KEY_VERSION)
-    for part in (*job.flags_for_key(), file_sha256(job.bitcode), canonical_index_digest(job.index, job.bitcode),
-                 *flag_file_parts(job), *_unhashed_module_parts(job)):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    return digest([*job.flags_for_key(), file_sha256(job.bitcode), canonical_index_digest(job.index, job.bitcode),
+                   *flag_file_parts(job), *_unhashed_module_parts(job)], KEY_VERSION)
 
 
 def _unhashed_module_parts(job: BackendJob) -> list[str]:
@@ -89,14 +84,6 @@ def _unhashed_module_parts(job: BackendJob) -> list[str]:
         except OSError:  # not here to hash: a key of its own, so the job never takes another's object
             parts.append(f"unread:{os.urandom(16).hex()}")
     return parts  # in the index's order: which module has which content
-
-
-def _empty_file(path: Path) -> bool:
-    """Whether PATH is a file of no bytes: no ELF object is (clang writes one after an error it only prints)."""
-    try:
-        return path.stat().st_size == 0
-    except OSError:
-        return False
 
 
 def _dests(job: BackendJob, output: str, dwo: str) -> dict[str, str]:
@@ -329,7 +316,7 @@ class Distributor:
                 if got is None:
                     return None
                 res = got
-                if res.exit_code == 0 and _empty_file(self.cwd / native):  # clang's backend errors exit 0
+                if res.exit_code == 0 and is_empty_file(self.cwd / native):  # clang's backend errors exit 0
                     self._warn_once(f"a remote backend exited 0 with an empty object ({job.output}); compiling it "
                                     "locally", kind="remote:empty")
                     return None
@@ -377,7 +364,7 @@ class Distributor:
         if missing:
             code = 1
             proc.stderr += f"{argv[0]} exited 0 but did not write {', '.join(missing)}\n".encode()
-        elif code == 0 and _empty_file(tmp):  # clang's ThinLTO backend reports some errors on stderr only
+        elif code == 0 and is_empty_file(tmp):  # clang's ThinLTO backend reports some errors on stderr only
             code = 1
             proc.stderr += f"{argv[0]} exited 0 but wrote an empty object for {job.output}\n".encode()
         if code != 0:

@@ -82,7 +82,8 @@ def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
     if not argv:
         raise GomaExtError("empty backend command line")
     args, rsp_files = expand_response_files(list(argv[1:]), lambda p: _read_text(cwd, p))
-    machine = machine_flag(expand_arguments(list(argv[1:]), str(cwd), argv[0])[0])
+    expanded = expand_arguments(list(argv[1:]), str(cwd), argv[0])  # as the local key reads them
+    machine = machine_flag(expanded[0])
     if machine is not None:
         raise MachineDependent(f"{machine}: the object would depend on the worker (its CPU, or a program of its system "
                            "that clang starts), which no key covers; the backend runs locally")
@@ -107,7 +108,7 @@ def backend_inputs(argv: Sequence[str], cwd: Path) -> BackendInputs:
     # and every other argument that names a file the backend reads, as the local cache key finds them: a value
     # the table does not know (`-Xclang -load -Xclang F`) would otherwise be the worker's file, or none
     named = {positional[0], *(f"-fthinlto-index={i}" for i in index_args), *outputs}
-    others += [_rel(cwd, p) for _arg, p in file_arguments(list(argv[1:]), named, str(cwd), argv[0])]
+    others += [_rel(cwd, p) for _arg, p in file_arguments(list(argv[1:]), named, str(cwd), argv[0], expanded)]
     return BackendInputs(
         bitcode=bitcode_path, index=index_path, imports=imports, other_inputs=tuple(dict.fromkeys(others)),
         output=_rel(cwd, outputs[-1]) if outputs else None, skip=skip,
