@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 
 from thinlto_base.safefs import create_exclusive, makedirs
 
@@ -35,6 +36,16 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def code_version(seed: bytes, paths: Sequence[str]) -> bytes:
+    """A version of the code in PATHS (their names and contents, after SEED): what an output made by that code is
+    kept under, so that an upgrade which changes it never serves or keeps what the old code made."""
+    h = hashlib.sha256(seed)
+    for path in paths:
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
+    return h.hexdigest().encode()
 
 
 def is_empty_file(path: str | os.PathLike[str]) -> bool:

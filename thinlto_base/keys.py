@@ -15,23 +15,14 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from thinlto_base.fsutil import changed_lately, file_sha256
+from thinlto_base.fsutil import changed_lately, code_version, file_sha256
 from thinlto_base.split_dwarf import split_dwarf_file, split_dwarf_mode
 from thinlto_base.two_step import CODEGEN_OPTION, split_codegen_level, two_step_commands
 
-
-def _code_version(names: Sequence[str]) -> bytes:
-    """A version of the code that composes a backend's commands: their files' contents. A fix there (how a two-step
-    job is split, how split DWARF is named) must not be served the objects the old code made, from a cache that
-    outlives an upgrade."""
-    h = hashlib.sha256(b"gn-thinlto-backend-v1")
-    for name in names:
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), "rb") as f:
-            h.update(f.read())
-    return h.hexdigest().encode()
-
-
-KEY_VERSION = _code_version(("keys.py", "two_step.py", "split_dwarf.py"))
+# The code that composes a backend's commands and keys: a fix there (how a two-step job is split, how split DWARF
+# is named) must not be served the objects the old code made, from a cache that outlives an upgrade.
+KEY_VERSION = code_version(b"gn-thinlto-backend-v1", [os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+                                                      for name in ("keys.py", "two_step.py", "split_dwarf.py")])
 
 
 class BackendJob:

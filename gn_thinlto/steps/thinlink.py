@@ -31,6 +31,7 @@ from gn_thinlto.steps.manifest import check_manifest
 from gn_thinlto.steps.thinlink_paths import manifest_index_files, manifest_natives, partition_paths
 from thinlto_base.bitcode_blocks import unhashed_modules
 from thinlto_base.fsutil import (
+    code_version,
     file_sha256,
     read_bytes,
     remove_if_exists,
@@ -44,14 +45,11 @@ from thinlto_base.keys import compiler_identity
 def _steps_version() -> bytes:
     """The thin-link steps' code (this directory's): an upgrade that changes how the thin link's outputs are made
     (final inputs, partitions) runs lld again once, instead of keeping what the old code wrote."""
-    h = hashlib.sha256(b"gn-thinlto-thinlink-v1")
     here = os.path.dirname(os.path.abspath(__file__))
     base = os.path.join(os.path.dirname(os.path.dirname(here)), "thinlto_base")
     files = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
-    for path in (*files, *(os.path.join(base, n) for n in ("bitcode_blocks.py", "fsutil.py"))):  # what it reads with
-        with open(path, "rb") as f:
-            h.update(os.path.basename(path).encode() + b"\0" + f.read())
-    return h.hexdigest().encode()
+    return code_version(b"gn-thinlto-thinlink-v1",  # and what it reads indexes with
+                        [*files, *(os.path.join(base, n) for n in ("bitcode_blocks.py", "fsutil.py"))])
 
 
 FINGERPRINT_VERSION = _steps_version()
