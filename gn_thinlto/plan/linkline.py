@@ -71,6 +71,10 @@ class _Routed:
     cache_policy: str = ""
     partitions: int = 0
 
+
+_LINKER_NEXT = ("-Xlinker", "--for-linker")  # the driver passes the next argument to the linker as it is
+
+
 def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
     """(argv index, linker argument) for every -Wl,… / -Xlinker / --for-linker argument, in order."""
     out: list[tuple[int, str]] = []
@@ -81,7 +85,7 @@ def linker_args(argv: Sequence[str]) -> list[tuple[int, str]]:
             out.extend((i, part) for part in a[4:].split(","))
         elif a.startswith("--for-linker="):
             out.append((i, a.split("=", 1)[1]))
-        elif a in ("-Xlinker", "--for-linker") and i + 1 < len(argv):
+        elif a in _LINKER_NEXT and i + 1 < len(argv):
             out.append((i, argv[i + 1]))
             i += 1
         i += 1
@@ -126,8 +130,8 @@ def check_no_response_files(argv: Sequence[str]) -> None:
     reads no file, so flags in them would be neither routed to the backends nor refused."""
     for i, a in enumerate(argv[1:], 1):
         linker = a.split(",")[1:] if a.startswith("-Wl,") else [a.split("=", 1)[1]] if a.startswith(
-            "--for-linker=") else [a] if argv[i - 1] in ("-Xlinker", "--for-linker") else []
-        if a.startswith("--config") and argv[i - 1] not in ("-Xlinker", "--for-linker"):
+            "--for-linker=") else [a] if argv[i - 1] in _LINKER_NEXT else []
+        if a.startswith("--config") and argv[i - 1] not in _LINKER_NEXT:
             raise Refused(f"link command reads a clang configuration file ({a!r}), which gn-thinlto does not read: "
                           "its flags could change the backends' code")
         named = next((w for w in (a, *linker) if w.startswith("@") and len(w) > 1), None)
@@ -213,7 +217,7 @@ def _driver_flags(argv: Sequence[str], mllvm: list[str]) -> list[str]:
     while i < len(argv):
         a = argv[i]
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
-        if a in ("-Xlinker", "--for-linker"):
+        if a in _LINKER_NEXT:
             i += 2
             continue
         if a.startswith(_DRIVER_COPY_PREFIXES):
@@ -276,7 +280,7 @@ def check_driver_codegen_flags(argv: Sequence[str]) -> None:
         if skip:
             skip = False
             continue
-        if a in ("-Xlinker", "--for-linker", "-mllvm", "-o", "-Xclang", "-Xassembler") or a.startswith("-Xarch_"):
+        if a in (*_LINKER_NEXT, "-mllvm", "-o", "-Xclang", "-Xassembler") or a.startswith("-Xarch_"):
             skip = True
             continue
         if _DRIVER_LTO_CODEGEN.match(a):
